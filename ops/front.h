@@ -1,0 +1,132 @@
+// The operator entry points, written once for every backend and every spatial rank.
+//
+// Each entry checks its arguments (ops/common/args.h), adds the batch dimension to unbatched
+// operands, allocates the output in the layout aten would pick, routes the call to the dense
+// or the depthwise kernel of a backend, and removes the batch dimension again. A backend is a
+// table of six kernels; the Meta backend is the empty table, so Meta kernels are this file's
+// checks and shapes and nothing else, and can never disagree with the real ones.
+#pragma once
+
+#include "ops/common/args.h"
+
+#include <string>
+
+namespace convx {
+
+// All kernels take batched, checked operands and write a preallocated output (any layout the
+// front chose: contiguous or channels-last). `bias` may be absent.
+using ForwardKernel = void(const ConvArgs&, const Tensor& input, const Tensor& weight,
+                           const std::optional<Tensor>& bias, const Tensor& output);
+// grad_input of a convolution = the transposed convolution of grad_output (bias added for
+// conv_transpose, absent for the input-grad operator).
+using DataGradKernel = void(const ConvArgs&, const Tensor& grad_output, const Tensor& weight,
+                            const std::optional<Tensor>& bias, const Tensor& grad_input);
+using WeightGradKernel = void(const ConvArgs&, const Tensor& input, const Tensor& grad_output,
+                              const Tensor& grad_weight);
+
+struct Backend {
+  ForwardKernel* dense_forward;
+  DataGradKernel* dense_data_grad;
+  WeightGradKernel* dense_weight_grad;
+  ForwardKernel* depthwise_forward;
+  DataGradKernel* depthwise_data_grad;
+  WeightGradKernel* depthwise_weight_grad;
+};
+
+// "convx::conv2d", "convx::conv_transpose1d", "convx::conv3d_input_grad", ...
+std::string op_name(const char* family, int64_t rank);
+
+namespace front {
+
+inline Tensor unbatch(const Tensor& out, bool unbatched) { return unbatched ? out.squeeze(0) : out; }
+
+// Depthwise-shaped: one input channel per group of the (forward) convolution, any channel
+// multiplier. The weight is [C_out, C_in/groups, *k] for conv and the grads, and
+// [C_in, C_out/groups, *k] for conv_transpose: in both, dim 1 is 1 exactly then.
+inline bool depthwise_shaped(const c10::SymInt& weight_dim1) { return weight_dim1 == 1; }
+
+template <const Backend& B>
+Tensor conv(int64_t rank, const Tensor& input, const Tensor& weight,
+            const std::optional<Tensor>& bias, c10::IntArrayRef stride, c10::IntArrayRef padding,
+            c10::IntArrayRef dilation, int64_t groups) {
+  auto a = make_args(rank, stride, padding, dilation, groups);
+  check_conv(a, input, weight, bias, op_name("conv", rank).c_str());
+  auto x = batched(input, rank);
+  auto y = new_tensor(conv_output_sizes(a, x, weight), x.options(), prefer_channels_last(x, weight));
+  if (B.dense_forward && x.sym_numel() != 0) {
+    auto k = depthwise_shaped(weight.sym_size(1)) ? B.depthwise_forward : B.dense_forward;
+    k(a, x, weight, bias, y);
+  }
+  return unbatch(y, is_unbatched(input, rank));
+}
+
+template <const Backend& B>
+Tensor depthwise_conv(int64_t rank, const Tensor& input, const Tensor& weight,
+                      const std::optional<Tensor>& bias, c10::IntArrayRef stride,
+                      c10::IntArrayRef padding, c10::IntArrayRef dilation) {
+  const int64_t c = input.dim() >= rank + 1 ? input.size(input.dim() - rank - 1) : 1;
+  auto a = make_args(rank, stride, padding, dilation, c);
+  check_depthwise(a, input, weight, bias, op_name("depthwise_conv", rank).c_str());
+  auto x = batched(input, rank);
+  auto y = new_tensor(conv_output_sizes(a, x, weight), x.options(), prefer_channels_last(x, weight));
+  if (B.depthwise_forward && x.sym_numel() != 0) B.depthwise_forward(a, x, weight, bias, y);
+  return unbatch(y, is_unbatched(input, rank));
+}
+
+template <const Backend& B>
+Tensor conv_transpose(int64_t rank, const Tensor& input, const Tensor& weight,
+                      const std::optional<Tensor>& bias, c10::IntArrayRef stride,
+                      c10::IntArrayRef padding, c10::IntArrayRef output_padding, int64_t groups,
+                      c10::IntArrayRef dilation) {
+  auto a = make_args(rank, stride, padding, dilation, groups, output_padding);
+  check_conv_transpose(a, input, weight, bias, op_name("conv_transpose", rank).c_str());
+  auto x = batched(input, rank);
+  auto y = new_tensor(conv_transpose_output_sizes(a, x, weight), x.options(),
+                      prefer_channels_last(x, weight));
+  if (B.dense_data_grad && x.sym_numel() != 0) {
+    auto k = depthwise_shaped(weight.sym_size(1)) ? B.depthwise_data_grad : B.dense_data_grad;
+    k(a, x, weight, bias, y);
+  }
+  return unbatch(y, is_unbatched(input, rank));
+}
+
+template <const Backend& B>
+Tensor conv_input_grad(int64_t rank, c10::SymIntArrayRef input_size, const Tensor& weight,
+                       const Tensor& grad_output, c10::IntArrayRef stride,
+                       c10::IntArrayRef padding, c10::IntArrayRef dilation, int64_t groups) {
+  auto a = make_args(rank, stride, padding, dilation, groups);
+  check_input_grad(a, input_size, weight, grad_output, op_name("conv_input_grad", rank).c_str());
+  const bool unbatched = is_unbatched(grad_output, rank);
+  auto gy = batched(grad_output, rank);
+  std::vector<c10::SymInt> size(input_size.begin(), input_size.end());
+  if (unbatched) size.insert(size.begin(), c10::SymInt(1));
+  auto gx = new_tensor(size, gy.options(), prefer_channels_last(gy, weight));
+  if (B.dense_data_grad && gy.sym_numel() != 0 && gx.sym_numel() != 0) {
+    auto k = depthwise_shaped(weight.sym_size(1)) ? B.depthwise_data_grad : B.dense_data_grad;
+    k(a, gy, weight, std::nullopt, gx);
+  } else if (B.dense_data_grad) {
+    gx.zero_();
+  }
+  return unbatch(gx, unbatched);
+}
+
+template <const Backend& B>
+Tensor conv_weight_grad(int64_t rank, const Tensor& input, c10::SymIntArrayRef weight_size,
+                        const Tensor& grad_output, c10::IntArrayRef stride,
+                        c10::IntArrayRef padding, c10::IntArrayRef dilation, int64_t groups) {
+  auto a = make_args(rank, stride, padding, dilation, groups);
+  check_weight_grad(a, input, weight_size, grad_output, op_name("conv_weight_grad", rank).c_str());
+  auto x = batched(input, rank);
+  auto gy = batched(grad_output, rank);
+  auto gw = new_tensor(weight_size, x.options(), prefer_channels_last(x, gy));
+  if (B.dense_weight_grad && x.sym_numel() != 0) {
+    auto k = depthwise_shaped(weight_size[1]) ? B.depthwise_weight_grad : B.dense_weight_grad;
+    k(a, x, gy, gw);
+  } else if (B.dense_weight_grad) {
+    gw.zero_();  // an empty batch contributes nothing
+  }
+  return gw;
+}
+
+}  // namespace front
+}  // namespace convx

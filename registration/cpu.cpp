@@ -1,0 +1,13 @@
+// Which function serves the CPU key: the shared fronts (ops/front.h) over the CPU kernels.
+#include "ops/conv/conv.h"
+#include "ops/depthwise_conv/depthwise_conv.h"
+#include "registration/per_rank.h"
+
+namespace convx {
+namespace {
+constexpr Backend kCpu{cpu::dense_forward,     cpu::dense_data_grad,     cpu::dense_weight_grad,
+                       cpu::depthwise_forward, cpu::depthwise_data_grad, cpu::depthwise_weight_grad};
+}  // namespace
+}  // namespace convx
+
+TORCH_LIBRARY_IMPL(convx, CPU, m) { convx::register_all_ranks<convx::Fronts<convx::kCpu>>(m); }

@@ -1,0 +1,36 @@
+// Every convx operator schema, for spatial ranks 1, 2 and 3.
+//
+// Hyper-parameters are int[N] (static: ONNX and cuDNN need them as constants); sizes that can
+// follow the batch (input_size, weight_size) are SymInt[] so torch.export keeps a dynamic batch.
+#include <torch/library.h>
+
+#include <string>
+#include <vector>
+
+namespace {
+
+std::vector<std::string> schemas_for(int r) {
+  const std::string n = std::to_string(r), i = "int[" + n + "] ";
+  const std::string geometry = i + "stride=1, " + i + "padding=0, " + i + "dilation=1";
+  return {
+      "conv" + n + "d(Tensor input, Tensor weight, Tensor? bias=None, " + geometry +
+          ", int groups=1) -> Tensor",
+      "conv_transpose" + n + "d(Tensor input, Tensor weight, Tensor? bias=None, " + i +
+          "stride=1, " + i + "padding=0, " + i + "output_padding=0, int groups=1, " + i +
+          "dilation=1) -> Tensor",
+      "depthwise_conv" + n + "d(Tensor input, Tensor weight, Tensor? bias=None, " + geometry +
+          ") -> Tensor",
+      "conv" + n + "d_input_grad(SymInt[] input_size, Tensor weight, Tensor grad_output, " +
+          geometry + ", int groups=1) -> Tensor",
+      "conv" + n + "d_weight_grad(Tensor input, SymInt[] weight_size, Tensor grad_output, " +
+          geometry + ", int groups=1) -> Tensor",
+  };
+}
+
+}  // namespace
+
+TORCH_LIBRARY(convx, m) {
+  for (int r = 1; r <= 3; ++r) {
+    for (const auto& schema : schemas_for(r)) m.def(schema.c_str(), {at::Tag::pt2_compliant_tag});
+  }
+}
