@@ -20,6 +20,7 @@
 #include <ATen/ops/sum.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include "ops/common/args.h"
 #include "ops/common/calls.h"
 
 namespace convx::autograd {
@@ -102,7 +103,7 @@ struct DepthwiseConv : torch::autograd::Function<DepthwiseConv> {
                         c10::IntArrayRef stride, c10::IntArrayRef padding,
                         c10::IntArrayRef dilation) {
     at::AutoDispatchBelowADInplaceOrView below;
-    const int64_t channels = input.size(input.dim() - rank - 1);
+    const int64_t channels = static_size(input, input.dim() - rank - 1);
     Saved::store(ctx, rank, stride, padding, dilation, channels);
     ctx->saved_data["bias"] = has(bias);
     ctx->save_for_backward({input, weight});

@@ -64,7 +64,7 @@ template <const Backend& B>
 Tensor depthwise_conv(int64_t rank, const Tensor& input, const Tensor& weight,
                       const std::optional<Tensor>& bias, c10::IntArrayRef stride,
                       c10::IntArrayRef padding, c10::IntArrayRef dilation) {
-  const int64_t c = input.dim() >= rank + 1 ? input.size(input.dim() - rank - 1) : 1;
+  const int64_t c = input.dim() >= rank + 1 ? static_size(input, input.dim() - rank - 1) : 1;
   auto a = make_args(rank, stride, padding, dilation, c);
   check_depthwise(a, input, weight, bias, op_name("depthwise_conv", rank).c_str());
   auto x = batched(input, rank);

@@ -92,8 +92,7 @@ void check_operands(const ConvArgs& a, const Tensor& input, const Tensor& weight
 c10::SymIntArrayRef spatial(const Tensor& t, int64_t rank) {
   return t.sym_sizes().slice(t.dim() - rank);
 }
-// Kernel sizes are static in every model we know of; guarding keeps the Meta path symbolic-safe.
-int64_t ksize(const Tensor& w, int64_t i) { return w.sym_size(2 + i).guard_int(__FILE__, __LINE__); }
+int64_t ksize(const Tensor& w, int64_t i) { return static_size(w, 2 + i); }
 c10::SymInt channels(const Tensor& t, int64_t rank) { return t.sym_size(t.dim() - rank - 1); }
 
 void check_kernel_fits(const ConvArgs& a, c10::SymIntArrayRef in, c10::SymIntArrayRef k,
@@ -277,7 +276,8 @@ bool is_channels_last(const Tensor& t) {
   if (t.dim() == 4) return t.suggest_memory_format() == at::MemoryFormat::ChannelsLast;
   if (t.dim() == 5) return t.suggest_memory_format() == at::MemoryFormat::ChannelsLast3d;
   // rank 1: (N, C, L) with strides (L*C, 1, C); a C of 1 is plain contiguous.
-  return t.size(1) > 1 && t.stride(1) == 1 && (t.size(2) == 1 || t.stride(2) == t.size(1));
+  return t.sym_size(1) > 1 && t.sym_stride(1) == 1 &&
+         (t.sym_size(2) == 1 || t.sym_stride(2) == t.sym_size(1));
 }
 
 bool prefer_channels_last(const Tensor& a, const Tensor& b) {

@@ -44,6 +44,12 @@ struct Geometry {
   bool depthwise() const { return groups == in_channels; }
 };
 
+// A size that is static in every model we know of (channels, kernel). Unlike Tensor::size(),
+// this does not materialise (and so guard on) the other, possibly symbolic, sizes.
+inline int64_t static_size(const Tensor& t, int64_t dim) {
+  return t.sym_size(dim).guard_int(__FILE__, __LINE__);
+}
+
 // ---- checks (each names the argument, what was expected and what came) ----
 
 // input [N, C_in, *in] or unbatched [C_in, *in]; weight [C_out, C_in/groups, *k].
