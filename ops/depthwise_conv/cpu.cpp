@@ -222,6 +222,8 @@ void data_grad_cl(const T* gy, T* gx, const Geometry& g, const std::vector<at::o
 }
 
 // ---------------------------------------------------------------- weight grad
+// One output channel per task; for every sample the taps loop inside, so the two planes they
+// re-read stay in cache instead of being fetched from memory once per tap.
 template <typename T>
 void weight_grad_nc(const T* x, const T* gy, std::vector<at::opmath_type<T>>& gw, const Geometry& g) {
   using acc_t = at::opmath_type<T>;
@@ -230,28 +232,31 @@ void weight_grad_nc(const T* x, const T* gy, std::vector<at::opmath_type<T>>& gw
   const auto& [D, H, W] = g.input;
   const auto& [OD, OH, OW] = g.output;
   Taps taps{g};
-  at::parallel_for(0, Cout * K, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t q = begin; q < end; ++q) {
-      const int64_t oc = q / K, k = q % K, c = oc / m;
-      const auto o = taps.off(k);
-      const Range rd = valid(OD, D, g.stride[0], o[0]), rh = valid(OH, H, g.stride[1], o[1]),
-                  rw = valid(OW, W, g.stride[2], o[2]);
-      const int64_t sw = g.stride[2];
-      acc_t total = 0;
+  at::parallel_for(0, Cout, 1, [&](int64_t begin, int64_t end) {
+    std::vector<acc_t> total(K);
+    for (int64_t oc = begin; oc < end; ++oc) {
+      const int64_t c = oc / m;
+      std::fill(total.begin(), total.end(), acc_t(0));
       for (int64_t n = 0; n < g.batch; ++n) {
         const T* xp = x + (n * C + c) * IL;
         const T* gp = gy + (n * Cout + oc) * OL;
-        for (int64_t od = rd.lo; od < rd.hi; ++od) {
-          for (int64_t oh = rh.lo; oh < rh.hi; ++oh) {
-            const T* xr = xp + ((od * g.stride[0] + o[0]) * H + oh * g.stride[1] + o[1]) * W + o[2];
-            const T* gr = gp + (od * OH + oh) * OW;
-            acc_t s = 0;
-            for (int64_t ow = rw.lo; ow < rw.hi; ++ow) s += acc_t(gr[ow]) * acc_t(xr[ow * sw]);
-            total += s;
+        for (int64_t k = 0; k < K; ++k) {
+          const auto o = taps.off(k);
+          const Range rd = valid(OD, D, g.stride[0], o[0]), rh = valid(OH, H, g.stride[1], o[1]),
+                      rw = valid(OW, W, g.stride[2], o[2]);
+          const int64_t sw = g.stride[2];
+          for (int64_t od = rd.lo; od < rd.hi; ++od) {
+            for (int64_t oh = rh.lo; oh < rh.hi; ++oh) {
+              const T* xr = xp + ((od * g.stride[0] + o[0]) * H + oh * g.stride[1] + o[1]) * W + o[2];
+              const T* gr = gp + (od * OH + oh) * OW;
+              acc_t s = 0;
+              for (int64_t ow = rw.lo; ow < rw.hi; ++ow) s += acc_t(gr[ow]) * acc_t(xr[ow * sw]);
+              total[k] += s;
+            }
           }
         }
       }
-      gw[q] = total;
+      std::copy(total.begin(), total.end(), gw.begin() + oc * K);
     }
   });
 }
