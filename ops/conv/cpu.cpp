@@ -9,7 +9,7 @@
 #include <ATen/OpMathType.h>
 #include <ATen/Parallel.h>
 #include <ATen/ops/empty.h>
-#include <ATen/ops/matmul.h>
+#include <ATen/ops/bmm.h>
 #include <ATen/ops/zeros.h>
 
 #include <algorithm>
@@ -133,14 +133,19 @@ void dense_forward(const ConvArgs& a, const Tensor& input, const Tensor& weight,
   const auto acc = opmath_type(input.scalar_type());
   const int64_t G = g.groups, Cout_g = g.out_channels / G;
   const int64_t CK_g = g.in_channels / G * g.kernel_numel(), L = g.output_numel();
-  // [G, C_out/G, C_in/G * K]: one GEMM per group, broadcast over the chunk's samples.
-  const auto w = weight.to(acc).contiguous().view({1, G, Cout_g, CK_g});
+  // [G, C_out/G, C_in/G * K]: per sample, one batched GEMM over the groups.
+  const auto w = weight.to(acc).contiguous().view({G, Cout_g, CK_g});
   const int64_t chunk = chunk_size(g, at::elementSize(acc));
   for (int64_t b0 = 0; b0 < g.batch; b0 += chunk) {
     const int64_t B = std::min(chunk, g.batch - b0);
     const auto x = input.narrow(0, b0, B).to(acc).contiguous();
     const auto cols = columns(x, g).view({B, G, CK_g, L});
-    auto y = at::matmul(w, cols).view(output.narrow(0, b0, B).sizes());
+    auto y = at::empty({B, G, Cout_g, L}, cols.options());
+    for (int64_t b = 0; b < B; ++b) {
+      auto yb = y[b];
+      at::bmm_out(yb, w, cols[b]);
+    }
+    y = y.view(output.narrow(0, b0, B).sizes());
     add_bias(y, bias);
     output.narrow(0, b0, B).copy_(y);
   }
@@ -152,12 +157,16 @@ void dense_data_grad(const ConvArgs& a, const Tensor& grad_output, const Tensor&
   const auto acc = opmath_type(grad_output.scalar_type());
   const int64_t G = g.groups, Cout_g = g.out_channels / G;
   const int64_t CK_g = g.in_channels / G * g.kernel_numel(), L = g.output_numel();
-  const auto wt = weight.to(acc).contiguous().view({1, G, Cout_g, CK_g}).transpose(2, 3);
+  const auto wt = weight.to(acc).contiguous().view({G, Cout_g, CK_g}).transpose(1, 2);
   const int64_t chunk = chunk_size(g, at::elementSize(acc));
   for (int64_t b0 = 0; b0 < g.batch; b0 += chunk) {
     const int64_t B = std::min(chunk, g.batch - b0);
     const auto gy = grad_output.narrow(0, b0, B).to(acc).contiguous().view({B, G, Cout_g, L});
-    const auto cols = at::matmul(wt, gy).contiguous();  // [B, G, CK_g, L] = [B, C*K, L]
+    auto cols = at::empty({B, G, CK_g, L}, gy.options());  // = [B, C*K, L]
+    for (int64_t b = 0; b < B; ++b) {
+      auto cb = cols[b];
+      at::bmm_out(cb, wt, gy[b]);
+    }
     auto gx = grad_input.narrow(0, b0, B);
     Tensor gx_acc;
     if (is_pointwise(g)) {
