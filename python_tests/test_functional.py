@@ -163,6 +163,23 @@ def test_import_does_not_import_onnx():
     subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=300)
 
 
+def test_library_from_environment_variable(tmp_path):
+    """With no library beside the package, $CONVX_LIBRARY is used."""
+    lib = convx.library_path
+    if lib is None:
+        pytest.skip("convx was loaded by someone else")
+    pkg = tmp_path / "convx"
+    shutil.copytree(os.path.dirname(convx.__file__), pkg,
+                    ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+    code = ("import convx, torch; print(convx.library_path); "
+            "print(torch.ops.convx.conv1d(torch.ones(1, 1, 3), torch.ones(1, 1, 2)).tolist())")
+    env = dict(os.environ, PYTHONPATH=str(tmp_path), CONVX_LIBRARY=lib)
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == [lib, "[[[2.0,", "2.0]]]"]
+
+
 def test_missing_library_is_a_clear_import_error(tmp_path):
     """A copy of the package with no library anywhere fails with ImportError naming it."""
     pkg = tmp_path / "convx"

@@ -152,7 +152,7 @@ def test_depthwise_constructor():
 
 
 @JIT_DEPRECATED
-@pytest.mark.parametrize("rank,kind,kw", [p for i, p in enumerate(_pairs()) if i % 2 == 0])
+@pytest.mark.parametrize("rank,kind,kw", list(_pairs()))
 def test_torchscript_modules(rank, kind, kw, tmp_path):
     _, c = _make(rank, kind, kw)
     x = _input(rank, kw["in_channels"])

@@ -38,7 +38,8 @@ def _convx_padding_plan(padding, padding_mode: str, kernel_size, dilation,
     if padding_mode != "zeros":
         # Like torch: pad with the mode (the same amounts as 'zeros' would use), then convolve
         # without padding.
-        return [int(p) for p in reversed_padding_repeated_twice], padding_mode, [0] * n
+        pad = [int(p) for p in reversed_padding_repeated_twice]
+        return (pad if any(pad) else []), padding_mode, [0] * n
     if isinstance(padding, str):
         if padding == "valid":
             return [], "constant", [0] * n
