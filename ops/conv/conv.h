@@ -9,3 +9,11 @@ ForwardKernel dense_forward;
 DataGradKernel dense_data_grad;
 WeightGradKernel dense_weight_grad;
 }  // namespace convx::cpu
+
+#ifdef CONVX_WITH_CUDA
+namespace convx::cuda {
+ForwardKernel dense_forward;
+DataGradKernel dense_data_grad;
+WeightGradKernel dense_weight_grad;
+}  // namespace convx::cuda
+#endif

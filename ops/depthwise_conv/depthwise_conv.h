@@ -9,3 +9,11 @@ ForwardKernel depthwise_forward;
 DataGradKernel depthwise_data_grad;
 WeightGradKernel depthwise_weight_grad;
 }  // namespace convx::cpu
+
+#ifdef CONVX_WITH_CUDA
+namespace convx::cuda {
+ForwardKernel depthwise_forward;
+DataGradKernel depthwise_data_grad;
+WeightGradKernel depthwise_weight_grad;
+}  // namespace convx::cuda
+#endif

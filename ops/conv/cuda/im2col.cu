@@ -1,0 +1,209 @@
+// Dense convolution on CUDA (the fallback for non-depthwise calls until cuDNN is wired in):
+// im2col / col2im kernels + cuBLAS GEMMs (at::matmul), for every spatial rank.
+//
+// The GEMM-level logic mirrors ops/conv/cpu.cpp: the batch is processed in chunks whose column
+// buffer stays under kColumnBytes; arithmetic in the opmath type (float for half/bfloat16).
+// col2im is a gather (each thread owns one input element and sums the columns that read it),
+// so there are no atomics and the result is deterministic.
+#include "ops/conv/conv.h"
+
+#include <ATen/Dispatch.h>
+#include <ATen/OpMathType.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/matmul.h>
+#include <ATen/ops/zeros.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include <algorithm>
+
+namespace convx::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int64_t kColumnBytes = int64_t(256) << 20;
+
+struct Geo {
+  int64_t C;  // input channels (all groups)
+  int64_t in[3], out[3], k[3], s[3], p[3], d[3];
+};
+
+Geo geo(const Geometry& g) {
+  Geo G{};
+  G.C = g.in_channels;
+  for (int i = 0; i < 3; ++i) {
+    G.in[i] = g.input[i], G.out[i] = g.output[i], G.k[i] = g.kernel[i];
+    G.s[i] = g.stride[i], G.p[i] = g.padding[i], G.d[i] = g.dilation[i];
+  }
+  return G;
+}
+
+unsigned blocks_for(int64_t n) {
+  return static_cast<unsigned>(std::clamp<int64_t>((n + kThreads - 1) / kThreads, 1, int64_t(1) << 20));
+}
+
+#define CONVX_GRID_STRIDE(i, n)                                                         \
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+
+// cols[b][c*K + k][o] = x[b][c][o*s - p + k*d] (0 outside); x contiguous [B, C, *in].
+template <typename T>
+__global__ void im2col_kernel(const T* __restrict__ x, T* __restrict__ cols, const Geo G, int64_t B) {
+  const int64_t K = G.k[0] * G.k[1] * G.k[2], L = G.out[0] * G.out[1] * G.out[2];
+  const int64_t total = B * G.C * K * L;
+  CONVX_GRID_STRIDE(idx, total) {
+    const int64_t o = idx % L, r = idx / L, kk = r % K, bc = r / K;
+    const int64_t ow = o % G.out[2], oh = (o / G.out[2]) % G.out[1], od = o / (G.out[2] * G.out[1]);
+    const int64_t kw = kk % G.k[2], kh = (kk / G.k[2]) % G.k[1], kd = kk / (G.k[2] * G.k[1]);
+    const int64_t id = od * G.s[0] - G.p[0] + kd * G.d[0];
+    const int64_t ih = oh * G.s[1] - G.p[1] + kh * G.d[1];
+    const int64_t iw = ow * G.s[2] - G.p[2] + kw * G.d[2];
+    const bool in = id >= 0 && id < G.in[0] && ih >= 0 && ih < G.in[1] && iw >= 0 && iw < G.in[2];
+    cols[idx] = in ? x[((bc * G.in[0] + id) * G.in[1] + ih) * G.in[2] + iw] : T(0);
+  }
+}
+
+// The adjoint, as a gather: x[b][c][i] = sum over taps k with o = (i + p - k*d) / s integral
+// and in range of cols[b][c*K + k][o].
+template <typename T>
+__global__ void col2im_kernel(const T* __restrict__ cols, T* __restrict__ x, const Geo G, int64_t B) {
+  const int64_t K = G.k[0] * G.k[1] * G.k[2], L = G.out[0] * G.out[1] * G.out[2];
+  const int64_t total = B * G.C * G.in[0] * G.in[1] * G.in[2];
+  CONVX_GRID_STRIDE(idx, total) {
+    int64_t r = idx;
+    const int64_t iw = r % G.in[2];
+    r /= G.in[2];
+    const int64_t ih = r % G.in[1];
+    r /= G.in[1];
+    const int64_t id = r % G.in[0], bc = r / G.in[0];
+    const T* cb = cols + bc * K * L;
+    T sum = 0;
+    for (int64_t kd = 0; kd < G.k[0]; ++kd) {
+      const int64_t td = id + G.p[0] - kd * G.d[0];
+      if (td < 0 || td % G.s[0] != 0 || td / G.s[0] >= G.out[0]) continue;
+      for (int64_t kh = 0; kh < G.k[1]; ++kh) {
+        const int64_t th = ih + G.p[1] - kh * G.d[1];
+        if (th < 0 || th % G.s[1] != 0 || th / G.s[1] >= G.out[1]) continue;
+        for (int64_t kw = 0; kw < G.k[2]; ++kw) {
+          const int64_t tw = iw + G.p[2] - kw * G.d[2];
+          if (tw < 0 || tw % G.s[2] != 0 || tw / G.s[2] >= G.out[2]) continue;
+          const int64_t kk = (kd * G.k[1] + kh) * G.k[2] + kw;
+          const int64_t o = (td / G.s[0] * G.out[1] + th / G.s[1]) * G.out[2] + tw / G.s[2];
+          sum += cb[kk * L + o];
+        }
+      }
+    }
+    x[idx] = sum;
+  }
+}
+
+at::ScalarType opmath_type(at::ScalarType t) { return t == at::kDouble ? at::kDouble : at::kFloat; }
+
+int64_t chunk_size(const Geometry& g, int64_t elem_size) {
+  const int64_t per_sample =
+      std::max<int64_t>(1, g.in_channels * g.kernel_numel() * g.output_numel() * elem_size);
+  return std::clamp<int64_t>(kColumnBytes / per_sample, 1, std::max<int64_t>(g.batch, 1));
+}
+
+bool is_pointwise(const Geometry& g) {
+  for (int i = 0; i < 3; ++i) {
+    if (g.kernel[i] != 1 || g.stride[i] != 1 || g.padding[i] != 0) return false;
+  }
+  return true;
+}
+
+// Columns of a contiguous opmath chunk: [B, C*K, L].
+Tensor columns(const Tensor& x, const Geometry& g) {
+  const int64_t B = x.size(0), CK = g.in_channels * g.kernel_numel(), L = g.output_numel();
+  if (is_pointwise(g)) return x.reshape({B, CK, L});
+  auto cols = at::empty({B, CK, L}, x.options());
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "convx_im2col_cuda", [&] {
+    im2col_kernel<scalar_t><<<blocks_for(cols.numel()), kThreads, 0, c10::cuda::getCurrentCUDAStream()>>>(
+        x.const_data_ptr<scalar_t>(), cols.mutable_data_ptr<scalar_t>(), geo(g), B);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
+  return cols;
+}
+
+void add_bias(Tensor& y, const std::optional<Tensor>& bias) {
+  if (!bias.has_value() || !bias->defined()) return;
+  std::vector<int64_t> shape(y.dim(), 1);
+  shape[1] = y.size(1);
+  y.add_(bias->to(y.scalar_type()).view(shape));
+}
+
+}  // namespace
+
+void dense_forward(const ConvArgs& a, const Tensor& input, const Tensor& weight,
+                   const std::optional<Tensor>& bias, const Tensor& output) {
+  c10::cuda::CUDAGuard guard(input.device());
+  const Geometry g = geometry(a, input, weight, output);
+  const auto acc = opmath_type(input.scalar_type());
+  const int64_t G = g.groups, Cout_g = g.out_channels / G;
+  const int64_t CK_g = g.in_channels / G * g.kernel_numel(), L = g.output_numel();
+  const auto w = weight.to(acc).contiguous().view({G, Cout_g, CK_g});
+  const int64_t chunk = chunk_size(g, at::elementSize(acc));
+  for (int64_t b0 = 0; b0 < g.batch; b0 += chunk) {
+    const int64_t B = std::min(chunk, g.batch - b0);
+    const auto x = input.narrow(0, b0, B).to(acc).contiguous();
+    const auto cols = columns(x, g).view({B, G, CK_g, L});
+    auto y = at::matmul(w, cols);  // [B, G, C_out/G, L], one batched cuBLAS GEMM
+    y = y.view(output.narrow(0, b0, B).sizes());
+    add_bias(y, bias);
+    output.narrow(0, b0, B).copy_(y);
+  }
+}
+
+void dense_data_grad(const ConvArgs& a, const Tensor& grad_output, const Tensor& weight,
+                     const std::optional<Tensor>& bias, const Tensor& grad_input) {
+  c10::cuda::CUDAGuard guard(grad_output.device());
+  const Geometry g = geometry(a, grad_input, weight, grad_output);
+  const auto acc = opmath_type(grad_output.scalar_type());
+  const int64_t G = g.groups, Cout_g = g.out_channels / G;
+  const int64_t CK_g = g.in_channels / G * g.kernel_numel(), L = g.output_numel();
+  const auto wt = weight.to(acc).contiguous().view({G, Cout_g, CK_g}).transpose(1, 2);
+  const int64_t chunk = chunk_size(g, at::elementSize(acc));
+  for (int64_t b0 = 0; b0 < g.batch; b0 += chunk) {
+    const int64_t B = std::min(chunk, g.batch - b0);
+    const auto gy = grad_output.narrow(0, b0, B).to(acc).contiguous().view({B, G, Cout_g, L});
+    const auto cols = at::matmul(wt, gy).contiguous();  // [B, G, CK_g, L] = [B, C*K, L]
+    auto gx = grad_input.narrow(0, b0, B);
+    Tensor gx_acc;
+    if (is_pointwise(g)) {
+      gx_acc = cols.view(gx.sizes());
+    } else {
+      gx_acc = at::empty(gx.sizes(), cols.options());
+      AT_DISPATCH_FLOATING_TYPES(acc, "convx_col2im_cuda", [&] {
+        col2im_kernel<scalar_t><<<blocks_for(gx_acc.numel()), kThreads, 0, c10::cuda::getCurrentCUDAStream()>>>(
+            cols.const_data_ptr<scalar_t>(), gx_acc.mutable_data_ptr<scalar_t>(), geo(g), B);
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+      });
+    }
+    add_bias(gx_acc, bias);
+    gx.copy_(gx_acc);
+  }
+}
+
+void dense_weight_grad(const ConvArgs& a, const Tensor& input, const Tensor& grad_output,
+                       const Tensor& grad_weight) {
+  c10::cuda::CUDAGuard guard(input.device());
+  const Geometry g = geometry(a, input, grad_weight, grad_output);
+  const auto acc = opmath_type(input.scalar_type());
+  const int64_t G = g.groups, Cout_g = g.out_channels / G;
+  const int64_t CK_g = g.in_channels / G * g.kernel_numel(), L = g.output_numel();
+  auto gw = at::zeros({G, Cout_g, CK_g}, input.options().dtype(acc));
+  const int64_t chunk = chunk_size(g, at::elementSize(acc));
+  for (int64_t b0 = 0; b0 < g.batch; b0 += chunk) {
+    const int64_t B = std::min(chunk, g.batch - b0);
+    const auto x = input.narrow(0, b0, B).to(acc).contiguous();
+    const auto cols = columns(x, g).view({B, G, CK_g, L});
+    const auto gy = grad_output.narrow(0, b0, B).to(acc).contiguous().view({B, G, Cout_g, L});
+    // Fixed order over the samples: deterministic.
+    for (int64_t b = 0; b < B; ++b) gw.baddbmm_(gy[b], cols[b].transpose(1, 2));
+  }
+  grad_weight.copy_(gw.view(grad_weight.sizes()));
+}
+
+}  // namespace convx::cuda

@@ -1,0 +1,481 @@
+// Depthwise convolution on CUDA: direct kernels, no im2col, for every spatial rank.
+//
+// Forward and data-grad share one "direct gather" kernel per layout. Each output element of the
+// launch reads the other tensor at position  (o*sn + base + k*step) / sd  along every spatial dim:
+//   forward:   sn = stride, sd = 1,      base = -padding, step = +dilation;
+//   data-grad: sn = 1,      sd = stride, base = +padding, step = -dilation (a gather: the taps
+//              whose source position is integral and in range; no atomics). With stride 1 this
+//              is the forward with the filter rotated (no divisibility checks).
+// Channels: written channel co reads channel (co / in_div) * in_mul + j for j < J with weight row
+// co * in_mul + j (forward: in_div = m, in_mul = J = 1; data-grad: in_div = 1, in_mul = J = m).
+//
+//  - NC(D)HW: each thread computes kTileW consecutive outputs along W (register micro-tile); when
+//    the whole tile and filter span is inside the row, the inner loop has no bounds checks.
+//  - channels-last: each thread computes V consecutive channels (16 bytes: 4 fp32, 8 fp16/bf16,
+//    2 fp64) of one pixel, with vector loads/stores when m == 1 and everything is aligned.
+//
+// The weight-grad is deterministic without atomics: the reduction range (batch x output pixels)
+// is cut into a fixed number of chunks that depends only on the shapes; one block per
+// (channel tile, chunk) writes its partial sums to a workspace [chunks, C_out, K], reduced
+// within the block by a fixed tree; a second kernel sums the chunks in order.
+//
+// Arithmetic in the opmath type (float for half/bfloat16, double for double). All indices are
+// int64_t; every kernel is a grid-stride loop.
+#include "ops/depthwise_conv/depthwise_conv.h"
+
+#include <ATen/Dispatch.h>
+#include <ATen/OpMathType.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include <algorithm>
+
+namespace convx::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kTileW = 4;         // NC outputs per thread along W
+constexpr int kTapsPerPass = 8;   // weight-grad taps accumulated per pass
+
+unsigned blocks_for(int64_t n, int threads = kThreads) {
+  // Grid-stride loops cover the rest; 2^20 blocks is far more than any GPU holds at once.
+  return static_cast<unsigned>(std::clamp<int64_t>((n + threads - 1) / threads, 1, int64_t(1) << 20));
+}
+
+#define CONVX_GRID_STRIDE(i, n)                                                         \
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+
+template <typename T>
+constexpr int vec_width() {
+  return sizeof(T) >= 8 ? 2 : (sizeof(T) == 4 ? 4 : 8);
+}
+
+template <typename T, int V>
+struct alignas(sizeof(T) * V) Vec {
+  T v[V];
+};
+
+// ---------------------------------------------------------------- direct (forward, data-grad)
+struct Direct {
+  int64_t N, out_c, in_c;  // channels of the tensor written / read
+  int64_t out[3], in[3], k[3];
+  int64_t sn[3], sd[3], base[3], step[3];
+  int64_t in_div, in_mul, J, wrows;
+};
+
+// Source position along dim d for output position o and tap kk; false when outside or (DIV)
+// not integral.
+template <bool DIV>
+__device__ __forceinline__ bool source(const Direct& P, int d, int64_t o, int64_t kk, int64_t& i) {
+  int64_t raw = o * P.sn[d] + P.base[d] + kk * P.step[d];
+  if (raw < 0) return false;
+  if (DIV) {
+    if (raw % P.sd[d] != 0) return false;
+    raw /= P.sd[d];
+  }
+  i = raw;
+  return raw < P.in[d];
+}
+
+template <typename T, bool DIV>
+__global__ void __launch_bounds__(kThreads)
+direct_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ bias,
+          T* __restrict__ out, const Direct P) {
+  using acc_t = at::opmath_type<T>;
+  const int64_t OD = P.out[0], OH = P.out[1], OW = P.out[2];
+  const int64_t tiles = (OW + kTileW - 1) / kTileW;
+  const int64_t total = P.N * P.out_c * OD * OH * tiles;
+  const int64_t K = P.k[0] * P.k[1] * P.k[2], plane = P.in[0] * P.in[1] * P.in[2];
+  const int64_t span = (P.k[2] - 1) * P.step[2];
+  CONVX_GRID_STRIDE(idx, total) {
+    int64_t r = idx;
+    const int64_t ow0 = (r % tiles) * kTileW;
+    r /= tiles;
+    const int64_t oh = r % OH;
+    r /= OH;
+    const int64_t od = r % OD;
+    r /= OD;
+    const int64_t co = r % P.out_c, n = r / P.out_c;
+
+    acc_t acc[kTileW];
+    const acc_t b0 = bias ? static_cast<acc_t>(bias[co]) : acc_t(0);
+#pragma unroll
+    for (int t = 0; t < kTileW; ++t) acc[t] = b0;
+
+    const int64_t first = ow0 * P.sn[2] + P.base[2];
+    const bool interior = !DIV && ow0 + kTileW <= OW && first + (span < 0 ? span : 0) >= 0 &&
+                          first + (kTileW - 1) * P.sn[2] + (span > 0 ? span : 0) < P.in[2];
+    for (int64_t j = 0; j < P.J; ++j) {
+      const T* inc = in + (n * P.in_c + (co / P.in_div) * P.in_mul + j) * plane;
+      const T* wr = w + (co * P.in_mul + j) * K;
+      for (int64_t kd = 0; kd < P.k[0]; ++kd) {
+        int64_t id;
+        if (!source<DIV>(P, 0, od, kd, id)) continue;
+        for (int64_t kh = 0; kh < P.k[1]; ++kh) {
+          int64_t ih;
+          if (!source<DIV>(P, 1, oh, kh, ih)) continue;
+          const T* row = inc + (id * P.in[1] + ih) * P.in[2];
+          const T* wk = wr + (kd * P.k[1] + kh) * P.k[2];
+          if (interior) {
+            const T* p = row + first;
+            for (int64_t kw = 0; kw < P.k[2]; ++kw, p += P.step[2]) {
+              const acc_t wv = static_cast<acc_t>(wk[kw]);
+#pragma unroll
+              for (int t = 0; t < kTileW; ++t) acc[t] += wv * static_cast<acc_t>(p[t * P.sn[2]]);
+            }
+          } else {
+            for (int64_t kw = 0; kw < P.k[2]; ++kw) {
+              const acc_t wv = static_cast<acc_t>(wk[kw]);
+#pragma unroll
+              for (int t = 0; t < kTileW; ++t) {
+                int64_t iw;
+                if (ow0 + t < OW && source<DIV>(P, 2, ow0 + t, kw, iw)) {
+                  acc[t] += wv * static_cast<acc_t>(row[iw]);
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    T* o = out + (((n * P.out_c + co) * OD + od) * OH + oh) * OW + ow0;
+#pragma unroll
+    for (int t = 0; t < kTileW; ++t) {
+      if (ow0 + t < OW) o[t] = static_cast<T>(acc[t]);
+    }
+  }
+}
+
+// wt: the weight transposed to [K, wrows] in the opmath type, so a warp's channels read
+// consecutive weights.
+template <typename T, bool DIV, bool VEC>
+__global__ void __launch_bounds__(kThreads)
+direct_cl(const T* __restrict__ in, const at::opmath_type<T>* __restrict__ wt,
+          const T* __restrict__ bias, T* __restrict__ out, const Direct P) {
+  using acc_t = at::opmath_type<T>;
+  constexpr int V = vec_width<T>();
+  const int64_t OD = P.out[0], OH = P.out[1], OW = P.out[2];
+  const int64_t CG = (P.out_c + V - 1) / V;
+  const int64_t total = P.N * OD * OH * OW * CG;
+  CONVX_GRID_STRIDE(idx, total) {
+    const int64_t co0 = (idx % CG) * V, pix = idx / CG;
+    int64_t r = pix;
+    const int64_t ow = r % OW;
+    r /= OW;
+    const int64_t oh = r % OH;
+    r /= OH;
+    const int64_t od = r % OD, n = r / OD;
+
+    acc_t acc[V];
+#pragma unroll
+    for (int v = 0; v < V; ++v) {
+      acc[v] = (bias && (VEC || co0 + v < P.out_c)) ? static_cast<acc_t>(bias[co0 + v]) : acc_t(0);
+    }
+    for (int64_t kd = 0; kd < P.k[0]; ++kd) {
+      int64_t id;
+      if (!source<DIV>(P, 0, od, kd, id)) continue;
+      for (int64_t kh = 0; kh < P.k[1]; ++kh) {
+        int64_t ih;
+        if (!source<DIV>(P, 1, oh, kh, ih)) continue;
+        for (int64_t kw = 0; kw < P.k[2]; ++kw) {
+          int64_t iw;
+          if (!source<DIV>(P, 2, ow, kw, iw)) continue;
+          const T* px = in + (((n * P.in[0] + id) * P.in[1] + ih) * P.in[2] + iw) * P.in_c;
+          const acc_t* wk = wt + ((kd * P.k[1] + kh) * P.k[2] + kw) * P.wrows;
+          if (VEC) {
+            const Vec<T, V> xv = *reinterpret_cast<const Vec<T, V>*>(px + co0);
+#pragma unroll
+            for (int v = 0; v < V; ++v) acc[v] += wk[co0 + v] * static_cast<acc_t>(xv.v[v]);
+          } else {
+#pragma unroll
+            for (int v = 0; v < V; ++v) {
+              const int64_t co = co0 + v;
+              if (co >= P.out_c) break;
+              for (int64_t j = 0; j < P.J; ++j) {
+                acc[v] += wk[co * P.in_mul + j] *
+                          static_cast<acc_t>(px[(co / P.in_div) * P.in_mul + j]);
+              }
+            }
+          }
+        }
+      }
+    }
+    T* o = out + pix * P.out_c + co0;
+    if (VEC) {
+      Vec<T, V> ov;
+#pragma unroll
+      for (int v = 0; v < V; ++v) ov.v[v] = static_cast<T>(acc[v]);
+      *reinterpret_cast<Vec<T, V>*>(o) = ov;
+    } else {
+#pragma unroll
+      for (int v = 0; v < V; ++v) {
+        if (co0 + v < P.out_c) o[v] = static_cast<T>(acc[v]);
+      }
+    }
+  }
+}
+
+bool aligned(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+
+// in / out are dense in the layout `cl`; weight is [wrows, 1, *k]; bias has out_c entries.
+template <typename T>
+void launch_direct(const Tensor& in, const Tensor& weight, const std::optional<Tensor>& bias,
+                   const Tensor& out, const Direct& P, bool cl, bool div) {
+  using acc_t = at::opmath_type<T>;
+  auto stream = c10::cuda::getCurrentCUDAStream();
+  Tensor b;
+  if (bias.has_value() && bias->defined()) b = bias->to(out.scalar_type()).contiguous();
+  const T* bp = b.defined() ? b.const_data_ptr<T>() : nullptr;
+  const T* ip = in.const_data_ptr<T>();
+  T* op = out.mutable_data_ptr<T>();
+  if (!cl) {
+    const Tensor w = weight.contiguous();
+    const int64_t total = P.N * P.out_c * P.out[0] * P.out[1] * ((P.out[2] + kTileW - 1) / kTileW);
+    const unsigned grid = blocks_for(total);
+    if (div) {
+      direct_nc<T, true><<<grid, kThreads, 0, stream>>>(ip, w.const_data_ptr<T>(), bp, op, P);
+    } else {
+      direct_nc<T, false><<<grid, kThreads, 0, stream>>>(ip, w.const_data_ptr<T>(), bp, op, P);
+    }
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return;
+  }
+  constexpr int V = vec_width<T>();
+  const Tensor wt = weight.reshape({P.wrows, -1}).to(c10::CppTypeToScalarType<acc_t>::value).t().contiguous();
+  const int64_t total = P.N * P.out[0] * P.out[1] * P.out[2] * ((P.out_c + V - 1) / V);
+  const unsigned grid = blocks_for(total);
+  const bool vec = P.J == 1 && P.in_div == 1 && P.in_mul == 1 && P.out_c % V == 0 &&
+                   aligned(ip, sizeof(T) * V) && aligned(op, sizeof(T) * V) &&
+                   (bp == nullptr || aligned(bp, sizeof(T) * V));
+  const acc_t* wp = wt.const_data_ptr<acc_t>();
+  if (vec && !div) {
+    direct_cl<T, false, true><<<grid, kThreads, 0, stream>>>(ip, wp, bp, op, P);
+  } else if (vec) {
+    direct_cl<T, true, true><<<grid, kThreads, 0, stream>>>(ip, wp, bp, op, P);
+  } else if (!div) {
+    direct_cl<T, false, false><<<grid, kThreads, 0, stream>>>(ip, wp, bp, op, P);
+  } else {
+    direct_cl<T, true, false><<<grid, kThreads, 0, stream>>>(ip, wp, bp, op, P);
+  }
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+// ---------------------------------------------------------------- weight grad
+struct WGrad {
+  int64_t C, Cout, m;
+  int64_t in[3], out[3], k[3], stride[3], pad[3], dil[3];
+  int64_t xsN, xsC, xsP, gsN, gsC, gsP;  // strides of (sample, channel, flat pixel)
+  int64_t pixels, chunk;                 // pixels = N * output pixels; chunk per grid.y block
+  int CT, PT;                            // channel lanes x pixel lanes = blockDim.x
+};
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+weight_grad_partial(const T* __restrict__ x, const T* __restrict__ gy,
+                    at::opmath_type<T>* __restrict__ part, const WGrad P) {
+  using acc_t = at::opmath_type<T>;
+  __shared__ acc_t sm[kTapsPerPass * kThreads];
+  const int tid = threadIdx.x, ct = tid % P.CT, lane = tid / P.CT;
+  const int64_t oc = static_cast<int64_t>(blockIdx.x) * P.CT + ct, c = oc / P.m;
+  const int64_t K = P.k[0] * P.k[1] * P.k[2];
+  const int64_t OL = P.out[0] * P.out[1] * P.out[2];
+  const int64_t begin = static_cast<int64_t>(blockIdx.y) * P.chunk;
+  const int64_t end = begin + P.chunk < P.pixels ? begin + P.chunk : P.pixels;
+  for (int64_t k0 = 0; k0 < K; k0 += kTapsPerPass) {
+    // Offsets (input = output * stride + off) of this pass's taps.
+    int64_t off[kTapsPerPass][3];
+    acc_t acc[kTapsPerPass];
+#pragma unroll
+    for (int t = 0; t < kTapsPerPass; ++t) {
+      const int64_t k = k0 + t < K ? k0 + t : K - 1;
+      off[t][0] = k / (P.k[1] * P.k[2]) * P.dil[0] - P.pad[0];
+      off[t][1] = (k / P.k[2]) % P.k[1] * P.dil[1] - P.pad[1];
+      off[t][2] = k % P.k[2] * P.dil[2] - P.pad[2];
+      acc[t] = acc_t(0);
+    }
+    if (oc < P.Cout) {
+      for (int64_t p = begin + lane; p < end; p += P.PT) {
+        const int64_t n = p / OL, o = p % OL;
+        const int64_t ow = o % P.out[2], oh = (o / P.out[2]) % P.out[1], od = o / (P.out[2] * P.out[1]);
+        const acc_t g = static_cast<acc_t>(gy[n * P.gsN + oc * P.gsC + o * P.gsP]);
+        const T* xc = x + n * P.xsN + c * P.xsC;
+#pragma unroll
+        for (int t = 0; t < kTapsPerPass; ++t) {
+          const int64_t id = od * P.stride[0] + off[t][0], ih = oh * P.stride[1] + off[t][1],
+                        iw = ow * P.stride[2] + off[t][2];
+          if (k0 + t < K && id >= 0 && id < P.in[0] && ih >= 0 && ih < P.in[1] && iw >= 0 &&
+              iw < P.in[2]) {
+            acc[t] += g * static_cast<acc_t>(xc[((id * P.in[1] + ih) * P.in[2] + iw) * P.xsP]);
+          }
+        }
+      }
+    }
+    // Fixed-order tree over the pixel lanes.
+#pragma unroll
+    for (int t = 0; t < kTapsPerPass; ++t) sm[t * kThreads + tid] = acc[t];
+    __syncthreads();
+    for (int s = P.PT / 2; s > 0; s /= 2) {
+      if (lane < s) {
+#pragma unroll
+        for (int t = 0; t < kTapsPerPass; ++t) sm[t * kThreads + tid] += sm[t * kThreads + tid + s * P.CT];
+      }
+      __syncthreads();
+    }
+    if (lane == 0 && oc < P.Cout) {
+      for (int t = 0; t < kTapsPerPass && k0 + t < K; ++t) {
+        part[(blockIdx.y * P.Cout + oc) * K + k0 + t] = sm[t * kThreads + tid];
+      }
+    }
+    __syncthreads();
+  }
+}
+
+template <typename T>
+__global__ void weight_grad_sum(const at::opmath_type<T>* __restrict__ part, T* __restrict__ gw,
+                                int64_t chunks, int64_t n) {
+  using acc_t = at::opmath_type<T>;
+  CONVX_GRID_STRIDE(i, n) {
+    acc_t s = 0;
+    for (int64_t c = 0; c < chunks; ++c) s += part[c * n + i];
+    gw[i] = static_cast<T>(s);
+  }
+}
+
+// Runs `body` on the output in its own dense layout (a temporary when the caller's output is
+// not dense), copying back at the end.
+template <typename F>
+void with_dense_output(const Tensor& out, bool cl, F&& body) {
+  if (has_layout(out, cl)) {
+    body(out);
+  } else {
+    auto tmp = new_tensor(out.sym_sizes(), out.options(), cl);
+    body(tmp);
+    out.copy_(tmp);
+  }
+}
+
+void fill3(int64_t (&dst)[3], const std::array<int64_t, 3>& src, int64_t sign = 1) {
+  for (int i = 0; i < 3; ++i) dst[i] = sign * src[i];
+}
+
+}  // namespace
+
+void depthwise_forward(const ConvArgs& a, const Tensor& input, const Tensor& weight,
+                       const std::optional<Tensor>& bias, const Tensor& output) {
+  c10::cuda::CUDAGuard guard(input.device());
+  const Geometry g = geometry(a, input, weight, output);
+  if (output.numel() == 0) return;
+  const bool cl = is_channels_last(output);
+  const auto x = to_layout(input, cl);
+  Direct P{};
+  P.N = g.batch;
+  P.out_c = g.out_channels;
+  P.in_c = g.in_channels;
+  fill3(P.out, g.output);
+  fill3(P.in, g.input);
+  fill3(P.k, g.kernel);
+  fill3(P.sn, g.stride);
+  fill3(P.sd, {1, 1, 1});
+  fill3(P.base, g.padding, -1);
+  fill3(P.step, g.dilation);
+  P.in_div = g.out_channels / g.in_channels;
+  P.in_mul = 1;
+  P.J = 1;
+  P.wrows = g.out_channels;
+  with_dense_output(output, cl, [&](const Tensor& y) {
+    AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "convx_depthwise_fwd_cuda", [&] {
+      launch_direct<scalar_t>(x, weight, bias, y, P, cl, false);
+    });
+  });
+}
+
+void depthwise_data_grad(const ConvArgs& a, const Tensor& grad_output, const Tensor& weight,
+                         const std::optional<Tensor>& bias, const Tensor& grad_input) {
+  c10::cuda::CUDAGuard guard(grad_output.device());
+  const Geometry g = geometry(a, grad_input, weight, grad_output);
+  if (grad_input.numel() == 0) return;
+  const bool cl = is_channels_last(grad_input);
+  const auto gy = to_layout(grad_output, cl);
+  const int64_t m = g.out_channels / g.in_channels;
+  Direct P{};
+  P.N = g.batch;
+  P.out_c = g.in_channels;
+  P.in_c = g.out_channels;
+  fill3(P.out, g.input);
+  fill3(P.in, g.output);
+  fill3(P.k, g.kernel);
+  fill3(P.sn, {1, 1, 1});
+  fill3(P.sd, g.stride);
+  fill3(P.base, g.padding);
+  fill3(P.step, g.dilation, -1);
+  P.in_div = 1;
+  P.in_mul = m;
+  P.J = m;
+  P.wrows = g.out_channels;
+  const bool div = g.stride[0] != 1 || g.stride[1] != 1 || g.stride[2] != 1;
+  with_dense_output(grad_input, cl, [&](const Tensor& gx) {
+    AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, gy.scalar_type(), "convx_depthwise_dgrad_cuda", [&] {
+      launch_direct<scalar_t>(gy, weight, bias, gx, P, cl, div);
+    });
+  });
+}
+
+void depthwise_weight_grad(const ConvArgs& a, const Tensor& input, const Tensor& grad_output,
+                           const Tensor& grad_weight) {
+  c10::cuda::CUDAGuard guard(input.device());
+  const Geometry g = geometry(a, input, grad_weight, grad_output);
+  // The activations' layout decides the loop order; the weight is tiny.
+  const bool cl = is_channels_last(input) || is_channels_last(grad_output);
+  const auto x = to_layout(input, cl);
+  const auto gy = to_layout(grad_output, cl);
+  const int64_t C = g.in_channels, Cout = g.out_channels, K = g.kernel_numel();
+  const int64_t IL = g.input_numel(), OL = g.output_numel();
+  WGrad P{};
+  P.C = C;
+  P.Cout = Cout;
+  P.m = Cout / C;
+  fill3(P.in, g.input);
+  fill3(P.out, g.output);
+  fill3(P.k, g.kernel);
+  fill3(P.stride, g.stride);
+  fill3(P.pad, g.padding);
+  fill3(P.dil, g.dilation);
+  if (cl) {
+    P.xsN = IL * C, P.xsC = 1, P.xsP = C;
+    P.gsN = OL * Cout, P.gsC = 1, P.gsP = Cout;
+    P.CT = 32;  // a warp reads 32 consecutive channels of one pixel
+  } else {
+    P.xsN = C * IL, P.xsC = IL, P.xsP = 1;
+    P.gsN = Cout * OL, P.gsC = OL, P.gsP = 1;
+    P.CT = 1;  // the block walks one channel's pixels
+  }
+  P.PT = kThreads / P.CT;
+  P.pixels = g.batch * OL;
+  // A fixed partition of the reduction, from the shapes alone: about 1024 blocks in all, at
+  // least 16 pixels per lane.
+  const int64_t tiles = (Cout + P.CT - 1) / P.CT;
+  const int64_t max_chunks = std::max<int64_t>(1, P.pixels / (int64_t(P.PT) * 16));
+  int64_t chunks = std::clamp<int64_t>((1024 + tiles - 1) / tiles, 1, std::min<int64_t>(max_chunks, 65535));
+  P.chunk = (P.pixels + chunks - 1) / chunks;
+  chunks = (P.pixels + P.chunk - 1) / P.chunk;
+  auto stream = c10::cuda::getCurrentCUDAStream();
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "convx_depthwise_wgrad_cuda", [&] {
+    using acc_t = at::opmath_type<scalar_t>;
+    auto part = at::empty({chunks, Cout, K}, x.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
+    weight_grad_partial<scalar_t><<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(chunks)), kThreads, 0, stream>>>(
+        x.const_data_ptr<scalar_t>(), gy.const_data_ptr<scalar_t>(), part.mutable_data_ptr<acc_t>(), P);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    const bool direct = grad_weight.is_contiguous();
+    Tensor gw = direct ? grad_weight : at::empty({Cout, K}, grad_weight.options());
+    weight_grad_sum<scalar_t><<<blocks_for(Cout * K), kThreads, 0, stream>>>(
+        part.const_data_ptr<acc_t>(), gw.mutable_data_ptr<scalar_t>(), chunks, Cout * K);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    if (!direct) grad_weight.copy_(gw.view(grad_weight.sizes()));
+  });
+}
+
+}  // namespace convx::cuda

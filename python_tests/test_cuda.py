@@ -1,0 +1,212 @@
+"""The CUDA kernels: every operator against aten on CUDA, gradients, determinism, CUDA graphs,
+64-bit indexing and multi-GPU placement.
+
+Skipped as a whole when no GPU is visible. Outputs are poisoned: every op runs with NaN-filled
+caching-allocator blocks and under ``torch.use_deterministic_algorithms(True)`` (which fills
+``torch.empty`` results with NaN), so an element a kernel forgets to write shows up as NaN.
+"""
+
+import os
+import warnings
+
+# cuBLAS (the dense fallback's GEMMs) refuses to run under use_deterministic_algorithms without
+# a fixed workspace; must be set before the first cuBLAS handle is created.
+os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+
+import pytest
+import torch
+
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA device", allow_module_level=True)
+
+import helpers  # noqa: E402
+from helpers import ALL_OPS, abs_bound, cases, convx_op, grads, random_cotangent  # noqa: E402
+
+DEV = torch.device("cuda")
+LOW = {torch.float32: 2e-5, torch.float16: 4e-3, torch.bfloat16: 3e-2}
+
+
+def to_dev(t, device=DEV, dtype=None):
+    """t on `device` (and `dtype`) with the same layout: dense tensors keep their strides,
+    non-dense views stay non-dense (every other element of the last dim)."""
+    if t is None:
+        return None
+    dtype = dtype or t.dtype
+    if torch.empty_like(t).stride() == t.stride():
+        return t.to(device=device, dtype=dtype)
+    shape = list(t.shape)
+    out = torch.empty(shape[:-1] + [2 * shape[-1]], device=device, dtype=dtype)[..., ::2]
+    out.copy_(t)
+    return out
+
+
+def on(case, device=DEV, dtype=None):
+    return case.with_tensors(case.map_tensors(lambda t: to_dev(t, device, dtype)))
+
+
+def poison(device=DEV):
+    """Fill free caching-allocator blocks of both pools (small: <= 1 MB, large) with NaN."""
+    with torch.cuda.device(device):
+        keep = [torch.full((n,), float("nan"), device=device) for n in [1 << 26] + [1 << 18] * 16 + [1 << 12] * 64]
+        del keep
+
+
+def run_poisoned(case):
+    poison()
+    with torch.no_grad(), deterministic():
+        return case.run_convx()
+
+
+class deterministic:
+    """torch.use_deterministic_algorithms(True) (NaN-filled empty tensors), warnings as errors."""
+
+    def __enter__(self):
+        self.prev = torch.are_deterministic_algorithms_enabled()
+        self.w = warnings.catch_warnings()
+        self.w.__enter__()
+        warnings.simplefilter("error")
+        torch.use_deterministic_algorithms(True)
+
+    def __exit__(self, *exc):
+        torch.use_deterministic_algorithms(self.prev)
+        self.w.__exit__(*exc)
+
+
+def ids(ops):
+    return [helpers.op_name(f, r) for f, r in ops]
+
+
+@pytest.mark.parametrize("family,rank", ALL_OPS, ids=ids(ALL_OPS))
+def test_float64_matches_aten_cuda(family, rank):
+    for case in cases(family, rank, 12, "cuda64"):
+        c = on(case)
+        out = run_poisoned(c)
+        with torch.no_grad():
+            ref = c.run_ref()
+        assert out.shape == ref.shape, case
+        assert out.device == ref.device, case
+        torch.testing.assert_close(out, ref, rtol=1e-9, atol=1e-9, msg=lambda m: f"{case}\n{m}")
+
+
+@pytest.mark.parametrize("dtype", list(LOW), ids=lambda d: str(d)[6:])
+@pytest.mark.parametrize("family,rank", ALL_OPS, ids=ids(ALL_OPS))
+def test_low_precision_vs_float64(family, rank, dtype):
+    for case in cases(family, rank, 6, "cudalow", str(dtype)):
+        # Round the operands to dtype first: the reference then sees exactly what convx sees.
+        rounded = case.with_tensors(case.map_tensors(lambda t: t.to(dtype).double()))
+        out = run_poisoned(on(case, dtype=dtype))
+        assert out.dtype == dtype
+        with torch.no_grad():
+            ref = rounded.run_ref()
+            bound = abs_bound(rounded)
+        err = (out.double().cpu() - ref).abs()
+        tol = LOW[dtype] * bound + 1e-6
+        assert not torch.isnan(out).any(), case
+        assert bool((err <= tol).all()), f"{case}: max excess {float((err - tol).max())}"
+
+
+@pytest.mark.parametrize("family,rank", ALL_OPS, ids=ids(ALL_OPS))
+def test_first_order_grads_match_aten_cuda(family, rank):
+    gen = torch.Generator().manual_seed(helpers.seed_of("cudagrad", family, rank))
+    for case in cases(family, rank, 4, "cudagrad"):
+        c = on(case)
+        a = helpers.requires_grad_copy(c)
+        b = helpers.requires_grad_copy(c)
+        out = a.run_convx()
+        ref = b.run_ref()
+        ct = random_cotangent(ref, gen).to(DEV)
+        names = a.differentiable()
+        ga = grads(out, [a.tensors[n] for n in names], ct)
+        gb = grads(ref, [b.tensors[n] for n in names], ct)
+        for n, x, y in zip(names, ga, gb):
+            if y is None:
+                continue
+            torch.testing.assert_close(x, y, rtol=1e-9, atol=1e-9, msg=lambda m: f"{case} d/d{n}\n{m}")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=lambda d: str(d)[6:])
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+def test_depthwise_weight_grad_deterministic(layout, dtype):
+    mf = torch.channels_last if layout == "channels_last" else torch.contiguous_format
+    x = torch.randn(8, 64, 56, 56, device=DEV, dtype=dtype).to(memory_format=mf)
+    gy = torch.randn(8, 64, 56, 56, device=DEV, dtype=dtype).to(memory_format=mf)
+    op = torch.ops.convx.conv2d_weight_grad
+    with deterministic():
+        a = op(x, [64, 1, 7, 7], gy, [1, 1], [3, 3], [1, 1], 64)
+        poison()
+        b = op(x, [64, 1, 7, 7], gy, [1, 1], [3, 3], [1, 1], 64)
+    assert torch.equal(a, b)
+    ref = torch.nn.grad.conv2d_weight(x.double(), [64, 1, 7, 7], gy.double(), 1, 3, 1, 64)
+    torch.testing.assert_close(a.double(), ref, rtol=LOW[dtype] * 10, atol=LOW[dtype] * float(ref.abs().max()))
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+def test_cuda_graph_replay_equals_eager(layout):
+    mf = torch.channels_last if layout == "channels_last" else torch.contiguous_format
+    x = torch.randn(4, 32, 20, 20, device=DEV).to(memory_format=mf)
+    w = torch.randn(64, 1, 5, 5, device=DEV)
+    wd = torch.randn(16, 16, 3, 3, device=DEV)
+    bias = torch.randn(64, device=DEV)
+    ops = torch.ops.convx
+
+    def step(inp):
+        y = ops.depthwise_conv2d(inp, w, bias, [2, 2], [2, 2], [1, 1])
+        gx = ops.conv2d_input_grad(list(inp.shape), w, y, [2, 2], [2, 2], [1, 1], 32)
+        gw = ops.conv2d_weight_grad(inp, [64, 1, 5, 5], y, [2, 2], [2, 2], [1, 1], 32)
+        yt = ops.conv_transpose2d(inp, w.view(32, 2, 5, 5)[:, :1].contiguous(), None, [2, 2], [1, 1],
+                                  [1, 1], 32, [1, 1])
+        yd = ops.conv2d(inp, wd, None, [1, 1], [1, 1], [1, 1], 2)
+        return y, gx, gw, yt, yd
+
+    static_x = x.clone()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):
+            step(static_x)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_out = step(static_x)
+    new_x = torch.randn_like(x)
+    static_x.copy_(new_x)
+    graph.replay()
+    torch.cuda.synchronize()
+    eager = step(new_x)
+    for a, b in zip(static_out[:4], eager[:4]):  # convx's own kernels: bitwise
+        assert torch.equal(a, b)
+    torch.testing.assert_close(static_out[4], eager[4])  # dense fallback: cuBLAS
+
+
+def test_depthwise_forward_beyond_2_pow_31_elements():
+    if torch.cuda.mem_get_info()[0] < 40e9:
+        pytest.skip("needs >= 40 GB of free GPU memory")
+    side = 46341  # side**2 > 2**31
+    x = torch.empty(1, 1, side, side, device=DEV, dtype=torch.float16)
+    x.uniform_(-1, 1)
+    w = torch.randn(1, 1, 3, 3, device=DEV, dtype=torch.float16)
+    y = torch.ops.convx.depthwise_conv2d(x, w, None, [1, 1], [1, 1], [1, 1])
+    assert y.numel() > 2**31
+    # The last two output rows (beyond element 2**31): from the last three input rows,
+    # zero-padded at the bottom and the sides.
+    tail = torch.nn.functional.pad(x[:, :, -3:, :].float(), (1, 1, 0, 1))
+    ref = torch.nn.functional.conv2d(tail, w.float())
+    torch.testing.assert_close(y[:, :, -2:, :].float(), ref, rtol=2e-3, atol=2e-3)
+    head = torch.nn.functional.conv2d(torch.nn.functional.pad(x[:, :, :3, :].float(), (1, 1, 1, 0)), w.float())
+    torch.testing.assert_close(y[:, :, :2, :].float(), head, rtol=2e-3, atol=2e-3)
+    del x, y
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+@pytest.mark.parametrize("family,rank", [(f, 2) for f in helpers.FAMILIES])
+def test_inputs_on_non_current_device(family, rank):
+    dev1 = torch.device("cuda", 1)
+    assert torch.cuda.current_device() == 0
+    for case in cases(family, rank, 3, "cudadev1"):
+        c = on(case, dev1)
+        out = c.run_convx()
+        assert out.device == dev1
+        with torch.no_grad():
+            ref = c.run_ref()
+        torch.testing.assert_close(out, ref, rtol=1e-9, atol=1e-9)
+        torch.cuda.synchronize(dev1)
