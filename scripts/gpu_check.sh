@@ -13,6 +13,10 @@ cd "$(dirname "$0")/.."
 OUT_DIR=${OUT:-bench/results}
 mkdir -p "$OUT_DIR"
 export TORCH_CUDA_ARCH_LIST=9.0          # one architecture (H100/H200): short build
+# The device sets CXX=/opt/gcc/bin/g++, a GCC that links parts of libstdc++ statically into
+# shared libraries; a library built with it crashes in std::ostream the first time it formats
+# an error message (seen on torch 2.11). torch was built with the system GCC 13: use that.
+if [[ -x /usr/bin/g++ ]]; then export CXX=/usr/bin/g++ CC=/usr/bin/gcc; fi
 export CUBLAS_WORKSPACE_CONFIG=:4096:8   # the tests run cuBLAS under use_deterministic_algorithms
 export CONVX_LIBRARY=$PWD/build-gpu/libconvx.so
 export PYTHONPATH=python
