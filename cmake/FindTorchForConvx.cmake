@@ -72,6 +72,12 @@ if(CONVX_WITH_CUDA)
     set(ENV{TORCH_CUDA_ARCH_LIST} "9.0")
   endif()
   set(CMAKE_CUDA_STANDARD 20)
+  # Host code of the .cu files must come from the same C++ compiler as the .cpp files: both
+  # emit the same inline library functions (std::ostringstream, c10::str, ...) and the linker
+  # keeps one copy. A copy built against another libstdc++'s headers crashed every error message.
+  if(NOT CMAKE_CUDA_HOST_COMPILER AND NOT DEFINED ENV{CUDAHOSTCXX})
+    set(CMAKE_CUDA_HOST_COMPILER "${CMAKE_CXX_COMPILER}")
+  endif()
   enable_language(CUDA)
   find_package(CUDAToolkit REQUIRED)
 endif()
