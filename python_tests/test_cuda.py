@@ -210,3 +210,38 @@ def test_inputs_on_non_current_device(family, rank):
             ref = c.run_ref()
         torch.testing.assert_close(out, ref, rtol=1e-9, atol=1e-9)
         torch.cuda.synchronize(dev1)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("family", ["conv", "conv_transpose", "depthwise_conv"])
+def test_autocast_cuda(family, dtype):
+    """Under torch.autocast("cuda") convx runs in the autocast dtype like aten's convolution,
+    and parameter gradients come back in the parameters' dtype (float32)."""
+    import torch.nn.functional as F
+
+    import convx
+
+    gen = torch.Generator().manual_seed(11)
+    x = torch.randn(2, 4, 9, 8, generator=gen).to(DEV)
+    if family == "conv_transpose":
+        w, b = torch.randn(4, 3, 3, 3, generator=gen), torch.randn(6, generator=gen)
+        op = lambda x, w, b: convx.functional.conv_transpose2d(x, w, b, stride=2, groups=2)
+        ref = lambda x, w, b: F.conv_transpose2d(x, w, b, stride=2, groups=2)
+    elif family == "conv":
+        w, b = torch.randn(6, 2, 3, 3, generator=gen), torch.randn(6, generator=gen)
+        op = lambda x, w, b: convx.functional.conv2d(x, w, b, padding=1, groups=2)
+        ref = lambda x, w, b: F.conv2d(x, w, b, padding=1, groups=2)
+    else:
+        w, b = torch.randn(8, 1, 3, 3, generator=gen), torch.randn(8, generator=gen)
+        op = lambda x, w, b: convx.functional.depthwise_conv2d(x, w, b, padding=1)
+        ref = lambda x, w, b: F.conv2d(x, w, b, padding=1, groups=4)
+    w, b = w.to(DEV).requires_grad_(), b.to(DEV).requires_grad_()
+    with torch.autocast("cuda", dtype=dtype):
+        out, expected = op(x, w, b), ref(x, w, b)
+    assert expected.dtype == dtype and out.dtype == dtype
+    torch.testing.assert_close(out.float(), expected.float(), rtol=2e-2, atol=5e-2)
+    gw, gb = torch.autograd.grad(out.float().sum(), (w, b))
+    assert gw.dtype == torch.float32 and gb.dtype == torch.float32
+    rw, rb = torch.autograd.grad(expected.float().sum(), (w, b))
+    torch.testing.assert_close(gw, rw, rtol=3e-2, atol=0.3)
+    torch.testing.assert_close(gb, rb, rtol=3e-2, atol=0.3)
