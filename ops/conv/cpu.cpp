@@ -1,42 +1,17 @@
-// Dense convolution on the CPU: im2col / col2im + GEMM per group, for every spatial rank.
-//
-// The batch is processed in chunks whose column buffer stays under kColumnBytes, so memory is
-// bounded whatever the batch. Arithmetic runs in the "opmath" type (float for half/bfloat16),
-// so reduced-precision inputs accumulate in float.
+// Dense convolution on the CPU: the im2col / col2im column kernels, for every spatial rank.
+// The GEMMs, batch chunking and opmath handling are shared with CUDA (ops/conv/gemm.cpp).
 #include "ops/conv/conv.h"
+#include "ops/conv/gemm.h"
 
 #include <ATen/Dispatch.h>
-#include <ATen/OpMathType.h>
 #include <ATen/Parallel.h>
 #include <ATen/ops/empty.h>
-#include <ATen/ops/bmm.h>
 #include <ATen/ops/zeros.h>
 
 #include <algorithm>
 
 namespace convx::cpu {
 namespace {
-
-constexpr int64_t kColumnBytes = 64 << 20;
-
-at::ScalarType opmath_type(at::ScalarType t) {
-  return t == at::kDouble ? at::kDouble : at::kFloat;
-}
-
-// Samples per chunk so that the column buffer [chunk, C*K, L] stays bounded.
-int64_t chunk_size(const Geometry& g, int64_t elem_size) {
-  const int64_t per_sample =
-      std::max<int64_t>(1, g.in_channels * g.kernel_numel() * g.output_numel() * elem_size);
-  return std::clamp<int64_t>(kColumnBytes / per_sample, 1, std::max<int64_t>(g.batch, 1));
-}
-
-// A 1x1 kernel with stride 1 and no padding needs no columns: the input is its own matrix.
-bool is_pointwise(const Geometry& g) {
-  for (int i = 0; i < 3; ++i) {
-    if (g.kernel[i] != 1 || g.stride[i] != 1 || g.padding[i] != 0) return false;
-  }
-  return true;
-}
 
 // cols[c*K + k][o] = x[c][o*s - p + k*d] (0 outside), for one sample.
 template <typename T>
@@ -104,103 +79,46 @@ void col2im(const T* cols, T* x, const Geometry& g) {
   });
 }
 
-// Columns of a chunk of samples: [B, C*K, L] in the opmath type.
-Tensor columns(const Tensor& x_chunk, const Geometry& g) {
-  const int64_t B = x_chunk.size(0), CK = g.in_channels * g.kernel_numel(), L = g.output_numel();
-  if (is_pointwise(g)) return x_chunk.reshape({B, CK, L});
-  auto cols = at::empty({B, CK, L}, x_chunk.options());
-  AT_DISPATCH_FLOATING_TYPES(x_chunk.scalar_type(), "convx_im2col", [&] {
+Tensor im2col_cpu(const Tensor& x, const Geometry& g) {
+  const int64_t B = x.size(0), CK = g.in_channels * g.kernel_numel(), L = g.output_numel();
+  auto cols = at::empty({B, CK, L}, x.options());
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "convx_im2col", [&] {
     for (int64_t b = 0; b < B; ++b) {
-      im2col(x_chunk[b].const_data_ptr<scalar_t>(), cols[b].mutable_data_ptr<scalar_t>(), g);
+      im2col(x[b].const_data_ptr<scalar_t>(), cols[b].mutable_data_ptr<scalar_t>(), g);
     }
   });
   return cols;
 }
 
-// [*, C] bias broadcast over the spatial dims of a [B, C, *] tensor.
-void add_bias(Tensor& y, const std::optional<Tensor>& bias) {
-  if (!bias.has_value() || !bias->defined()) return;
-  std::vector<int64_t> shape(y.dim(), 1);
-  shape[1] = y.size(1);
-  y.add_(bias->to(y.scalar_type()).view(shape));
+Tensor col2im_cpu(const Tensor& cols, const Geometry& g, c10::IntArrayRef sizes) {
+  // col2im accumulates, so it starts from zeros.
+  auto x = at::zeros(sizes, cols.options());
+  AT_DISPATCH_FLOATING_TYPES(cols.scalar_type(), "convx_col2im", [&] {
+    for (int64_t b = 0; b < x.size(0); ++b) {
+      col2im(cols[b].const_data_ptr<scalar_t>(), x[b].mutable_data_ptr<scalar_t>(), g);
+    }
+  });
+  return x;
 }
+
+// The GEMM work holds a column buffer of at most 64 MiB per batch chunk.
+constexpr ColumnOps kColumns{im2col_cpu, col2im_cpu, int64_t(64) << 20};
 
 }  // namespace
 
 void dense_forward(const ConvArgs& a, const Tensor& input, const Tensor& weight,
                    const std::optional<Tensor>& bias, const Tensor& output) {
-  const Geometry g = geometry(a, input, weight, output);
-  const auto acc = opmath_type(input.scalar_type());
-  const int64_t G = g.groups, Cout_g = g.out_channels / G;
-  const int64_t CK_g = g.in_channels / G * g.kernel_numel(), L = g.output_numel();
-  // [G, C_out/G, C_in/G * K]: per sample, one batched GEMM over the groups.
-  const auto w = weight.to(acc).contiguous().view({G, Cout_g, CK_g});
-  const int64_t chunk = chunk_size(g, at::elementSize(acc));
-  for (int64_t b0 = 0; b0 < g.batch; b0 += chunk) {
-    const int64_t B = std::min(chunk, g.batch - b0);
-    const auto x = input.narrow(0, b0, B).to(acc).contiguous();
-    const auto cols = columns(x, g).view({B, G, CK_g, L});
-    auto y = at::empty({B, G, Cout_g, L}, cols.options());
-    for (int64_t b = 0; b < B; ++b) {
-      auto yb = y[b];
-      at::bmm_out(yb, w, cols[b]);
-    }
-    y = y.view(output.narrow(0, b0, B).sizes());
-    add_bias(y, bias);
-    output.narrow(0, b0, B).copy_(y);
-  }
+  gemm_forward(kColumns, a, input, weight, bias, output);
 }
 
 void dense_data_grad(const ConvArgs& a, const Tensor& grad_output, const Tensor& weight,
                      const std::optional<Tensor>& bias, const Tensor& grad_input) {
-  const Geometry g = geometry(a, grad_input, weight, grad_output);
-  const auto acc = opmath_type(grad_output.scalar_type());
-  const int64_t G = g.groups, Cout_g = g.out_channels / G;
-  const int64_t CK_g = g.in_channels / G * g.kernel_numel(), L = g.output_numel();
-  const auto wt = weight.to(acc).contiguous().view({G, Cout_g, CK_g}).transpose(1, 2);
-  const int64_t chunk = chunk_size(g, at::elementSize(acc));
-  for (int64_t b0 = 0; b0 < g.batch; b0 += chunk) {
-    const int64_t B = std::min(chunk, g.batch - b0);
-    const auto gy = grad_output.narrow(0, b0, B).to(acc).contiguous().view({B, G, Cout_g, L});
-    auto cols = at::empty({B, G, CK_g, L}, gy.options());  // = [B, C*K, L]
-    for (int64_t b = 0; b < B; ++b) {
-      auto cb = cols[b];
-      at::bmm_out(cb, wt, gy[b]);
-    }
-    auto gx = grad_input.narrow(0, b0, B);
-    Tensor gx_acc;
-    if (is_pointwise(g)) {
-      gx_acc = cols.view(gx.sizes());
-    } else {
-      gx_acc = at::zeros(gx.sizes(), cols.options());
-      AT_DISPATCH_FLOATING_TYPES(acc, "convx_col2im", [&] {
-        for (int64_t b = 0; b < B; ++b) {
-          col2im(cols[b].const_data_ptr<scalar_t>(), gx_acc[b].mutable_data_ptr<scalar_t>(), g);
-        }
-      });
-    }
-    add_bias(gx_acc, bias);
-    gx.copy_(gx_acc);
-  }
+  gemm_data_grad(kColumns, a, grad_output, weight, bias, grad_input);
 }
 
 void dense_weight_grad(const ConvArgs& a, const Tensor& input, const Tensor& grad_output,
                        const Tensor& grad_weight) {
-  const Geometry g = geometry(a, input, grad_weight, grad_output);
-  const auto acc = opmath_type(input.scalar_type());
-  const int64_t G = g.groups, Cout_g = g.out_channels / G;
-  const int64_t CK_g = g.in_channels / G * g.kernel_numel(), L = g.output_numel();
-  auto gw = at::zeros({G, Cout_g, CK_g}, input.options().dtype(acc));
-  const int64_t chunk = chunk_size(g, at::elementSize(acc));
-  for (int64_t b0 = 0; b0 < g.batch; b0 += chunk) {
-    const int64_t B = std::min(chunk, g.batch - b0);
-    const auto x = input.narrow(0, b0, B).to(acc).contiguous();
-    const auto cols = columns(x, g).view({B, G, CK_g, L});
-    const auto gy = grad_output.narrow(0, b0, B).to(acc).contiguous().view({B, G, Cout_g, L});
-    // Fixed order over the samples: deterministic.
-    for (int64_t b = 0; b < B; ++b) gw.baddbmm_(gy[b], cols[b].transpose(1, 2));
-  }
-  grad_weight.copy_(gw.view(grad_weight.sizes()));
+  gemm_weight_grad(kColumns, a, input, grad_output, grad_weight);
 }
 
 }  // namespace convx::cpu

@@ -1,18 +1,15 @@
 // Dense convolution on CUDA (the fallback for non-depthwise calls until cuDNN is wired in):
-// im2col / col2im kernels + cuBLAS GEMMs (at::matmul), for every spatial rank.
+// im2col / col2im kernels + cuBLAS GEMMs (ops/conv/gemm.cpp), for every spatial rank.
 //
-// The GEMM-level logic mirrors ops/conv/cpu.cpp: the batch is processed in chunks whose column
-// buffer stays under kColumnBytes; arithmetic in the opmath type (float for half/bfloat16).
+// The GEMM-level logic (chunks, groups, opmath, bias) is shared with the CPU in ops/conv/gemm.cpp.
 // col2im is a gather (each thread owns one input element and sums the columns that read it),
 // so there are no atomics and the result is deterministic.
 #include "ops/conv/conv.h"
+#include "ops/conv/gemm.h"
 
 #include <ATen/Dispatch.h>
-#include <ATen/OpMathType.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
-#include <ATen/ops/matmul.h>
-#include <ATen/ops/zeros.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -23,7 +20,6 @@ namespace convx::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int64_t kColumnBytes = int64_t(256) << 20;
 
 struct Geo {
   int64_t C;  // input channels (all groups)
@@ -99,25 +95,8 @@ __global__ void col2im_kernel(const T* __restrict__ cols, T* __restrict__ x, con
   }
 }
 
-at::ScalarType opmath_type(at::ScalarType t) { return t == at::kDouble ? at::kDouble : at::kFloat; }
-
-int64_t chunk_size(const Geometry& g, int64_t elem_size) {
-  const int64_t per_sample =
-      std::max<int64_t>(1, g.in_channels * g.kernel_numel() * g.output_numel() * elem_size);
-  return std::clamp<int64_t>(kColumnBytes / per_sample, 1, std::max<int64_t>(g.batch, 1));
-}
-
-bool is_pointwise(const Geometry& g) {
-  for (int i = 0; i < 3; ++i) {
-    if (g.kernel[i] != 1 || g.stride[i] != 1 || g.padding[i] != 0) return false;
-  }
-  return true;
-}
-
-// Columns of a contiguous opmath chunk: [B, C*K, L].
-Tensor columns(const Tensor& x, const Geometry& g) {
+Tensor im2col_cuda(const Tensor& x, const Geometry& g) {
   const int64_t B = x.size(0), CK = g.in_channels * g.kernel_numel(), L = g.output_numel();
-  if (is_pointwise(g)) return x.reshape({B, CK, L});
   auto cols = at::empty({B, CK, L}, x.options());
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "convx_im2col_cuda", [&] {
     im2col_kernel<scalar_t><<<blocks_for(cols.numel()), kThreads, 0, c10::cuda::getCurrentCUDAStream()>>>(
@@ -127,83 +106,37 @@ Tensor columns(const Tensor& x, const Geometry& g) {
   return cols;
 }
 
-void add_bias(Tensor& y, const std::optional<Tensor>& bias) {
-  if (!bias.has_value() || !bias->defined()) return;
-  std::vector<int64_t> shape(y.dim(), 1);
-  shape[1] = y.size(1);
-  y.add_(bias->to(y.scalar_type()).view(shape));
+// The gather kernel writes every element, so the output needs no zero fill.
+Tensor col2im_cuda(const Tensor& cols, const Geometry& g, c10::IntArrayRef sizes) {
+  auto x = at::empty(sizes, cols.options());
+  AT_DISPATCH_FLOATING_TYPES(cols.scalar_type(), "convx_col2im_cuda", [&] {
+    col2im_kernel<scalar_t><<<blocks_for(x.numel()), kThreads, 0, c10::cuda::getCurrentCUDAStream()>>>(
+        cols.const_data_ptr<scalar_t>(), x.mutable_data_ptr<scalar_t>(), geo(g), x.size(0));
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  });
+  return x;
 }
+
+constexpr ColumnOps kColumns{im2col_cuda, col2im_cuda, int64_t(256) << 20};
 
 }  // namespace
 
 void dense_forward(const ConvArgs& a, const Tensor& input, const Tensor& weight,
                    const std::optional<Tensor>& bias, const Tensor& output) {
   c10::cuda::CUDAGuard guard(input.device());
-  const Geometry g = geometry(a, input, weight, output);
-  const auto acc = opmath_type(input.scalar_type());
-  const int64_t G = g.groups, Cout_g = g.out_channels / G;
-  const int64_t CK_g = g.in_channels / G * g.kernel_numel(), L = g.output_numel();
-  const auto w = weight.to(acc).contiguous().view({G, Cout_g, CK_g});
-  const int64_t chunk = chunk_size(g, at::elementSize(acc));
-  for (int64_t b0 = 0; b0 < g.batch; b0 += chunk) {
-    const int64_t B = std::min(chunk, g.batch - b0);
-    const auto x = input.narrow(0, b0, B).to(acc).contiguous();
-    const auto cols = columns(x, g).view({B, G, CK_g, L});
-    auto y = at::matmul(w, cols);  // [B, G, C_out/G, L], one batched cuBLAS GEMM
-    y = y.view(output.narrow(0, b0, B).sizes());
-    add_bias(y, bias);
-    output.narrow(0, b0, B).copy_(y);
-  }
+  gemm_forward(kColumns, a, input, weight, bias, output);
 }
 
 void dense_data_grad(const ConvArgs& a, const Tensor& grad_output, const Tensor& weight,
                      const std::optional<Tensor>& bias, const Tensor& grad_input) {
   c10::cuda::CUDAGuard guard(grad_output.device());
-  const Geometry g = geometry(a, grad_input, weight, grad_output);
-  const auto acc = opmath_type(grad_output.scalar_type());
-  const int64_t G = g.groups, Cout_g = g.out_channels / G;
-  const int64_t CK_g = g.in_channels / G * g.kernel_numel(), L = g.output_numel();
-  const auto wt = weight.to(acc).contiguous().view({G, Cout_g, CK_g}).transpose(1, 2);
-  const int64_t chunk = chunk_size(g, at::elementSize(acc));
-  for (int64_t b0 = 0; b0 < g.batch; b0 += chunk) {
-    const int64_t B = std::min(chunk, g.batch - b0);
-    const auto gy = grad_output.narrow(0, b0, B).to(acc).contiguous().view({B, G, Cout_g, L});
-    const auto cols = at::matmul(wt, gy).contiguous();  // [B, G, CK_g, L] = [B, C*K, L]
-    auto gx = grad_input.narrow(0, b0, B);
-    Tensor gx_acc;
-    if (is_pointwise(g)) {
-      gx_acc = cols.view(gx.sizes());
-    } else {
-      gx_acc = at::empty(gx.sizes(), cols.options());
-      AT_DISPATCH_FLOATING_TYPES(acc, "convx_col2im_cuda", [&] {
-        col2im_kernel<scalar_t><<<blocks_for(gx_acc.numel()), kThreads, 0, c10::cuda::getCurrentCUDAStream()>>>(
-            cols.const_data_ptr<scalar_t>(), gx_acc.mutable_data_ptr<scalar_t>(), geo(g), B);
-        C10_CUDA_KERNEL_LAUNCH_CHECK();
-      });
-    }
-    add_bias(gx_acc, bias);
-    gx.copy_(gx_acc);
-  }
+  gemm_data_grad(kColumns, a, grad_output, weight, bias, grad_input);
 }
 
 void dense_weight_grad(const ConvArgs& a, const Tensor& input, const Tensor& grad_output,
                        const Tensor& grad_weight) {
   c10::cuda::CUDAGuard guard(input.device());
-  const Geometry g = geometry(a, input, grad_weight, grad_output);
-  const auto acc = opmath_type(input.scalar_type());
-  const int64_t G = g.groups, Cout_g = g.out_channels / G;
-  const int64_t CK_g = g.in_channels / G * g.kernel_numel(), L = g.output_numel();
-  auto gw = at::zeros({G, Cout_g, CK_g}, input.options().dtype(acc));
-  const int64_t chunk = chunk_size(g, at::elementSize(acc));
-  for (int64_t b0 = 0; b0 < g.batch; b0 += chunk) {
-    const int64_t B = std::min(chunk, g.batch - b0);
-    const auto x = input.narrow(0, b0, B).to(acc).contiguous();
-    const auto cols = columns(x, g).view({B, G, CK_g, L});
-    const auto gy = grad_output.narrow(0, b0, B).to(acc).contiguous().view({B, G, Cout_g, L});
-    // Fixed order over the samples: deterministic.
-    for (int64_t b = 0; b < B; ++b) gw.baddbmm_(gy[b], cols[b].transpose(1, 2));
-  }
-  grad_weight.copy_(gw.view(grad_weight.sizes()));
+  gemm_weight_grad(kColumns, a, input, grad_output, grad_weight);
 }
 
 }  // namespace convx::cuda
