@@ -12,14 +12,6 @@ cd "$(dirname "$0")/.."
 
 OUT_DIR=${OUT:-bench/results}
 mkdir -p "$OUT_DIR"
-export TORCH_CUDA_ARCH_LIST=9.0          # one architecture (H100/H200): short build
-# The device sets CXX=/opt/gcc/bin/g++, another GCC with its own libstdc++ headers; code built
-# with it crashes in std::ostream (every error message) against the system libstdc++ that
-# torch 2.11 (built with the system GCC 13) loads. Use the system GCC for C++ and CUDA host code.
-if [[ -x /usr/bin/g++ ]]; then export CXX=/usr/bin/g++ CC=/usr/bin/gcc CUDAHOSTCXX=/usr/bin/g++; fi
-export CUBLAS_WORKSPACE_CONFIG=:4096:8   # the tests run cuBLAS under use_deterministic_algorithms
-export CONVX_LIBRARY=$PWD/build-gpu/libconvx.so
-export PYTHONPATH=python
 failed=()
 
 stage() {  # stage NAME LOG SECONDS CMD...: runs CMD with a time limit, tee'd into LOG
@@ -35,10 +27,8 @@ stage() {  # stage NAME LOG SECONDS CMD...: runs CMD with a time limit, tee'd in
 : >"$OUT_DIR/build.log"; : >"$OUT_DIR/gpu_tests.log"; : >"$OUT_DIR/sanitizer.log"; : >"$OUT_DIR/bench.log"
 nvidia-smi 2>&1 | tee -a "$OUT_DIR/build.log" || true
 
-stage configure "$OUT_DIR/build.log" 120 cmake -S . -B build-gpu -G Ninja \
-  -DCMAKE_PREFIX_PATH="$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')" \
-  -DCONVX_CUDA=ON -DCONVX_BUILD_TESTS=OFF ${CXX:+-DCMAKE_CXX_COMPILER=$CXX -DCMAKE_CUDA_HOST_COMPILER=$CXX}
-stage build "$OUT_DIR/build.log" 300 cmake --build build-gpu -j"$(nproc)"
+stage build "$OUT_DIR/build.log" 400 bash -c ". scripts/gpu_build.sh"
+. scripts/gpu_build.sh >/dev/null 2>&1 || true   # its environment (the build is done)
 if [[ ! -f build-gpu/libconvx.so ]]; then
   echo "no library built; stopping" | tee -a "$OUT_DIR/build.log"
   exit 1
