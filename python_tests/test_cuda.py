@@ -245,3 +245,115 @@ def test_autocast_cuda(family, dtype):
     rw, rb = torch.autograd.grad(expected.float().sum(), (w, b))
     torch.testing.assert_close(gw, rw, rtol=3e-2, atol=0.3)
     torch.testing.assert_close(gb, rb, rtol=3e-2, atol=0.3)
+
+
+# ---- the depthwise fast paths: every compile-time specialisation and every fallback ----
+# rank, N, C, multiplier, spatial, kernel, stride, padding, dilation, bias
+FAST_PATHS = [
+    (2, 2, 5, 1, (13, 17), (3, 3), 1, 1, 1, True),     # k3 s1
+    (2, 2, 6, 1, (14, 11), (3, 3), 2, 1, 1, False),    # k3 s2 (data-grad: 2x2 sub-filters)
+    (2, 3, 4, 1, (15, 12), (5, 5), 1, 2, 1, True),     # k5 s1
+    (2, 2, 4, 1, (17, 16), (5, 5), 2, 2, 1, False),    # k5 s2 (3x3 sub-filters)
+    (2, 2, 8, 1, (19, 21), (7, 7), 1, 3, 1, True),     # k7 s1
+    (2, 1, 4, 1, (20, 23), (7, 7), 2, 3, 1, False),    # k7 s2 (4x4 sub-filters)
+    (2, 2, 4, 1, (9, 10), (2, 2), 1, 0, 1, True),      # k2
+    (2, 2, 4, 1, (16, 16), (4, 4), 2, 1, 1, True),     # k4 s2 p1: learned upsampling's transposed conv
+    (2, 2, 4, 1, (11, 9), (4, 4), 1, 1, 1, False),     # k4 s1
+    (2, 1, 4, 1, (40, 37), (31, 31), 1, 15, 1, True),  # k31 (runtime rows, 31 taps unrolled)
+    (2, 2, 3, 1, (23, 25), (13, 13), 1, 6, 1, False),  # generic filter
+    (2, 2, 3, 1, (23, 25), (3, 5), (1, 2), (1, 2), 1, True),  # non-square filter, mixed strides
+    (2, 2, 3, 1, (14, 15), (3, 3), 3, 1, 1, False),    # stride 3: generic tiled, 3x3 phases
+    (2, 2, 3, 1, (14, 15), (3, 3), 5, 2, 1, False),    # stride 5: beyond the phase table
+    (2, 2, 3, 2, (12, 13), (3, 3), 1, 1, 1, True),     # multiplier 2
+    (2, 2, 3, 3, (12, 13), (5, 5), 2, 2, 1, False),    # multiplier 3, stride 2
+    (2, 2, 4, 1, (12, 13), (3, 3), 1, 2, 2, True),     # dilation 2: generic kernels
+    (2, 0, 4, 1, (12, 13), (3, 3), 1, 1, 1, True),     # batch 0
+    (2, 1, 16, 1, (1, 300), (1, 7), 1, (0, 3), 1, True),  # one row, wide
+    (1, 2, 8, 1, (50,), (2,), 1, 1, 1, True),          # 1-D k2..4, 15, 31
+    (1, 2, 8, 1, (301,), (3,), 1, 2, 1, False),
+    (1, 3, 16, 1, (77,), (4,), 1, 3, 1, True),
+    (1, 2, 8, 1, (2100,), (4,), 1, 3, 1, False),       # several tiles along L
+    (1, 2, 8, 1, (200,), (15,), 1, 14, 1, True),       # causal-style padding k-1
+    (1, 2, 8, 1, (333,), (31,), 1, 15, 1, True),
+    (1, 2, 8, 1, (64,), (3,), 2, 1, 1, False),         # 1-D stride 2: generic
+    (1, 2, 8, 2, (64,), (4,), 1, 3, 1, True),          # 1-D multiplier 2
+    (3, 2, 4, 1, (5, 9, 10), (3, 3, 3), 1, 1, 1, True),   # 3-D k3
+    (3, 1, 8, 1, (6, 8, 9), (5, 3, 3), 1, (2, 1, 1), 1, False),  # 3-D k5x3x3
+    (3, 2, 4, 1, (7, 9, 8), (3, 3, 3), 2, 1, 1, True),    # 3-D stride 2 (8 phases)
+]
+FP_IDS = [f"r{c[0]}_k{'x'.join(map(str, c[5]))}_s{c[6]}_m{c[3]}_n{c[1]}" + ("_d2" if c[8] != 1 else "") for c in FAST_PATHS]
+
+
+def _held(t, layout):
+    """t (N, C, *spatial) in the layout: contiguous, or channels-last (for rank 1 the (N, L, C)
+    tensor viewed as (N, C, L))."""
+    if layout == "contiguous":
+        return t.contiguous()
+    return t.movedim(1, -1).contiguous().movedim(-1, 1)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=["fp32", "fp16"])
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+@pytest.mark.parametrize("cfg", FAST_PATHS, ids=FP_IDS)
+def test_depthwise_fast_paths(cfg, layout, dtype):
+    """Forward, input-grad, weight-grad and (multiplier 1) the depthwise transposed convolution
+    against aten in float64, on poisoned memory, in both layouts, layout preserved."""
+    import torch.nn.functional as F
+
+    rank, N, C, m, size, k, s, p, d, has_bias = cfg
+    tup = lambda v: list(v) if isinstance(v, tuple) else [v] * rank  # noqa: E731
+    st, pad, dil = tup(s), tup(p), tup(d)
+    gen = torch.Generator().manual_seed(2 * FAST_PATHS.index(cfg) + (layout == "contiguous"))
+    x = _held(torch.randn(N, C, *size, generator=gen), layout).to(DEV, dtype)
+    w = torch.randn(C * m, 1, *k, generator=gen).to(DEV, dtype)
+    b = torch.randn(C * m, generator=gen).to(DEV, dtype) if has_bias else None
+    conv = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[rank]
+    ops = torch.ops.convx
+    tol = dict(rtol=1e-4, atol=1e-4) if dtype == torch.float32 else dict(rtol=2e-2, atol=2e-2)
+
+    def close(out, ref, what):
+        scale = max(1.0, float(ref.abs().max())) if ref.numel() else 1.0
+        assert not torch.isnan(out).any(), f"{cfg} {layout} {what}: NaN (unwritten element)"
+        torch.testing.assert_close(out.double() / scale, ref / scale, **tol, msg=lambda msg: f"{cfg} {layout} {what}\n{msg}")
+
+    xr = x.double().requires_grad_()
+    wr = w.double().requires_grad_()
+    ref = conv(xr, wr, None if b is None else b.double(), st, pad, dil, C)
+    poison()
+    with deterministic():
+        y = getattr(ops, f"depthwise_conv{rank}d")(x, w, b, st, pad, dil)
+    close(y, ref.detach(), "forward")
+    if layout == "channels_last" and N > 0:
+        assert y.stride(1) == 1, f"{cfg}: output not channels-last"
+    gy = _held(torch.randn(ref.shape, generator=gen), layout).to(DEV, dtype)
+    gx_ref, gw_ref = torch.autograd.grad(ref, (xr, wr), gy.double())
+    poison()
+    with deterministic():
+        gx = getattr(ops, f"conv{rank}d_input_grad")(list(x.shape), w, gy, st, pad, dil, C)
+        gw = getattr(ops, f"conv{rank}d_weight_grad")(x, list(w.shape), gy, st, pad, dil, C)
+    close(gx, gx_ref, "input-grad")
+    close(gw, gw_ref, "weight-grad")
+    if m == 1:
+        # Depthwise transposed convolution (with output_padding when the stride allows it).
+        opad = [min(1, si - 1) for si in st]
+        tr_ref = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}[rank](
+            gy.double(), w.double(), None if b is None else b.double(), st, pad, opad, C, dil)
+        poison()
+        with deterministic():
+            tr = getattr(ops, f"conv_transpose{rank}d")(gy, w, b, st, pad, opad, C, dil)
+        close(tr, tr_ref, "transposed")
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+@pytest.mark.parametrize("k", [3, 31])
+def test_depthwise_weight_grad_bitwise_repeatable(layout, k):
+    """The one-pass weight-grad (NC) and the channels-last one: same bits on every run."""
+    gen = torch.Generator().manual_seed(5)
+    x = _held(torch.randn(4, 32, 1500, generator=gen), layout).to(DEV, torch.bfloat16)
+    gy = _held(torch.randn(4, 32, 1500, generator=gen), layout).to(DEV, torch.bfloat16)
+    op = torch.ops.convx.conv1d_weight_grad
+    with deterministic():
+        a = op(x, [32, 1, k], gy, [1], [k // 2], [1], 32)
+        poison()
+        b = op(x, [32, 1, k], gy, [1], [k // 2], [1], 32)
+    assert torch.equal(a, b)

@@ -1,6 +1,9 @@
-// Depthwise convolution on CUDA: direct kernels, no im2col, for every spatial rank.
+// Depthwise convolution on CUDA: entry points, and the generic kernels for what the tiled fast
+// paths (plan.cuh, nc_tiled.cuh, cl_tiled.cuh) do not cover: dilation > 1, strides > 4 in the
+// data-grad, channels-last with a channel multiplier or unaligned channels, filters without a
+// specialisation in channels-last and in the weight-grad, and float64 outside NC(D)HW.
 //
-// Forward and data-grad share one "direct gather" kernel per layout. Each output element of the
+// Generic kernels: forward and data-grad share one "direct gather" kernel per layout. Each output element of the
 // launch reads the other tensor at position  (o*sn + base + k*step) / sd  along every spatial dim:
 //   forward:   sn = stride, sd = 1,      base = -padding, step = +dilation;
 //   data-grad: sn = 1,      sd = stride, base = +padding, step = -dilation (a gather: the taps
@@ -22,6 +25,7 @@
 // Arithmetic in the opmath type (float for half/bfloat16, double for double). All indices are
 // int64_t; every kernel is a grid-stride loop.
 #include "ops/depthwise_conv/depthwise_conv.h"
+#include "ops/depthwise_conv/cuda/launch.h"
 
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
@@ -32,6 +36,7 @@
 #include <c10/cuda/CUDAStream.h>
 
 #include <algorithm>
+#include <type_traits>
 
 namespace convx::cuda {
 namespace {
@@ -362,6 +367,144 @@ void fill3(int64_t (&dst)[3], const std::array<int64_t, 3>& src, int64_t sign = 
   for (int i = 0; i < 3; ++i) dst[i] = sign * src[i];
 }
 
+
+// ---------------------------------------------------------------- tiled fast paths
+bool fits_int(const std::array<int64_t, 3>& v) {
+  return std::all_of(v.begin(), v.end(), [](int64_t x) { return x >= -(1 << 28) && x <= (1 << 28); });
+}
+
+bool unit_dilation(const Geometry& g) {
+  return g.dilation[0] == 1 && g.dilation[1] == 1 && g.dilation[2] == 1 && fits_int(g.padding) &&
+         fits_int(g.stride) && fits_int(g.kernel);
+}
+
+// How the prepared weights' tap t of phase p reads the filter along each dim:
+// k = base[p] + t * step (zero outside [0, K)).
+struct Prep {
+  int64_t wrows, K[3], T[3];
+  int base[3][kMaxPhases], step[3], os[3];
+  int64_t phases;
+  bool cl;  // [phase][tap][row] instead of [phase][row][tap]
+};
+
+template <typename T>
+__global__ void prepare_weights(const T* __restrict__ w, at::opmath_type<T>* __restrict__ dst, const Prep Q) {
+  using acc_t = at::opmath_type<T>;
+  const int64_t taps = Q.T[0] * Q.T[1] * Q.T[2];
+  CONVX_GRID_STRIDE(i, Q.phases * Q.wrows * taps) {
+    const int64_t tap = i % taps, row = (i / taps) % Q.wrows, ph = i / (taps * Q.wrows);
+    const int64_t t[3] = {tap / (Q.T[1] * Q.T[2]), (tap / Q.T[2]) % Q.T[1], tap % Q.T[2]};
+    const int64_t p[3] = {ph / (Q.os[1] * Q.os[2]), (ph / Q.os[2]) % Q.os[1], ph % Q.os[2]};
+    bool ok = true;
+    int64_t src = row;
+    for (int d = 0; d < 3; ++d) {
+      const int64_t k = Q.base[d][p[d]] + t[d] * Q.step[d];
+      ok = ok && k >= 0 && k < Q.K[d];
+      src = src * Q.K[d] + k;
+    }
+    dst[Q.cl ? (ph * taps + tap) * Q.wrows + row : i] = ok ? static_cast<acc_t>(w[src]) : acc_t(0);
+  }
+}
+
+// The forward as a plan: one phase.
+void forward_plan(const Geometry& g, Plan& P, Prep& Q) {
+  P.N = g.batch;
+  P.out_c = g.out_channels;
+  P.in_c = g.in_channels;
+  P.in_div = g.out_channels / g.in_channels;
+  P.J = 1;
+  P.wrows = g.out_channels;
+  P.phases = 1;
+  Q.phases = 1;
+  for (int d = 0; d < 3; ++d) {
+    P.in[d] = g.input[d];
+    P.out[d] = P.q[d] = P.qn[d][0] = g.output[d];
+    P.k[d] = static_cast<int>(g.kernel[d]);
+    P.S[d] = static_cast<int>(g.stride[d]);
+    P.os[d] = 1;
+    P.pad[d][0] = static_cast<int>(g.padding[d]);
+    P.r[d][0] = 0;
+    Q.K[d] = Q.T[d] = g.kernel[d];
+    Q.base[d][0] = 0;
+    Q.step[d] = 1;
+    Q.os[d] = 1;
+  }
+}
+
+// The data-grad as a plan: per dim, stride s phases r < s with the sub-filter of the taps
+// k = k0 + s*t, k0 = (r + padding) % s, flipped (plan.cuh). false when a stride exceeds
+// kMaxPhases.
+bool data_grad_plan(const Geometry& g, Plan& P, Prep& Q) {
+  const int64_t m = g.out_channels / g.in_channels;
+  P.N = g.batch;
+  P.out_c = g.in_channels;
+  P.in_c = g.out_channels;
+  P.in_div = 1;
+  P.J = m;
+  P.wrows = g.out_channels;
+  P.phases = 1;
+  for (int d = 0; d < 3; ++d) {
+    const int64_t s = g.stride[d], K = g.kernel[d], p = g.padding[d], I = g.input[d];
+    if (s > kMaxPhases) return false;
+    const int64_t T = ceil_div(K, s);
+    P.in[d] = g.output[d];
+    P.out[d] = I;
+    P.k[d] = static_cast<int>(T);
+    P.S[d] = 1;
+    P.os[d] = static_cast<int>(s);
+    P.q[d] = ceil_div(I, s);
+    Q.K[d] = K;
+    Q.T[d] = T;
+    Q.step[d] = static_cast<int>(-s);
+    Q.os[d] = static_cast<int>(s);
+    for (int64_t r = 0; r < s; ++r) {
+      const int64_t k0 = (r + p) % s, c = (r + p - k0) / s;
+      P.pad[d][r] = static_cast<int>(T - 1 - c);
+      P.r[d][r] = static_cast<int>(r);
+      P.qn[d][r] = r < I ? ceil_div(I - r, s) : 0;
+      Q.base[d][r] = static_cast<int>((T - 1) * s + k0);
+    }
+    P.phases *= static_cast<int>(s);
+  }
+  Q.phases = P.phases;
+  return true;
+}
+
+bool cl_vector_ok(const Plan& P, int V, const void* in, const void* out, const Tensor& bias, size_t esz) {
+  return P.in_div == 1 && P.J == 1 && P.out_c % V == 0 && aligned(in, esz * V) && aligned(out, esz * V) &&
+         (!bias.defined() || aligned(bias.const_data_ptr(), esz * V));
+}
+
+// Runs the tiled kernel of the layout for plan P; false when it does not cover the problem.
+template <typename T>
+bool launch_tiled(const Tensor& in, const Tensor& weight, const Tensor& bias, const Tensor& out,
+                  Plan& P, Prep& Q, bool cl) {
+  using acc_t = at::opmath_type<T>;
+  const T* ip = in.const_data_ptr<T>();
+  T* op = out.mutable_data_ptr<T>();
+  if (cl && !cl_vector_ok(P, vec_width<T>(), ip, op, bias, sizeof(T))) return false;
+  if (cl && std::is_same_v<T, double>) return false;
+  auto stream = c10::cuda::getCurrentCUDAStream();
+  const Tensor w = weight.contiguous();
+  Q.wrows = P.wrows;
+  Q.cl = cl;
+  P.wphase = P.wrows * Q.T[0] * Q.T[1] * Q.T[2];
+  const Tensor wp = at::empty({Q.phases * P.wphase}, out.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
+  prepare_weights<T><<<blocks_for(wp.numel()), kThreads, 0, stream>>>(w.const_data_ptr<T>(), wp.mutable_data_ptr<acc_t>(), Q);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  const T* bp = bias.defined() ? bias.const_data_ptr<T>() : nullptr;
+  return cl ? launch_cl_gather<T>(ip, wp.const_data_ptr<acc_t>(), bp, op, P, stream)
+            : launch_nc_gather<T>(ip, wp.const_data_ptr<acc_t>(), bp, op, P, stream);
+}
+
+Tensor bias_as(const std::optional<Tensor>& bias, const Tensor& out) {
+  if (!bias.has_value() || !bias->defined()) return Tensor();
+  Tensor b = bias->to(out.scalar_type()).contiguous();
+  // The channels-last kernels read the bias as 16-byte vectors.
+  if (!aligned(b.const_data_ptr(), 16)) b = b.clone();
+  return b;
+}
+
 }  // namespace
 
 void depthwise_forward(const ConvArgs& a, const Tensor& input, const Tensor& weight,
@@ -371,23 +514,29 @@ void depthwise_forward(const ConvArgs& a, const Tensor& input, const Tensor& wei
   if (output.numel() == 0) return;
   const bool cl = is_channels_last(output);
   const auto x = to_layout(input, cl);
-  Direct P{};
-  P.N = g.batch;
-  P.out_c = g.out_channels;
-  P.in_c = g.in_channels;
-  fill3(P.out, g.output);
-  fill3(P.in, g.input);
-  fill3(P.k, g.kernel);
-  fill3(P.sn, g.stride);
-  fill3(P.sd, {1, 1, 1});
-  fill3(P.base, g.padding, -1);
-  fill3(P.step, g.dilation);
-  P.in_div = g.out_channels / g.in_channels;
-  P.in_mul = 1;
-  P.J = 1;
-  P.wrows = g.out_channels;
   with_dense_output(output, cl, [&](const Tensor& y) {
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "convx_depthwise_fwd_cuda", [&] {
+      if (unit_dilation(g)) {
+        Plan P{};
+        Prep Q{};
+        forward_plan(g, P, Q);
+        if (launch_tiled<scalar_t>(x, weight, bias_as(bias, y), y, P, Q, cl)) return;
+      }
+      Direct P{};
+      P.N = g.batch;
+      P.out_c = g.out_channels;
+      P.in_c = g.in_channels;
+      fill3(P.out, g.output);
+      fill3(P.in, g.input);
+      fill3(P.k, g.kernel);
+      fill3(P.sn, g.stride);
+      fill3(P.sd, {1, 1, 1});
+      fill3(P.base, g.padding, -1);
+      fill3(P.step, g.dilation);
+      P.in_div = g.out_channels / g.in_channels;
+      P.in_mul = 1;
+      P.J = 1;
+      P.wrows = g.out_channels;
       launch_direct<scalar_t>(x, weight, bias, y, P, cl, false);
     });
   });
@@ -400,25 +549,30 @@ void depthwise_data_grad(const ConvArgs& a, const Tensor& grad_output, const Ten
   if (grad_input.numel() == 0) return;
   const bool cl = is_channels_last(grad_input);
   const auto gy = to_layout(grad_output, cl);
-  const int64_t m = g.out_channels / g.in_channels;
-  Direct P{};
-  P.N = g.batch;
-  P.out_c = g.in_channels;
-  P.in_c = g.out_channels;
-  fill3(P.out, g.input);
-  fill3(P.in, g.output);
-  fill3(P.k, g.kernel);
-  fill3(P.sn, {1, 1, 1});
-  fill3(P.sd, g.stride);
-  fill3(P.base, g.padding);
-  fill3(P.step, g.dilation, -1);
-  P.in_div = 1;
-  P.in_mul = m;
-  P.J = m;
-  P.wrows = g.out_channels;
-  const bool div = g.stride[0] != 1 || g.stride[1] != 1 || g.stride[2] != 1;
   with_dense_output(grad_input, cl, [&](const Tensor& gx) {
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, gy.scalar_type(), "convx_depthwise_dgrad_cuda", [&] {
+      if (unit_dilation(g)) {
+        Plan P{};
+        Prep Q{};
+        if (data_grad_plan(g, P, Q) && launch_tiled<scalar_t>(gy, weight, bias_as(bias, gx), gx, P, Q, cl)) return;
+      }
+      const int64_t m = g.out_channels / g.in_channels;
+      Direct P{};
+      P.N = g.batch;
+      P.out_c = g.in_channels;
+      P.in_c = g.out_channels;
+      fill3(P.out, g.input);
+      fill3(P.in, g.output);
+      fill3(P.k, g.kernel);
+      fill3(P.sn, {1, 1, 1});
+      fill3(P.sd, g.stride);
+      fill3(P.base, g.padding);
+      fill3(P.step, g.dilation, -1);
+      P.in_div = 1;
+      P.in_mul = m;
+      P.J = m;
+      P.wrows = g.out_channels;
+      const bool div = g.stride[0] != 1 || g.stride[1] != 1 || g.stride[2] != 1;
       launch_direct<scalar_t>(gy, weight, bias, gx, P, cl, div);
     });
   });
@@ -434,6 +588,23 @@ void depthwise_weight_grad(const ConvArgs& a, const Tensor& input, const Tensor&
   const auto gy = to_layout(grad_output, cl);
   const int64_t C = g.in_channels, Cout = g.out_channels, K = g.kernel_numel();
   const int64_t IL = g.input_numel(), OL = g.output_numel();
+  auto stream = c10::cuda::getCurrentCUDAStream();
+  const bool direct = grad_weight.is_contiguous();
+  if (!cl && unit_dilation(g)) {
+    bool done = false;
+    Tensor gw = direct ? grad_weight : at::empty({Cout, K}, grad_weight.options());
+    AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "convx_depthwise_wgrad_cuda", [&] {
+      Plan P{};
+      Prep Q{};
+      forward_plan(g, P, Q);
+      done = launch_nc_wgrad<scalar_t>(x.const_data_ptr<scalar_t>(), gy.const_data_ptr<scalar_t>(),
+                                       gw.mutable_data_ptr<scalar_t>(), P, x, stream);
+    });
+    if (done) {
+      if (!direct) grad_weight.copy_(gw.view(grad_weight.sizes()));
+      return;
+    }
+  }
   WGrad P{};
   P.C = C;
   P.Cout = Cout;
@@ -462,14 +633,12 @@ void depthwise_weight_grad(const ConvArgs& a, const Tensor& input, const Tensor&
   int64_t chunks = std::clamp<int64_t>((1024 + tiles - 1) / tiles, 1, std::min<int64_t>(max_chunks, 65535));
   P.chunk = (P.pixels + chunks - 1) / chunks;
   chunks = (P.pixels + P.chunk - 1) / P.chunk;
-  auto stream = c10::cuda::getCurrentCUDAStream();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "convx_depthwise_wgrad_cuda", [&] {
     using acc_t = at::opmath_type<scalar_t>;
     auto part = at::empty({chunks, Cout, K}, x.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
     weight_grad_partial<scalar_t><<<dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(chunks)), kThreads, 0, stream>>>(
         x.const_data_ptr<scalar_t>(), gy.const_data_ptr<scalar_t>(), part.mutable_data_ptr<acc_t>(), P);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
-    const bool direct = grad_weight.is_contiguous();
     Tensor gw = direct ? grad_weight : at::empty({Cout, K}, grad_weight.options());
     weight_grad_sum<scalar_t><<<blocks_for(Cout * K), kThreads, 0, stream>>>(
         part.const_data_ptr<acc_t>(), gw.mutable_data_ptr<scalar_t>(), chunks, Cout * K);

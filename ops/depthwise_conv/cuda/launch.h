@@ -1,0 +1,32 @@
+// Launchers of the tiled depthwise kernels (one translation unit per kernel family, so that the
+// compile-time specialisations build in parallel). Each returns false when its fast path does
+// not cover the problem (filter / stride not specialised, dtype, shared memory); the caller then
+// uses the generic kernels of depthwise_conv.cu.
+#pragma once
+
+#include "ops/depthwise_conv/cuda/plan.cuh"
+
+#include <ATen/OpMathType.h>
+#include <ATen/core/TensorBase.h>
+#include <cuda_runtime_api.h>
+
+namespace convx::cuda {
+
+// NC(D)HW forward / data-grad: out = phased correlation of in with w ([phases][wrows][taps],
+// opmath type) plus bias.
+template <typename T>
+bool launch_nc_gather(const T* in, const at::opmath_type<T>* w, const T* bias, T* out,
+                      const Plan& P, cudaStream_t stream);
+
+// Channels-last forward / data-grad, channel multiplier 1: w is [phases][taps][wrows].
+template <typename T>
+bool launch_cl_gather(const T* in, const at::opmath_type<T>* w, const T* bias, T* out,
+                      const Plan& P, cudaStream_t stream);
+
+// NC(D)HW weight-grad, one pass + ordered sum: gw [out_c][taps] (dense) from x (read) and gy
+// (written positions); the plan is the forward's. Workspace from `like`'s allocator.
+template <typename T>
+bool launch_nc_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like,
+                     cudaStream_t stream);
+
+}  // namespace convx::cuda

@@ -1,0 +1,97 @@
+// Launcher of the one-pass NC(D)HW weight-grad and the ordered sum of its per-block partials.
+#include "ops/depthwise_conv/cuda/launch.h"
+#include "ops/depthwise_conv/cuda/nc_tiled.cuh"
+
+#include <ATen/ops/empty.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
+#include <algorithm>
+#include <type_traits>
+
+namespace convx::cuda {
+namespace {
+
+// gw[i] = sum over slots, in order, of part[row][slot][tap] (i = row * taps + tap).
+template <typename T>
+__global__ void sum_slots(const at::opmath_type<T>* __restrict__ part, T* __restrict__ gw,
+                          int64_t rows, int64_t slots, int64_t taps) {
+  using acc_t = at::opmath_type<T>;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < rows * taps;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t row = i / taps, tap = i % taps;
+    const acc_t* p = part + row * slots * taps + tap;
+    acc_t s = acc_t(0);
+    for (int64_t k = 0; k < slots; ++k) s += p[k * taps];
+    gw[i] = static_cast<T>(s);
+  }
+}
+
+template <typename T, int KH, int KW, int S, int R>
+bool run(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like,
+         cudaStream_t stream) {
+  using acc_t = at::opmath_type<T>;
+  constexpr int NV = KH > 0 ? KH * KW : KW;
+  NcTile L{};
+  const int kh = P.k[1];
+  const int64_t fixed = (kTileThreads / 32) * NV * int64_t(sizeof(acc_t));
+  if (!choose_nc_tile(L, P, R, kh, KW, S, S, P.out_c, sizeof(acc_t), fixed, int64_t(kh) * KW * sizeof(acc_t))) {
+    return false;
+  }
+  // A fixed split of each channel's (sample, depth) planes, from the shapes alone: enough
+  // blocks to fill the GPU a few times over.
+  const int64_t npl = P.N * P.q[0], base = L.groups * L.tilesH * L.tilesW;
+  int64_t chunks = std::clamp<int64_t>(ceil_div(2048, base), 1, npl);
+  const int64_t chunk = ceil_div(npl, chunks);
+  chunks = ceil_div(npl, chunk);
+  const int64_t slots = L.tilesH * L.tilesW * chunks, taps = int64_t(P.k[0]) * kh * KW;
+  const at::Tensor part = at::empty({P.out_c, slots, taps},
+                        like.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
+  const int64_t blocks = base * chunks;
+  const size_t smem = size_t(fixed) + size_t(L.TZ) * (size_t(L.rows) * L.cols + size_t(kh) * KW) * sizeof(acc_t);
+  nc_wgrad<T, KH, KW, S, R><<<static_cast<unsigned>(std::min<int64_t>(blocks, int64_t(1) << 30)),
+                              L.TX * L.TY * L.TZ, smem, stream>>>(x, gy, part.mutable_data_ptr<acc_t>(), P, L,
+                                                                  chunk, chunks);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  const int64_t n = P.out_c * taps;
+  sum_slots<T><<<static_cast<unsigned>(std::clamp<int64_t>(ceil_div(n, 256), 1, 1 << 20)), 256, 0, stream>>>(
+      part.const_data_ptr<acc_t>(), gw, P.out_c, slots, taps);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return true;
+}
+
+}  // namespace
+
+template <typename T>
+bool launch_nc_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like,
+                     cudaStream_t stream) {
+  if constexpr (std::is_same_v<T, double>) {
+    return false;  // float64 is for correctness only: the generic kernel
+  } else {
+    const int kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
+#define CONVX_CASE(KH, KW, S, R) \
+  if (kh == KH && kw == KW && s == S) return run<T, KH, KW, S, R>(x, gy, gw, P, like, stream);
+    CONVX_CASE(1, 2, 1, 4)
+    CONVX_CASE(1, 3, 1, 4)
+    CONVX_CASE(1, 4, 1, 4)
+    CONVX_CASE(1, 15, 1, 8)
+    CONVX_CASE(1, 31, 1, 8)
+    CONVX_CASE(3, 3, 1, 4)
+    CONVX_CASE(5, 5, 1, 4)
+    CONVX_CASE(7, 7, 1, 4)
+    CONVX_CASE(3, 3, 2, 4)
+    CONVX_CASE(5, 5, 2, 4)
+    CONVX_CASE(7, 7, 2, 4)
+#undef CONVX_CASE
+    if (kw == 31 && s == 1) return run<T, 0, 31, 1, 8>(x, gy, gw, P, like, stream);
+    return false;
+  }
+}
+
+template bool launch_nc_wgrad<float>(const float*, const float*, float*, const Plan&, const at::TensorBase&, cudaStream_t);
+template bool launch_nc_wgrad<double>(const double*, const double*, double*, const Plan&, const at::TensorBase&, cudaStream_t);
+template bool launch_nc_wgrad<c10::Half>(const c10::Half*, const c10::Half*, c10::Half*, const Plan&, const at::TensorBase&, cudaStream_t);
+template bool launch_nc_wgrad<c10::BFloat16>(const c10::BFloat16*, const c10::BFloat16*, c10::BFloat16*, const Plan&, const at::TensorBase&, cudaStream_t);
+
+}  // namespace convx::cuda

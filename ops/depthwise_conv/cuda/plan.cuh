@@ -1,0 +1,36 @@
+// The problem description shared by the tiled depthwise kernels (nc_tiled.cuh, cl_tiled.cuh).
+//
+// Forward and data-grad are both "phased correlations": for every phase p (one per residue of
+// the output position modulo os, per spatial dim) the written tensor at  q*os + r[p]  is
+//     sum_t  read[q*S - pad[p] + t] * wsub[p][t]       (t < k, out-of-range reads are zero)
+//   forward:      one phase, os = 1, S = stride, pad = padding, wsub = the filter;
+//   data-grad:    os = stride, S = 1; phase r keeps the taps k with (r + padding - k) % stride == 0,
+//                 flipped, zero-padded to k = ceil(K / stride) (a sub-pixel decomposition: no
+//                 thread tests divisibility per tap, and stride 1 is the forward with the
+//                 filter rotated 180 degrees).
+// Channels: written channel co reads channel (co / in_div) * J + j for j < J with weight row
+// co * J + j (forward: in_div = m, J = 1; data-grad: in_div = 1, J = m).
+#pragma once
+
+#include <cstdint>
+
+namespace convx::cuda {
+
+constexpr int kMaxPhases = 4;  // per spatial dim: strides up to 4 take the tiled paths
+
+struct Plan {
+  int64_t N, out_c, in_c, in_div, J, wrows;
+  int64_t in[3], out[3];       // spatial sizes of the tensor read / written
+  int64_t q[3];                // per dim: the largest number of outputs of one phase
+  int k[3], S[3], os[3];       // sub-filter taps, read stride, write stride (= phases)
+  int pad[3][kMaxPhases];      // per dim and phase
+  int r[3][kMaxPhases];        // first written position of the phase
+  int64_t qn[3][kMaxPhases];   // outputs of the phase
+  int64_t wphase;              // elements per phase of the prepared weights
+  int phases;                  // os[0] * os[1] * os[2]
+};
+
+// Exact integer ceiling for non-negative a, positive b.
+__host__ __device__ inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace convx::cuda
