@@ -1,5 +1,5 @@
 // Depthwise convolution on CUDA: entry points, and the generic kernels for what the tiled fast
-// paths (plan.cuh, nc_tiled.cuh, cl_tiled.cuh) do not cover: dilation > 1, strides > 4 in the
+// paths (plan.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu) do not cover: dilation > 1, strides > 4 in the
 // data-grad, channels-last with a channel multiplier or unaligned channels, filters without a
 // specialisation in channels-last and in the weight-grad, and float64 outside NC(D)HW.
 //
@@ -590,15 +590,15 @@ void depthwise_weight_grad(const ConvArgs& a, const Tensor& input, const Tensor&
   const int64_t IL = g.input_numel(), OL = g.output_numel();
   auto stream = c10::cuda::getCurrentCUDAStream();
   const bool direct = grad_weight.is_contiguous();
-  if (!cl && unit_dilation(g)) {
+  if (unit_dilation(g)) {
     bool done = false;
     Tensor gw = direct ? grad_weight : at::empty({Cout, K}, grad_weight.options());
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "convx_depthwise_wgrad_cuda", [&] {
       Plan P{};
       Prep Q{};
       forward_plan(g, P, Q);
-      done = launch_nc_wgrad<scalar_t>(x.const_data_ptr<scalar_t>(), gy.const_data_ptr<scalar_t>(),
-                                       gw.mutable_data_ptr<scalar_t>(), P, x, stream);
+      auto launch = cl ? launch_cl_wgrad<scalar_t> : launch_nc_wgrad<scalar_t>;
+      done = launch(x.const_data_ptr<scalar_t>(), gy.const_data_ptr<scalar_t>(), gw.mutable_data_ptr<scalar_t>(), P, x, stream);
     });
     if (done) {
       if (!direct) grad_weight.copy_(gw.view(grad_weight.sizes()));

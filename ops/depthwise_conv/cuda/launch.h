@@ -29,4 +29,9 @@ template <typename T>
 bool launch_nc_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like,
                      cudaStream_t stream);
 
+// Channels-last weight-grad, channel multiplier 1, one pass + ordered sum (cl_wgrad.cu).
+template <typename T>
+bool launch_cl_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like,
+                     cudaStream_t stream);
+
 }  // namespace convx::cuda
