@@ -345,7 +345,7 @@ def test_depthwise_fast_paths(cfg, layout, dtype):
 
 
 @pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
-@pytest.mark.parametrize("k", [3, 31])
+@pytest.mark.parametrize("k", [3, 31], ids=lambda k: f"k{k}")
 def test_depthwise_weight_grad_bitwise_repeatable(layout, k):
     """The one-pass weight-grad (NC) and the channels-last one: same bits on every run."""
     gen = torch.Generator().manual_seed(5)
