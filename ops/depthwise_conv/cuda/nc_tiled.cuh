@@ -71,13 +71,20 @@ template <typename T, typename acc_t>
 __device__ __forceinline__ void fill_tile(acc_t* sm, const T* __restrict__ src, bool ok,
                                           int64_t iy0, int64_t ix0, int64_t IH, int64_t IW,
                                           const NcTile& L, int gt, int G) {
-  const int n = L.rows * L.cols;
+  // Row and column of element i, stepped by G without a division per element.
+  const int n = L.rows * L.cols, dr = G / L.cols, dc = G - dr * L.cols;
+  int rr = gt / L.cols, cc = gt - rr * L.cols;
   for (int i = gt; i < n; i += G) {
-    const int rr = i / L.cols, cc = i - rr * L.cols;
     const int64_t ih = iy0 + rr, iw = ix0 + cc;
     acc_t v = acc_t(0);
     if (ok && ih >= 0 && ih < IH && iw >= 0 && iw < IW) v = static_cast<acc_t>(src[ih * IW + iw]);
     sm[i] = v;
+    rr += dr;
+    cc += dc;
+    if (cc >= L.cols) {
+      cc -= L.cols;
+      ++rr;
+    }
   }
 }
 

@@ -1,0 +1,244 @@
+// The depthwise CUDA kernels' sources (nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu, the plans of
+// depthwise_conv.cu) run on the CPU through shim.h and compared with aten in float64, with
+// poisoned outputs and workspaces: the index arithmetic, tiles, phases, shared-memory layout,
+// barriers and fixed-order reductions of every specialisation, without a GPU. The launch glue
+// below mirrors the launchers (nc_gather.cu, cl_gather.cu, nc_wgrad.cu, cl_wgrad.cu). Not a
+// substitute for python_tests/test_cuda.py on a GPU. Run: cpp_tests/cuda_on_cpu/run.sh
+#include "shim.h"
+#include <ATen/ATen.h>
+#include <cstdio>
+#include "ops/common/args.h"
+
+#include "nc_tiled.cuh"
+#include "cl_tiled.cuh"
+namespace convx::cuda {
+namespace {
+constexpr int kThreads = 256;
+#define CONVX_GRID_STRIDE(i, n)                                                         \
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+#include "plans.inc"
+}  // namespace
+}  // namespace convx::cuda
+#include "cl_wgrad_k.inc"
+using namespace convx;
+using namespace convx::cuda;
+using at::Tensor;
+static int failures = 0;
+
+template <typename T, int KH, int KW, int S, int R>
+bool nc_run(const T* in, const float* w, const T* bias, T* out, const Plan& P) {
+  NcTile L{};
+  const int64_t planes = P.N * P.out_c * P.q[0];
+  if (!choose_nc_tile(L, P, R, P.k[1], P.k[2], P.S[1], P.S[2], planes, 4)) return false;
+  L.blocks = L.groups * L.tilesH * L.tilesW * P.phases;
+  g_smem_bytes = size_t(L.TZ) * L.rows * L.cols * 4;
+  launch(dim3{2}, dim3{unsigned(L.TX * L.TY * L.TZ)}, [&] { nc_gather<T, KH, KW, S, R>(in, w, bias, out, P, L); });
+  return true;
+}
+template <typename T>
+bool nc_dispatch(const T* in, const float* w, const T* bias, T* out, const Plan& P, const char** which) {
+  const int kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
+#define C_(KH, KW, S, R) if (kh == KH && kw == KW && s == S) { *which = #KH "x" #KW "s" #S; return nc_run<T, KH, KW, S, R>(in, w, bias, out, P); }
+  C_(1, 2, 1, 4) C_(1, 3, 1, 4) C_(1, 4, 1, 4) C_(1, 15, 1, 8) C_(1, 31, 1, 8) C_(2, 2, 1, 4) C_(3, 3, 1, 4)
+  C_(4, 4, 1, 4) C_(5, 5, 1, 4) C_(7, 7, 1, 4) C_(3, 3, 2, 4) C_(5, 5, 2, 4) C_(7, 7, 2, 4)
+#undef C_
+  if (kw == 31 && s == 1) { *which = "Rx31"; return nc_run<T, 0, 31, 1, 8>(in, w, bias, out, P); }
+  *which = "generic";
+  return nc_run<T, 0, 0, 0, 4>(in, w, bias, out, P);
+}
+template <typename T, int KH, int KW, int S>
+bool cl_run(const T* in, const float* w, const T* bias, T* out, const Plan& P) {
+  constexpr int R = cl_outputs_per_thread<KW>();
+  const ClTile L = choose_cl_tile(P, cl_vec_width<T>(), R);
+  launch(dim3{3}, dim3{unsigned(L.CB * L.PX * L.PY)}, [&] { cl_gather<T, KH, KW, S, R>(in, w, bias, out, P, L); });
+  return true;
+}
+template <typename T>
+bool cl_dispatch(const T* in, const float* w, const T* bias, T* out, const Plan& P) {
+  const int kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
+#define C_(KH, KW, S) if (kh == KH && kw == KW && s == S) return cl_run<T, KH, KW, S>(in, w, bias, out, P);
+  C_(1, 2, 1) C_(1, 3, 1) C_(1, 4, 1) C_(1, 15, 1) C_(1, 31, 1) C_(2, 2, 1) C_(3, 3, 1) C_(4, 4, 1) C_(5, 5, 1)
+  C_(7, 7, 1) C_(3, 3, 2) C_(5, 5, 2) C_(7, 7, 2)
+#undef C_
+  if (kw == 31 && s == 1) return cl_run<T, 0, 31, 1>(in, w, bias, out, P);
+  return false;
+}
+template <typename T, int KH, int KW, int S, int R>
+Tensor ncw_run(const T* x, const T* gy, const Plan& P) {
+  constexpr int NV = KH > 0 ? KH * KW : KW;
+  NcTile L{};
+  const int kh = P.k[1];
+  const int64_t fixed = (kTileThreads / 32) * NV * 4;
+  if (!choose_nc_tile(L, P, R, kh, KW, S, S, P.out_c, 4, fixed, int64_t(kh) * KW * 4)) return Tensor();
+  const int64_t npl = P.N * P.q[0], base = L.groups * L.tilesH * L.tilesW;
+  int64_t chunks = std::clamp<int64_t>(ceil_div(2048, base), 1, npl);
+  const int64_t chunk = ceil_div(npl, chunks);
+  chunks = ceil_div(npl, chunk);
+  const int64_t slots = L.tilesH * L.tilesW * chunks, taps = int64_t(P.k[0]) * kh * KW;
+  Tensor part = at::full({P.out_c, slots, taps}, NAN, at::kFloat);
+  float* pp = part.data_ptr<float>();
+  g_smem_bytes = size_t(fixed) + size_t(L.TZ) * (size_t(L.rows) * L.cols + size_t(kh) * KW) * 4;
+  launch(dim3{3}, dim3{unsigned(L.TX * L.TY * L.TZ)}, [&] { nc_wgrad<T, KH, KW, S, R>(x, gy, pp, P, L, chunk, chunks); });
+  return part.sum(1);
+}
+template <typename T>
+Tensor ncw_dispatch(const T* x, const T* gy, const Plan& P) {
+  const int kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
+#define C_(KH, KW, S, R) if (kh == KH && kw == KW && s == S) return ncw_run<T, KH, KW, S, R>(x, gy, P);
+  C_(1, 2, 1, 4) C_(1, 3, 1, 4) C_(1, 4, 1, 4) C_(1, 15, 1, 8) C_(1, 31, 1, 8) C_(3, 3, 1, 4) C_(5, 5, 1, 4)
+  C_(7, 7, 1, 4) C_(3, 3, 2, 4) C_(5, 5, 2, 4) C_(7, 7, 2, 4)
+#undef C_
+  if (kw == 31 && s == 1) return ncw_run<T, 0, 31, 1, 8>(x, gy, P);
+  return Tensor();
+}
+template <typename T, int KH, int KW, int S>
+Tensor clw_run(const T* x, const T* gy, const Plan& P) {
+  constexpr int VW = wgrad_channels_per_lane<T, KH * KW>();
+  if (P.out_c % VW != 0) return Tensor();
+  const int64_t pixels = P.N * P.q[0] * P.q[1] * P.q[2];
+  const int64_t ctiles = ceil_div(P.out_c, int64_t(kLanes) * VW);
+  int64_t chunks = std::clamp<int64_t>(ceil_div(1024, ctiles), 1, std::max<int64_t>(1, pixels / 64));
+  chunks = std::min<int64_t>(chunks, 65535);
+  const int64_t chunk = ceil_div(pixels, chunks);
+  chunks = ceil_div(pixels, chunk);
+  const int64_t taps = int64_t(P.k[0]) * KH * KW, n = P.out_c * taps;
+  Tensor part = at::full({chunks, n}, NAN, at::kFloat);
+  float* pp = part.data_ptr<float>();
+  launch(dim3{unsigned(ctiles), unsigned(chunks)}, dim3{256}, [&] { cl_wgrad_partial<T, KH, KW, S, VW>(x, gy, pp, P, pixels, chunk); });
+  return part.sum(0);
+}
+template <typename T>
+Tensor clw_dispatch(const T* x, const T* gy, const Plan& P) {
+  const int kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
+#define C_(KH, KW, S) if (kh == KH && kw == KW && s == S) return clw_run<T, KH, KW, S>(x, gy, P);
+  C_(1, 2, 1) C_(1, 3, 1) C_(1, 4, 1) C_(1, 15, 1) C_(1, 31, 1) C_(3, 3, 1) C_(5, 5, 1) C_(7, 7, 1) C_(3, 3, 2)
+  C_(5, 5, 2) C_(7, 7, 2)
+#undef C_
+  return Tensor();
+}
+
+Tensor prep(const Tensor& w, Plan& P, Prep& Q, bool cl) {
+  Q.wrows = P.wrows;
+  Q.cl = cl;
+  P.wphase = P.wrows * Q.T[0] * Q.T[1] * Q.T[2];
+  Tensor wp = at::full({Q.phases * P.wphase}, NAN, at::kFloat);
+  Tensor wc = w.contiguous();
+  launch(dim3{1}, dim3{64}, [&] { prepare_weights<float>(wc.data_ptr<float>(), wp.data_ptr<float>(), Q); });
+  return wp;
+}
+Tensor to_cl(const Tensor& t) {  // (N, C, *s) -> memory (N, *s, C) as a contiguous tensor
+  std::vector<int64_t> perm{0};
+  for (int64_t d = 2; d < t.dim(); ++d) perm.push_back(d);
+  perm.push_back(1);
+  return t.permute(perm).contiguous();
+}
+Tensor from_cl(const Tensor& t) {
+  std::vector<int64_t> perm{0, t.dim() - 1};
+  for (int64_t d = 1; d < t.dim() - 1; ++d) perm.push_back(d);
+  return t.permute(perm);
+}
+void check(const char* what, const Tensor& out, const Tensor& ref, const std::string& name) {
+  const double scale = std::max(1.0, ref.abs().max().item<double>());
+  const bool nan = out.isnan().any().item<bool>();
+  const double err = (out.to(at::kDouble) - ref).abs().max().item<double>() / scale;
+  const bool bad = nan || err > 1e-4;
+  if (bad) ++failures;
+  std::printf("%-44s %-10s err %.1e%s\n", name.c_str(), what, err, nan ? " NaN!" : (bad ? " FAIL" : ""));
+}
+
+void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> size, std::vector<int64_t> k,
+              std::vector<int64_t> s, std::vector<int64_t> p) {
+  at::manual_seed(1);
+  std::vector<int64_t> xs{N, C};
+  xs.insert(xs.end(), size.begin(), size.end());
+  std::vector<int64_t> ws{C * m, 1};
+  ws.insert(ws.end(), k.begin(), k.end());
+  Tensor x = at::randn(xs), w = at::randn(ws), b = at::randn({C * m});
+  std::vector<int64_t> dil(rank, 1), op(rank, 0);
+  Tensor y = at::convolution(x.to(at::kDouble), w.to(at::kDouble), b.to(at::kDouble), s, p, dil, false, op, C);
+  Tensor gy = at::randn(y.sizes());
+  auto grads = at::convolution_backward(gy.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble), std::nullopt, s, p, dil,
+                                        false, op, C, {true, true, false});
+  Tensor gx_ref = std::get<0>(grads), gw_ref = std::get<1>(grads);
+  Geometry g;
+  g.batch = N, g.in_channels = C, g.out_channels = C * m, g.groups = C;
+  for (int d = 0; d < rank; ++d) {
+    const int D = 3 - rank + d;
+    g.input[D] = size[d], g.output[D] = y.size(2 + d), g.kernel[D] = k[d], g.stride[D] = s[d], g.padding[D] = p[d];
+  }
+  std::string name = "r" + std::to_string(rank) + " N" + std::to_string(N) + " C" + std::to_string(C) + " m" +
+                     std::to_string(m) + " k" + std::to_string(k.back()) + " s" + std::to_string(s.back()) +
+                     " p" + std::to_string(p.back()) + " sz" + std::to_string(size.back());
+  const char* which = "";
+  {  // forward NC
+    Plan P{}; Prep Q{};
+    forward_plan(g, P, Q);
+    Tensor wp = prep(w, P, Q, false);
+    Tensor out = at::full(y.sizes(), NAN);
+    nc_dispatch<float>(x.data_ptr<float>(), wp.data_ptr<float>(), b.data_ptr<float>(), out.data_ptr<float>(), P, &which);
+    check((std::string("fwd ") + which).c_str(), out, y, name);
+    if (m == 1 && C % 4 == 0) {
+      Tensor wt = prep(w, P, Q, true);
+      Tensor xc = to_cl(x), oc = at::full(to_cl(y).sizes(), NAN);
+      if (cl_dispatch<float>(xc.data_ptr<float>(), wt.data_ptr<float>(), b.data_ptr<float>(), oc.data_ptr<float>(), P))
+        check("fwd cl", from_cl(oc), y, name);
+    }
+  }
+  {  // data-grad
+    Plan P{}; Prep Q{};
+    if (data_grad_plan(g, P, Q)) {
+      Tensor wp = prep(w, P, Q, false);
+      Tensor out = at::full(x.sizes(), NAN);
+      nc_dispatch<float>(gy.data_ptr<float>(), wp.data_ptr<float>(), nullptr, out.data_ptr<float>(), P, &which);
+      check((std::string("dgrad ") + which).c_str(), out, gx_ref, name);
+      if (m == 1 && C % 4 == 0) {
+        Tensor wt = prep(w, P, Q, true);
+        Tensor gc = to_cl(gy), oc = at::full(to_cl(x).sizes(), NAN);
+        if (cl_dispatch<float>(gc.data_ptr<float>(), wt.data_ptr<float>(), nullptr, oc.data_ptr<float>(), P))
+          check("dgrad cl", from_cl(oc), gx_ref, name);
+      }
+    }
+  }
+  {  // weight-grad
+    Plan P{}; Prep Q{};
+    forward_plan(g, P, Q);
+    Tensor r = ncw_dispatch<float>(x.data_ptr<float>(), gy.data_ptr<float>(), P);
+    if (r.defined()) check("wgrad nc", r.view(gw_ref.sizes()), gw_ref, name);
+    if (m == 1) {
+      Tensor xc = to_cl(x), gc = to_cl(gy);
+      Tensor rc = clw_dispatch<float>(xc.data_ptr<float>(), gc.data_ptr<float>(), P);
+      if (rc.defined()) check("wgrad cl", rc.view(gw_ref.sizes()), gw_ref, name);
+    }
+  }
+}
+
+int main() {
+  run_case(2, 2, 8, 1, {13, 17}, {3, 3}, {1, 1}, {1, 1});
+  run_case(2, 2, 8, 1, {14, 11}, {3, 3}, {2, 2}, {1, 1});
+  run_case(2, 3, 4, 1, {15, 12}, {5, 5}, {1, 1}, {2, 2});
+  run_case(2, 2, 4, 1, {17, 16}, {5, 5}, {2, 2}, {2, 2});
+  run_case(2, 2, 8, 1, {19, 21}, {7, 7}, {1, 1}, {3, 3});
+  run_case(2, 1, 4, 1, {20, 23}, {7, 7}, {2, 2}, {3, 3});
+  run_case(2, 2, 4, 1, {9, 10}, {2, 2}, {1, 1}, {0, 0});
+  run_case(2, 2, 4, 1, {16, 16}, {4, 4}, {2, 2}, {1, 1});
+  run_case(2, 2, 4, 1, {11, 9}, {4, 4}, {1, 1}, {1, 1});
+  run_case(2, 1, 4, 1, {40, 37}, {31, 31}, {1, 1}, {15, 15});
+  run_case(2, 2, 3, 1, {23, 25}, {13, 13}, {1, 1}, {6, 6});
+  run_case(2, 2, 3, 1, {14, 15}, {3, 3}, {3, 3}, {1, 1});
+  run_case(2, 2, 3, 2, {12, 13}, {3, 3}, {1, 1}, {1, 1});
+  run_case(2, 2, 3, 3, {12, 13}, {5, 5}, {2, 2}, {2, 2});
+  run_case(1, 2, 8, 1, {50}, {2}, {1}, {1});
+  run_case(1, 2, 8, 1, {301}, {3}, {1}, {2});
+  run_case(1, 3, 16, 1, {77}, {4}, {1}, {3});
+  run_case(1, 2, 8, 1, {2100}, {4}, {1}, {3});
+  run_case(1, 2, 8, 1, {200}, {15}, {1}, {14});
+  run_case(1, 2, 8, 1, {333}, {31}, {1}, {15});
+  run_case(1, 2, 8, 2, {64}, {4}, {1}, {3});
+  run_case(3, 2, 4, 1, {5, 9, 10}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1});
+  run_case(3, 1, 8, 1, {6, 8, 9}, {5, 3, 3}, {1, 1, 1}, {2, 1, 1});
+  run_case(3, 2, 4, 1, {7, 9, 8}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1});
+  run_case(2, 1, 256, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1});
+  std::printf("failures: %d\n", failures);
+  return failures != 0;
+}

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Builds and runs harness.cpp: the depthwise CUDA kernels' sources on the CPU (see its header).
+# The kernel files are copied with three textual changes for the shim (dynamic shared memory,
+# block-static shared arrays, an unroll pragma g++ does not know). ASAN=1 adds AddressSanitizer.
+# Needs g++ >= 12 and the torch in $PYTHON (default: python3). About 1-3 minutes on 2 cores.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+src=$root/ops/depthwise_conv/cuda
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+for f in nc_tiled.cuh cl_tiled.cuh; do
+  sed -e 's/extern __shared__ __align__(16) unsigned char smem_raw\[\];/unsigned char* smem_raw = g_smem;/' \
+      -e 's/#pragma unroll(KH > 0 ? KH : 1)//' "$src/$f" >"$tmp/$f"
+done
+# the kernels of cl_wgrad.cu (up to its launcher) and the plans of depthwise_conv.cu
+sed -n '/^namespace convx::cuda {/,/^template <typename T, int KH, int KW, int S>$/p' "$src/cl_wgrad.cu" | sed '$d' |
+  sed -e 's/__shared__ acc_t red/static acc_t red/' >"$tmp/cl_wgrad_k.inc"
+echo "}}" >>"$tmp/cl_wgrad_k.inc"
+sed -n '/^\/\/ -* tiled fast paths/,/^bool cl_vector_ok/p' "$src/depthwise_conv.cu" | sed '$d' >"$tmp/plans.inc"
+TI=$(${PYTHON:-python3} -c 'import torch, os; print(os.path.dirname(torch.__file__))')
+flags=(-std=c++20 -O1 -w -pthread)
+[[ "${ASAN:-0}" == 1 ]] && flags+=(-g -fsanitize=address -fno-omit-frame-pointer)
+g++ "${flags[@]}" -I"$tmp" -I"$here" -I"$root" -isystem "$TI/include" \
+  -isystem "$TI/include/torch/csrc/api/include" "$here/harness.cpp" -o "$tmp/harness" \
+  -L"$TI/lib" -ltorch -ltorch_cpu -lc10 -Wl,-rpath,"$TI/lib"
+ASAN_OPTIONS=detect_leaks=0 "$tmp/harness"
