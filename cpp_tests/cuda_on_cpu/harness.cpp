@@ -94,7 +94,7 @@ Tensor ncw_dispatch(const T* x, const T* gy, const Plan& P) {
 }
 template <typename T, int KH, int KW, int S>
 Tensor clw_run(const T* x, const T* gy, const Plan& P) {
-  constexpr int VW = wgrad_channels_per_lane<T, KH * KW>();
+  constexpr int VW = wgrad_channels_per_lane<T, (KH > 0 ? KH : 1) * KW>();
   if (P.out_c % VW != 0) return Tensor();
   const int64_t pixels = P.N * P.q[0] * P.q[1] * P.q[2];
   const int64_t ctiles = ceil_div(P.out_c, int64_t(kLanes) * VW);
@@ -102,7 +102,7 @@ Tensor clw_run(const T* x, const T* gy, const Plan& P) {
   chunks = std::min<int64_t>(chunks, 65535);
   const int64_t chunk = ceil_div(pixels, chunks);
   chunks = ceil_div(pixels, chunk);
-  const int64_t taps = int64_t(P.k[0]) * KH * KW, n = P.out_c * taps;
+  const int64_t taps = int64_t(P.k[0]) * P.k[1] * KW, n = P.out_c * taps;
   Tensor part = at::full({chunks, n}, NAN, at::kFloat);
   float* pp = part.data_ptr<float>();
   launch(dim3{unsigned(ctiles), unsigned(chunks)}, dim3{256}, [&] { cl_wgrad_partial<T, KH, KW, S, VW>(x, gy, pp, P, pixels, chunk); });
@@ -115,6 +115,7 @@ Tensor clw_dispatch(const T* x, const T* gy, const Plan& P) {
   C_(1, 2, 1) C_(1, 3, 1) C_(1, 4, 1) C_(1, 15, 1) C_(1, 31, 1) C_(3, 3, 1) C_(5, 5, 1) C_(7, 7, 1) C_(3, 3, 2)
   C_(5, 5, 2) C_(7, 7, 2)
 #undef C_
+  if (kw == 31 && s == 1) return clw_run<T, 0, 31, 1>(x, gy, P);
   return Tensor();
 }
 
