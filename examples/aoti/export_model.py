@@ -2,7 +2,7 @@
 
     PYTHONPATH=python python examples/aoti/export_model.py OUT_DIR [--model small|decoder|
         mobilenet_v3_small|mobilenet_v3_large] [--device cpu|cuda] [--batches 1,3,7]
-        [--max-batch N]
+        [--max-batch N] [--c-shims]
     build/examples/aoti/convx_run_aoti OUT_DIR/model.pt2 --reference OUT_DIR/reference.pt
 
 Writes OUT_DIR/model.pt2 and OUT_DIR/reference.pt (torch.save of a dict: input_<i> and
@@ -77,6 +77,8 @@ def main():
     parser.add_argument("--batches", default="1,3,7")
     parser.add_argument("--max-batch", type=int, default=None,
                         help="the largest batch the package accepts (default: unbounded)")
+    parser.add_argument("--c-shims", action="store_true",
+                        help="call convx through its C shims instead of the proxy executor")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
 
@@ -90,7 +92,7 @@ def main():
     ops = convx.export.convx_ops(ep)
     print(f"{args.model}: exported graph calls {', '.join(ops)}")
     start = time.perf_counter()
-    path = convx.export.aoti_package(ep, args.out / "model.pt2")
+    path = convx.export.aoti_package(ep, args.out / "model.pt2", c_shims=args.c_shims)
     print(f"compiled {path} in {time.perf_counter() - start:.1f} s")
 
     data = {}

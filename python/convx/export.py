@@ -88,10 +88,63 @@ def _batch_range(ep: torch.export.ExportedProgram) -> tuple[int, int | None]:
     return 0, None
 
 
+def _c_shim_declaration(op: torch._ops.OpOverload, device: str) -> str:
+    """The C declaration Inductor calls for ``op`` (src/aoti_shims.cpp defines them)."""
+    params = []
+    for arg in op._schema.arguments:
+        kind = str(arg.type)
+        if kind == "Tensor":
+            params.append(f"AtenTensorHandle {arg.name}")
+        elif kind == "Optional[Tensor]":
+            params.append(f"AtenTensorHandle* {arg.name}")
+        elif kind == "List[int]":
+            params.append(f"const int64_t* {arg.name}, int64_t {arg.name}_len_")
+        elif kind == "int":
+            params.append(f"int64_t {arg.name}")
+        else:
+            raise NotImplementedError(f"convx.export: no C shim for {op} (argument {arg})")
+    params.append("AtenTensorHandle* ret0")
+    return f"AOTITorchError aoti_torch_{device}_{op._opname}({', '.join(params)})"
+
+
+# The operators src/aoti_shims.cpp has C entry points for.
+_C_SHIM_OPS = {f"{family}{n}d" for family in ("conv", "depthwise_conv", "conv_transpose")
+               for n in (1, 2, 3)}
+
+
+def _c_shim_configs(ep: torch.export.ExportedProgram) -> tuple[dict, str]:
+    """Inductor's settings for the direct path, and the directory of libconvx.so."""
+    from . import library_path
+    device = "cpu"
+    for node in ep.graph.nodes:
+        val = node.meta.get("val")
+        if node.op == "placeholder" and isinstance(val, torch.Tensor) and val.device.type == "cuda":
+            device = "cuda"
+    shims = {}
+    for node in ep.graph.nodes:
+        op = node.target
+        if node.op == "call_function" and isinstance(op, torch._ops.OpOverload) \
+                and op.namespace == "convx":
+            if op._opname not in _C_SHIM_OPS:
+                raise ValueError(f"convx.export: c_shims=True, but {op} has no C shim (only "
+                                 "the forward operators do); compile without c_shims")
+            shims[op] = [_c_shim_declaration(op, device)]
+    if library_path is None:
+        raise RuntimeError("convx.export: c_shims=True links the package against libconvx.so, "
+                           "but convx does not know where it was loaded from")
+    return {"aot_inductor.custom_ops_to_c_shims": shims,
+            "aot_inductor.custom_op_libs": ["convx"]}, os.path.dirname(library_path)
+
+
 def aoti_package(model_or_ep, path: str | os.PathLike, example_inputs: tuple | None = None, *,
-                 max_batch: int | None = None, inductor_configs: dict | None = None) -> str:
+                 max_batch: int | None = None, c_shims: bool = False,
+                 inductor_configs: dict | None = None) -> str:
     """Compiles an exported program (or exports ``model`` with :func:`export` first) into an
-    AOTInductor package at ``path``, with convx's metadata; returns the path."""
+    AOTInductor package at ``path``, with convx's metadata; returns the path.
+
+    ``c_shims=True``: the package calls convx's forward operators through the C functions of
+    src/aoti_shims.cpp instead of the proxy executor, and links against libconvx.so (it then
+    needs that library findable by the dynamic loader, or already loaded, wherever it runs)."""
     if isinstance(model_or_ep, torch.export.ExportedProgram):
         ep = model_or_ep
     else:
@@ -110,10 +163,27 @@ def aoti_package(model_or_ep, path: str | os.PathLike, example_inputs: tuple | N
         "convx.missing_library": _MISSING_LIBRARY.format(
             ops=", ".join(ops), version=__version__, torch=torch.__version__.split("+")[0]),
     }
+    if c_shims:
+        meta["convx.c_shims"] = "1"
     configs = dict(inductor_configs or {})
     configs["aot_inductor.metadata"] = {**configs.get("aot_inductor.metadata", {}), **meta}
-    return torch._inductor.aoti_compile_and_package(ep, package_path=str(path),
-                                                    inductor_configs=configs)
+    if not c_shims:
+        return torch._inductor.aoti_compile_and_package(ep, package_path=str(path),
+                                                        inductor_configs=configs)
+    shim_configs, library_dir = _c_shim_configs(ep)
+    configs.update(shim_configs)
+    # Inductor links the model with -lconvx and has no option for the directory: the
+    # compiler driver reads LIBRARY_PATH.
+    saved = os.environ.get("LIBRARY_PATH")
+    os.environ["LIBRARY_PATH"] = library_dir + (os.pathsep + saved if saved else "")
+    try:
+        return torch._inductor.aoti_compile_and_package(ep, package_path=str(path),
+                                                        inductor_configs=configs)
+    finally:
+        if saved is None:
+            del os.environ["LIBRARY_PATH"]
+        else:
+            os.environ["LIBRARY_PATH"] = saved
 
 
 def batch_error(batch: int, low: int, high: int | None) -> str | None:
