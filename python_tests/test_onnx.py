@@ -15,6 +15,10 @@ onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 import convx.onnx  # noqa: E402  (after the skips: it imports onnxscript)
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "examples", "aoti"))
+from export_model import calibrate_batchnorm  # noqa: E402
+
 
 def _export(model, x, dynamic=True):
     shapes = ({0: torch.export.Dim("batch")},) if dynamic else None
@@ -77,7 +81,8 @@ def test_converted_decoder_exports_to_standard_onnx():
 def test_converted_torchvision_model_exports():
     torchvision = pytest.importorskip("torchvision")
     torch.manual_seed(0)
-    reference = torchvision.models.mobilenet_v3_small(weights=None).eval()
+    reference = calibrate_batchnorm(torchvision.models.mobilenet_v3_small(weights=None),
+                                    (3, 64, 64))
     model = convx.convert(copy.deepcopy(reference))
     proto = _export(model, torch.randn(2, 3, 64, 64))
     _check_standard(proto, {"Conv"})

@@ -117,6 +117,9 @@ int main(int argc, char** argv) {
     const at::Device device(get(meta, "AOTI_DEVICE_KEY") == "cuda" ? at::kCUDA : at::kCPU);
     torch::inductor::AOTIModelPackageLoader loader(package);
     c10::InferenceMode no_autograd;
+    // float32 means float32 here (convx computes in it): no TF32 in cuDNN / cuBLAS calls.
+    at::globalContext().setAllowTF32CuDNN(false);
+    at::globalContext().setAllowTF32CuBLAS(false);
 
     bool all_match = true;
     if (!reference.empty()) {
