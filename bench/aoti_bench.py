@@ -11,7 +11,9 @@ each package against aten's output at batch 1 and 64 (float32, TF32 off; rtol 1e
 atol 1e-5: the outputs are ~0.01-0.3), then times it (median
 of --repeat runs, a device synchronisation after each run). Eager times are taken here the same
 way (median, synchronised per call) for the unconverted and the converted model, after the
-compiles (which load every CPU core) have finished. Prints a table
+compiles (which load every CPU core) have finished. On the CPU, two more ways out when asked:
+--scripted-runner (the converted model scripted, run by examples/cpp's C++ program) and --onnx
+(the converted model through convx.onnx, run by onnxruntime's CPU provider). Prints a table
 and writes DIR/aoti_bench.json.
 """
 import argparse
@@ -29,7 +31,7 @@ import torch
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "examples" / "aoti"))
 import convx  # noqa: E402
-from export_model import build  # noqa: E402
+from export_model import build, convert  # noqa: E402
 
 BATCHES = (1, 64)
 VARIANTS = {"convx": [], "convx_c_shims": ["--c-shims"], "aten": ["--aten"]}
@@ -76,6 +78,52 @@ def runner_ms(runner, folder, batch, repeat, log):
     return (float(found.group(1)) if found else None), run.returncode == 0
 
 
+def scripted_rows(args, name, converted, shape):
+    """TorchScript: the converted model scripted and run by convx_run_scripted (C++, CPU)."""
+    import warnings
+    sys.path.insert(0, str(REPO / "examples" / "cpp"))
+    from make_model import save_bundle
+    path = args.out / f"{name}_scripted.pt"
+    x = torch.randn(1, *shape)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"`torch\.jit\.\w+` is deprecated")
+        save_bundle(converted, x, converted(x), path)
+    rows = []
+    for batch in BATCHES:
+        run = subprocess.run([str(args.scripted_runner), str(path), "--shape",
+                              ",".join(map(str, (batch, *shape))), "--repeat", str(args.repeat)],
+                             capture_output=True, text=True)
+        found = re.search(r"median of \d+ runs: ([0-9.e+-]+) ms", run.stdout)
+        rows.append({"model": name, "batch": batch, "mode": "C++ TorchScript convx",
+                     "ms": float(found.group(1)) if found else None})
+    return rows
+
+
+def onnx_rows(args, name, reference, converted, shape):
+    """ONNX: the converted model exported with convx.onnx, run by onnxruntime (CPU)."""
+    import onnxruntime
+    import convx.onnx
+    program = torch.onnx.export(converted, (torch.randn(2, *shape),), dynamo=True, verbose=False,
+                                dynamic_shapes=({0: torch.export.Dim("batch")},),
+                                custom_translation_table=convx.onnx.translation_table())
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = torch.get_num_threads()
+    session = onnxruntime.InferenceSession(program.model_proto.SerializeToString(), options,
+                                           providers=["CPUExecutionProvider"])
+    feed = session.get_inputs()[0].name
+    rows = []
+    for batch in BATCHES:
+        x = torch.randn(batch, *shape)
+        with torch.no_grad():
+            want = reference(x)
+        got = torch.from_numpy(session.run(None, {feed: x.numpy()})[0])
+        ok = torch.allclose(got, want, rtol=1e-3, atol=1e-5)
+        rows.append({"model": name, "batch": batch, "mode": "onnxruntime (convx.onnx)",
+                     "ms": eager_ms(lambda t: session.run(None, {feed: t.numpy()}), x,
+                                    args.repeat), "matches_aten": ok})
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runner", type=Path, required=True)
@@ -83,11 +131,17 @@ def main():
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--models", default="mobilenet_v3_large,decoder")
     parser.add_argument("--repeat", type=int, default=50)
+    parser.add_argument("--batches", default="1,64")
+    parser.add_argument("--scripted-runner", type=Path,
+                        help="convx_run_scripted: adds TorchScript rows (CPU)")
+    parser.add_argument("--onnx", action="store_true", help="adds onnxruntime rows (CPU)")
     parser.add_argument("--compile-timeout", type=float, default=300,
                         help="seconds for all exports + compiles together")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     models = args.models.split(",")
+    global BATCHES
+    BATCHES = tuple(int(b) for b in args.batches.split(","))
 
     start = time.perf_counter()
     jobs = compile_all(models, args.device, args.out)
@@ -109,13 +163,17 @@ def main():
         torch.manual_seed(0)
         reference, shape = build(name)
         reference = reference.eval().to(args.device)
-        converted = convx.convert(copy.deepcopy(reference))
+        converted = convert(reference)
         for batch in BATCHES:
             x = torch.randn(batch, *shape, device=args.device)
             rows.append({"model": name, "batch": batch, "mode": "eager aten",
                          "ms": eager_ms(reference, x, args.repeat)})
             rows.append({"model": name, "batch": batch, "mode": "eager convx",
                          "ms": eager_ms(converted, x, args.repeat)})
+        if args.scripted_runner:
+            rows += scripted_rows(args, name, converted, shape)
+        if args.onnx:
+            rows += onnx_rows(args, name, reference, converted, shape)
 
     with open(args.out / "runner.log", "w") as log:
         for (name, variant), (folder, export_log, _) in jobs.items():
@@ -132,6 +190,7 @@ def main():
     device = torch.cuda.get_device_name() if args.device == "cuda" else "cpu"
     print(f"\n{device}, torch {torch.__version__}: median latency (ms), float32, TF32 off")
     print(f"{'model':<20} {'batch':>5} {'mode':<24} {'ms':>9}  matches aten")
+    rows.sort(key=lambda r: (models.index(r["model"]), r["batch"]))  # stable: modes in order
     for row in rows:
         ms = f"{row['ms']:9.3f}" if row["ms"] is not None else "   failed"
         print(f"{row['model']:<20} {row['batch']:>5} {row['mode']:<24} {ms}  "
