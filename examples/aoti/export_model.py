@@ -1,8 +1,8 @@
-"""Exports a small convx model to an AOTInductor package for the C++ runner, with reference data.
+"""Exports a convx model to an AOTInductor package for the C++ runner, with reference data.
 
     PYTHONPATH=python python examples/aoti/export_model.py OUT_DIR [--model small|decoder|
         mobilenet_v3_small|mobilenet_v3_large] [--device cpu|cuda] [--batches 1,3,7]
-        [--max-batch N] [--c-shims]
+        [--max-batch N] [--c-shims | --aten]
     build/examples/aoti/convx_run_aoti OUT_DIR/model.pt2 --reference OUT_DIR/reference.pt
 
 Writes OUT_DIR/model.pt2 and OUT_DIR/reference.pt (torch.save of a dict: input_<i> and
@@ -10,7 +10,8 @@ expected_<i> for every batch size in --batches, none of them the traced batch 2)
 outputs are those of the unconverted model, computed by aten. run_aoti.cpp loads both.
 
 The "small" model (the CI one) calls convx operators directly and through convx.convert; the
-others are the converted torchvision model and a decoder of transposed convolutions.
+others are a decoder of transposed convolutions and torchvision models, converted. --aten
+packages the unconverted model instead (the baseline without convx, for bench/aoti_bench.py).
 """
 import argparse
 import copy

@@ -137,10 +137,11 @@ def _c_shim_configs(ep: torch.export.ExportedProgram) -> tuple[dict, str]:
 
 
 def aoti_package(model_or_ep, path: str | os.PathLike, example_inputs: tuple | None = None, *,
-                 max_batch: int | None = None, c_shims: bool = False,
+                 min_batch: int | None = None, max_batch: int | None = None, c_shims: bool = False,
                  inductor_configs: dict | None = None) -> str:
-    """Compiles an exported program (or exports ``model`` with :func:`export` first) into an
-    AOTInductor package at ``path``, with convx's metadata; returns the path.
+    """Compiles an exported program (or exports ``model`` with :func:`export` first, with
+    ``example_inputs`` and the batch bounds) into an AOTInductor package at ``path``, with
+    convx's metadata; returns the path.
 
     ``c_shims=True``: the package calls convx's forward operators through the C functions of
     src/aoti_shims.cpp instead of the proxy executor, and links against libconvx.so (it then
@@ -150,7 +151,7 @@ def aoti_package(model_or_ep, path: str | os.PathLike, example_inputs: tuple | N
     else:
         if example_inputs is None:
             raise TypeError("convx.export.aoti_package: pass example_inputs to export a module")
-        ep = export(model_or_ep, example_inputs, max_batch=max_batch)
+        ep = export(model_or_ep, example_inputs, min_batch=min_batch, max_batch=max_batch)
     ops = convx_ops(ep)
     low, high = _batch_range(ep)
     meta = {
