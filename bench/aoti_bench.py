@@ -17,7 +17,6 @@ compiles (which load every CPU core) have finished. On the CPU, two more ways ou
 and writes DIR/aoti_bench.json.
 """
 import argparse
-import copy
 import json
 import re
 import statistics
