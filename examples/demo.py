@@ -10,6 +10,10 @@
    which checks the output and times it.
 3. A table of forward times, aten vs convx: median of repeated runs, on the CPU, and on the GPU
    when there is one.
+4. The converted mobilenet_v3_small goes the torch.export + AOTInductor way too: exported with a
+   dynamic batch, compiled into build/demo_aoti/model.pt2 (a few minutes on two cores), run by
+   the C++ program build/examples/aoti/convx_run_aoti at batch sizes other than the traced one,
+   compared with aten's output and timed at batch 1.
 """
 import copy
 import statistics
@@ -26,6 +30,8 @@ import convx
 REPO = Path(__file__).resolve().parent.parent
 BUILD = REPO / "build"
 RUNNER = BUILD / "examples" / "cpp" / "convx_run_scripted"
+AOTI_RUNNER = BUILD / "examples" / "aoti" / "convx_run_aoti"
+AOTI_DIR = BUILD / "demo_aoti"
 sys.path.insert(0, str(REPO / "examples" / "cpp"))
 from make_model import decoder, save_bundle  # noqa: E402
 
@@ -95,8 +101,29 @@ def main():
     print(f"{'model':<20} {'device':<7} {'aten':>9} {'convx':>9} {'aten/convx':>11}")
     for name, device, aten_ms, convx_ms in rows:
         print(f"{name:<20} {device:<7} {aten_ms:>9.2f} {convx_ms:>9.2f} {aten_ms / convx_ms:>10.2f}x")
+    failed |= not aoti_demo()
     if failed:
         sys.exit("demo: some output did not match aten's")
+
+
+def aoti_demo():
+    """Exports, compiles and runs mobilenet_v3_small from C++ through AOTInductor."""
+    print("\nAOTInductor: mobilenet_v3_small, converted, torch.export (dynamic batch) -> .pt2 -> C++")
+    steps = [
+        [sys.executable, str(REPO / "examples" / "aoti" / "export_model.py"), str(AOTI_DIR),
+         "--model", "mobilenet_v3_small", "--batches", "1,4"],
+        [str(AOTI_RUNNER), str(AOTI_DIR / "model.pt2"), "--reference",
+         str(AOTI_DIR / "reference.pt"), "--batch", "1", "--repeat", "20"],
+    ]
+    for command in steps:
+        run = subprocess.run(command, capture_output=True, text=True)
+        lines = [line for line in (run.stdout + run.stderr).splitlines()
+                 if not line.startswith("W1")]  # torch's logging noise
+        print("  $ " + " ".join(Path(c).name if "/" in c else c for c in command))
+        print("    " + "\n    ".join(lines))
+        if run.returncode != 0:
+            return False
+    return True
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ if [[ ! -f build-gpu/libconvx.so ]]; then
   exit 1
 fi
 
-stage tests "$OUT_DIR/gpu_tests.log" 180 python3 -m pytest python_tests/test_cuda.py -q -rs
+stage tests "$OUT_DIR/gpu_tests.log" 240 python3 -m pytest python_tests/test_cuda.py python_tests/test_cuda_devices.py -q -rs
 
 # The caching allocator would hide out-of-bounds accesses inside its blocks: turn it off here.
 # memcheck: the generic kernels (random configurations) and every depthwise fast path in fp32;
