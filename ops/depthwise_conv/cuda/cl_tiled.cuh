@@ -13,6 +13,8 @@
 
 #include <ATen/OpMathType.h>
 
+#include <algorithm>
+
 namespace convx::cuda {
 
 template <typename T>

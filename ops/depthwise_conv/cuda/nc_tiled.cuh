@@ -13,6 +13,7 @@
 
 #include <ATen/OpMathType.h>
 
+#include <algorithm>
 #include <type_traits>
 
 namespace convx::cuda {
