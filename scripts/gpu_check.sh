@@ -4,7 +4,7 @@
 # For the device machine (torch 2.11 + CUDA in the default python3, cmake 4.4, ninja, pytest,
 # no internet). Must build there: a library built against another torch does not load
 # (docs: /work/shared/notes/build-facts.md). Every stage's output is tee'd into ${OUT:-bench/results}:
-# build.log, gpu_tests.log, sanitizer.log, bench.log, gpu_depthwise.json. Stages have time limits
+# build.log, gpu_tests.log, sanitizer.log, bench.log, gpu_depthwise.json, gpu_dense.json. Stages have time limits
 # so the whole run stays under ~9 minutes; a failing stage is reported and the next one still
 # runs; the exit status is non-zero when any stage failed.
 set -euo pipefail
@@ -35,6 +35,7 @@ if [[ ! -f build-gpu/libconvx.so ]]; then
 fi
 
 stage tests "$OUT_DIR/gpu_tests.log" 200 python3 -m pytest python_tests/test_cuda.py -q -rs
+stage dense "$OUT_DIR/gpu_tests.log" 240 python3 -m pytest python_tests/test_cuda_dense.py -q -rs
 
 # The caching allocator would hide out-of-bounds accesses inside its blocks: turn it off here.
 SAN="/usr/local/cuda/bin/compute-sanitizer --error-exitcode=99"
@@ -45,6 +46,7 @@ stage racecheck "$OUT_DIR/sanitizer.log" 120 $SAN --tool racecheck \
   python3 -m pytest python_tests/test_cuda.py -q -x -k "test_depthwise_weight_grad_deterministic and contiguous and float32"
 
 stage bench "$OUT_DIR/bench.log" 210 python3 bench/gpu_bench.py --out "$OUT_DIR/gpu_depthwise.json"
+stage dense-bench "$OUT_DIR/bench.log" 150 python3 bench/gpu_dense_bench.py --out "$OUT_DIR/gpu_dense.json"
 
 if ((${#failed[@]})); then
   echo "FAILED stages: ${failed[*]}"

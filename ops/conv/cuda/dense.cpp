@@ -1,10 +1,11 @@
 // The CUDA key's dense kernels: which path serves a call (ops/conv/cuda/dense_paths.h).
 //
-// Default: the stride == kernel GEMM for half-precision transposed convolutions it applies to,
-// cuDNN for everything else, im2col + GEMM whenever cuDNN has no plan (or convx was built
-// without cuDNN). The environment variable CONVX_CUDA_DENSE, read on every call, forces a path
-// for tests and benchmarks: `cudnn` (cuDNN, no GEMM fast path; still im2col when cuDNN has no
-// plan) or `im2col`.
+// Default: cuDNN, and im2col + GEMM whenever cuDNN has no plan (or convx was built without
+// cuDNN). The stride == kernel GEMM for transposed convolutions is not on by default: it has not
+// yet been measured faster than cuDNN (docs/performance.md, "Dense CUDA (cuDNN)"). The
+// environment variable CONVX_CUDA_DENSE, read on every call, forces a path for tests and
+// benchmarks: `cudnn` (cuDNN, im2col where cuDNN has no plan), `upsample_gemm` (the GEMM where it
+// applies, else as `cudnn`) or `im2col`.
 #include "ops/conv/conv.h"
 #include "ops/conv/cuda/dense_paths.h"
 
@@ -17,14 +18,16 @@
 namespace convx::cuda {
 namespace {
 
-enum class Path { Auto, Cudnn, Im2col };
+enum class Path { Default, Cudnn, UpsampleGemm, Im2col };
 
 Path forced_path() {
   const char* e = std::getenv("CONVX_CUDA_DENSE");
-  if (!e || !*e) return Path::Auto;
+  if (!e || !*e) return Path::Default;
   if (std::strcmp(e, "cudnn") == 0) return Path::Cudnn;
+  if (std::strcmp(e, "upsample_gemm") == 0) return Path::UpsampleGemm;
   if (std::strcmp(e, "im2col") == 0) return Path::Im2col;
-  TORCH_CHECK(false, "convx: CONVX_CUDA_DENSE must be 'cudnn', 'im2col' or unset, got '", e, "'");
+  TORCH_CHECK(false, "convx: CONVX_CUDA_DENSE must be 'cudnn', 'upsample_gemm', 'im2col' or unset, got '",
+              e, "'");
 }
 
 }  // namespace
@@ -44,7 +47,8 @@ void dense_data_grad(const ConvArgs& a, const Tensor& grad_output, const Tensor&
                      const std::optional<Tensor>& bias, const Tensor& grad_input) {
   c10::cuda::CUDAGuard guard(grad_output.device());
   const Path path = forced_path();
-  if (path == Path::Auto && upsample_gemm_applies(a, grad_output, weight, grad_input)) {
+  // The GEMM only on request until measured faster than cuDNN (see the top of this file).
+  if (path == Path::UpsampleGemm && upsample_gemm_applies(a, grad_output, weight, grad_input)) {
     upsample_gemm(a, grad_output, weight, bias, grad_input);
     return;
   }

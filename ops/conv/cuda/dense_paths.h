@@ -1,6 +1,7 @@
 // The three ways the CUDA key computes a dense (non-depthwise) convolution, chosen per call by
-// ops/conv/cuda/dense.cpp: cuDNN (the default), a single GEMM for transposed convolutions whose
-// stride equals their kernel, and im2col + GEMM (the fallback, correct for every valid call).
+// ops/conv/cuda/dense.cpp: cuDNN (the default), a GEMM for transposed convolutions whose stride
+// equals their kernel (on request), and im2col + GEMM (the fallback, correct for every valid
+// call).
 // Signatures as in ops/front.h: batched, checked operands, preallocated outputs.
 #pragma once
 
