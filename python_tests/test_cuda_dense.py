@@ -123,7 +123,7 @@ def test_tf32_flag(family, rank):
 @pytest.mark.parametrize("family,rank", DENSE_OPS, ids=ids(DENSE_OPS))
 def test_cudnn_serves_the_call_and_im2col_on_request(family, rank):
     """Big enough to need real columns (kernel 3): cuDNN never launches im2col/col2im;
-    CONVX_CUDA_DENSE=im2col does, with the same result."""
+    CONVX_CUDA_DENSE=im2col and torch.backends.cudnn.enabled=False do, with the same result."""
     gen = torch.Generator().manual_seed(5)
     sp = {1: [40], 2: [12, 11], 3: [6, 7, 5]}[rank]
     k = [3] * rank
@@ -145,6 +145,10 @@ def test_cudnn_serves_the_call_and_im2col_on_request(family, rank):
         out2, names2 = kernels_of(call)
     assert used_im2col(names2), names2
     torch.testing.assert_close(out, out2, rtol=1e-9, atol=1e-9)
+    with torch.backends.cudnn.flags(enabled=False):  # cuDNN turned off: as aten, do not use it
+        out3, names3 = kernels_of(call)
+    assert used_im2col(names3), names3
+    torch.testing.assert_close(out, out3, rtol=1e-9, atol=1e-9)
 
 
 def test_fallback_when_cudnn_has_no_plan():

@@ -1,7 +1,7 @@
 // The CUDA key's dense kernels: which path serves a call (ops/conv/cuda/dense_paths.h).
 //
-// Default: cuDNN, and im2col + GEMM whenever cuDNN has no plan (or convx was built without
-// cuDNN). The stride == kernel GEMM for transposed convolutions is not on by default: it has not
+// Default: cuDNN, and im2col + GEMM whenever cuDNN has no plan, torch.backends.cudnn.enabled is
+// False, or convx was built without cuDNN. The stride == kernel GEMM for transposed convolutions is not on by default: it has not
 // yet been measured faster than cuDNN (docs/performance.md, "Dense CUDA (cuDNN)"). The
 // environment variable CONVX_CUDA_DENSE, read on every call, forces a path for tests and
 // benchmarks: `cudnn` (cuDNN, im2col where cuDNN has no plan), `upsample_gemm` (the GEMM where it
@@ -9,6 +9,7 @@
 #include "ops/conv/conv.h"
 #include "ops/conv/cuda/dense_paths.h"
 
+#include <ATen/Context.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/util/Exception.h>
 
@@ -30,13 +31,18 @@ Path forced_path() {
               e, "'");
 }
 
+#ifdef CONVX_WITH_CUDNN
+// cuDNN unless the path is forced to im2col or the user turned cuDNN off, as aten does.
+bool try_cudnn(Path path) { return path != Path::Im2col && at::globalContext().userEnabledCuDNN(); }
+#endif
+
 }  // namespace
 
 void dense_forward(const ConvArgs& a, const Tensor& input, const Tensor& weight,
                    const std::optional<Tensor>& bias, const Tensor& output) {
   c10::cuda::CUDAGuard guard(input.device());
 #ifdef CONVX_WITH_CUDNN
-  if (forced_path() != Path::Im2col && cudnn_forward(a, input, weight, bias, output)) return;
+  if (try_cudnn(forced_path()) && cudnn_forward(a, input, weight, bias, output)) return;
 #else
   forced_path();  // still validates the variable
 #endif
@@ -53,7 +59,7 @@ void dense_data_grad(const ConvArgs& a, const Tensor& grad_output, const Tensor&
     return;
   }
 #ifdef CONVX_WITH_CUDNN
-  if (path != Path::Im2col && cudnn_data_grad(a, grad_output, weight, bias, grad_input)) return;
+  if (try_cudnn(path) && cudnn_data_grad(a, grad_output, weight, bias, grad_input)) return;
 #endif
   im2col_data_grad(a, grad_output, weight, bias, grad_input);
 }
@@ -62,7 +68,7 @@ void dense_weight_grad(const ConvArgs& a, const Tensor& input, const Tensor& gra
                        const Tensor& grad_weight) {
   c10::cuda::CUDAGuard guard(input.device());
 #ifdef CONVX_WITH_CUDNN
-  if (forced_path() != Path::Im2col && cudnn_weight_grad(a, input, grad_output, grad_weight)) return;
+  if (try_cudnn(forced_path()) && cudnn_weight_grad(a, input, grad_output, grad_weight)) return;
 #else
   forced_path();
 #endif
