@@ -430,11 +430,15 @@ bool run(const Problem& p, const Pointers& ptr, const at::TensorOptions& opts) {
   return true;
 }
 
-// Whether the output (dense, as ops/front.h allocates it) is channels-last; a tensor that is
-// both (unit channel or spatial dims) counts as contiguous.
-std::optional<bool> layout_of(const Tensor& out) {
-  if (has_layout(out, false)) return false;
-  if (has_layout(out, true)) return true;
+bool strictly_channels_last(const Tensor& t) { return has_layout(t, true) && !has_layout(t, false); }
+
+// The layout cuDNN sees every operand in: the output's (dense, as ops/front.h allocates it).
+// An output that is both (unit channels, or a 1x1 kernel's weight-grad) takes the operands'
+// layout, so that a channels-last model's pointwise convolutions copy nothing.
+std::optional<bool> layout_of(const Tensor& out, const Tensor& a, const Tensor& b) {
+  const bool nchw = has_layout(out, false), cl = has_layout(out, true);
+  if (nchw && cl) return strictly_channels_last(a) || strictly_channels_last(b);
+  if (nchw || cl) return cl;
   return std::nullopt;
 }
 
@@ -512,9 +516,12 @@ void add_bias(const Tensor& out, const Tensor& bias) {
 bool run_op(Op op, const ConvArgs& a, const Tensor& x_in, const Tensor& w_in, const Tensor& y_in,
             const Tensor& result, const std::optional<Tensor>& bias) {
   if (!supported_dtype(result.scalar_type())) return false;
-  const auto cl = layout_of(result);
+  // The two operands besides the result.
+  const Tensor& in1 = result.is_same(x_in) ? w_in : x_in;
+  const Tensor& in2 = result.is_same(y_in) ? w_in : y_in;
+  const auto cl = layout_of(result, in1, in2);
   if (!cl) return false;
-  // cuDNN reads packed tensors in the output's layout; the result is one of x, w, y already.
+  // cuDNN reads packed tensors in one layout; the result is one of x, w, y already.
   const Tensor x = to_layout(x_in, *cl), w = to_layout(w_in, *cl), y = to_layout(y_in, *cl);
   Tensor b;
   if (bias.has_value() && bias->defined()) b = bias->to(result.scalar_type()).contiguous();
