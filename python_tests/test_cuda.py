@@ -94,7 +94,9 @@ def test_low_precision_vs_float64(family, rank, dtype):
     for case in cases(family, rank, 6, "cudalow", str(dtype)):
         # Round the operands to dtype first: the reference then sees exactly what convx sees.
         rounded = case.with_tensors(case.map_tensors(lambda t: t.to(dtype).double()))
-        out = run_poisoned(on(case, dtype=dtype))
+        # float32 at full precision (cuDNN's TF32 default is tested in test_cuda_dense.py).
+        with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
+            out = run_poisoned(on(case, dtype=dtype))
         assert out.dtype == dtype
         with torch.no_grad():
             ref = rounded.run_ref()

@@ -4,12 +4,16 @@
 # For the device machine (torch 2.11 + CUDA in the default python3, cmake 4.4, ninja, pytest,
 # no internet). Must build there: a library built against another torch does not load
 # (docs: /work/shared/notes/build-facts.md). Every stage's output is tee'd into ${OUT:-bench/results}:
-# build.log, gpu_tests.log, sanitizer.log, bench.log, gpu_depthwise.json (+ .png). Stages have time limits
-# so the whole run stays under ~10 minutes (expected, not yet timed with the tiled kernels:
-# build ~3, tests ~1.5, sanitizers ~2.5,
-# bench ~3.5); a failing stage is reported and the next one still
+# build.log, gpu_tests.log, sanitizer.log, bench.log, gpu_depthwise.json (+ .png), gpu_dense.json.
+# Stages have time limits; the whole run is expected near 10 minutes (not yet timed with the
+# tiled depthwise kernels and the cuDNN path: build ~3, tests ~2.5, sanitizers ~2.5, benches ~5),
+# so on the device run it as two calls, `gpu_check.sh tests` and `gpu_check.sh bench`;
+# a failing stage is reported and the next one still
 # runs; the exit status is non-zero when any stage failed.
 set -euo pipefail
+# PART: all (default), tests (build, GPU tests, sanitizers) or bench (build, benchmarks): the
+# two halves fit one 600 s device call each.
+PART=${1:-all}
 cd "$(dirname "$0")/.."
 
 OUT_DIR=${OUT:-bench/results}
@@ -26,7 +30,9 @@ stage() {  # stage NAME LOG SECONDS CMD...: runs CMD with a time limit, tee'd in
   fi
 }
 
-: >"$OUT_DIR/build.log"; : >"$OUT_DIR/gpu_tests.log"; : >"$OUT_DIR/sanitizer.log"; : >"$OUT_DIR/bench.log"
+: >"$OUT_DIR/build.log"
+[[ $PART == bench ]] || : >"$OUT_DIR/gpu_tests.log" >"$OUT_DIR/sanitizer.log"
+[[ $PART == tests ]] || : >"$OUT_DIR/bench.log"
 nvidia-smi 2>&1 | tee -a "$OUT_DIR/build.log" || true
 
 stage build "$OUT_DIR/build.log" 300 bash -c ". scripts/gpu_build.sh"
@@ -36,7 +42,9 @@ if [[ ! -f build-gpu/libconvx.so ]]; then
   exit 1
 fi
 
+if [[ $PART != bench ]]; then
 stage tests "$OUT_DIR/gpu_tests.log" 240 python3 -m pytest python_tests/test_cuda.py python_tests/test_cuda_devices.py -q -rs
+stage dense "$OUT_DIR/gpu_tests.log" 240 python3 -m pytest python_tests/test_cuda_dense.py -q -rs
 
 # The caching allocator would hide out-of-bounds accesses inside its blocks: turn it off here.
 # memcheck: the generic kernels (random configurations) and every depthwise fast path in fp32;
@@ -49,7 +57,12 @@ stage racecheck "$OUT_DIR/sanitizer.log" 60 $SAN --tool racecheck \
   python3 -m pytest python_tests/test_cuda.py -q -x \
   -k "(bitwise_repeatable and k3 and not k31) or (test_depthwise_fast_paths and fp32 and contiguous and (r2_k3x3_s1_m1_n2 or r2_k4x4_s2_m1_n2))"
 
+fi
+
+if [[ $PART != tests ]]; then
 stage bench "$OUT_DIR/bench.log" 240 python3 bench/gpu_bench.py --out "$OUT_DIR/gpu_depthwise.json"
+stage dense-bench "$OUT_DIR/bench.log" 150 python3 bench/gpu_dense_bench.py --out "$OUT_DIR/gpu_dense.json"
+fi
 
 if ((${#failed[@]})); then
   echo "FAILED stages: ${failed[*]}"

@@ -1,17 +1,16 @@
-// Dense convolution on CUDA (the fallback for non-depthwise calls until cuDNN is wired in):
-// im2col / col2im kernels + cuBLAS GEMMs (ops/conv/gemm.cpp), for every spatial rank.
+// Dense convolution on CUDA by im2col / col2im kernels + cuBLAS GEMMs (ops/conv/gemm.cpp), for
+// every spatial rank: the fallback for calls cuDNN has no plan for (ops/conv/cuda/dense.cpp).
 //
 // The GEMM-level logic (chunks, groups, opmath, bias) is shared with the CPU in ops/conv/gemm.cpp.
 // col2im is a gather (each thread owns one input element and sums the columns that read it),
 // so there are no atomics and the result is deterministic.
-#include "ops/conv/conv.h"
+#include "ops/conv/cuda/dense_paths.h"
 #include "ops/conv/gemm.h"
 
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
 #include <algorithm>
@@ -121,21 +120,18 @@ constexpr ColumnOps kColumns{im2col_cuda, col2im_cuda, int64_t(256) << 20};
 
 }  // namespace
 
-void dense_forward(const ConvArgs& a, const Tensor& input, const Tensor& weight,
-                   const std::optional<Tensor>& bias, const Tensor& output) {
-  c10::cuda::CUDAGuard guard(input.device());
+void im2col_forward(const ConvArgs& a, const Tensor& input, const Tensor& weight,
+                    const std::optional<Tensor>& bias, const Tensor& output) {
   gemm_forward(kColumns, a, input, weight, bias, output);
 }
 
-void dense_data_grad(const ConvArgs& a, const Tensor& grad_output, const Tensor& weight,
-                     const std::optional<Tensor>& bias, const Tensor& grad_input) {
-  c10::cuda::CUDAGuard guard(grad_output.device());
+void im2col_data_grad(const ConvArgs& a, const Tensor& grad_output, const Tensor& weight,
+                      const std::optional<Tensor>& bias, const Tensor& grad_input) {
   gemm_data_grad(kColumns, a, grad_output, weight, bias, grad_input);
 }
 
-void dense_weight_grad(const ConvArgs& a, const Tensor& input, const Tensor& grad_output,
-                       const Tensor& grad_weight) {
-  c10::cuda::CUDAGuard guard(input.device());
+void im2col_weight_grad(const ConvArgs& a, const Tensor& input, const Tensor& grad_output,
+                        const Tensor& grad_weight) {
   gemm_weight_grad(kColumns, a, input, grad_output, grad_weight);
 }
 

@@ -1,0 +1,151 @@
+"""convx vs aten dense transposed convolutions on one GPU, side by side in one process.
+
+Bias included. Same inputs for both; CUDA events; median of --iters runs after warm-up.
+Forward: convx (default path: cuDNN), convx with CONVX_CUDA_DENSE=upsample_gemm (the stride ==
+kernel GEMM where it applies: half types, one group, k == s), aten. Backward: autograd of the functional call (grad of
+input, weight and bias), convx vs aten. Ratios are aten time / convx time (> 1: convx faster);
+TFLOP/s counts 2*N*C_in*C_out/groups*in_pixels*k_pixels per pass (forward), twice that backward.
+
+    CONVX_LIBRARY=build-gpu/libconvx.so PYTHONPATH=python python3 bench/gpu_dense_bench.py [--quick]
+"""
+
+import argparse
+import json
+import os
+import statistics
+
+import torch
+import torch.nn.functional as F
+
+import convx  # noqa: F401  (loads the operator library)
+
+# name, rank, N, C_in, C_out, spatial, k, stride, padding, output_padding, groups, dtypes
+HALF_AND_FLOAT = ("fp32", "fp16", "bf16")
+CASES = [
+    ("unet_k2s2", 2, 32, 512, 256, 32, 2, 2, 0, 0, 1, HALF_AND_FLOAT),
+    ("dcgan_k4s2p1", 2, 128, 256, 128, 16, 4, 2, 1, 0, 1, HALF_AND_FLOAT),
+    ("autoenc_k5s2op1", 2, 128, 64, 3, 14, 5, 2, 0, 1, 1, HALF_AND_FLOAT),
+    ("grouped_g4_k4s2p1", 2, 32, 256, 256, 32, 4, 2, 1, 0, 4, HALF_AND_FLOAT),
+    ("unet3d_k2s2", 3, 4, 64, 32, 32, 2, 2, 0, 0, 1, ("bf16",)),
+    ("vocoder1d_k16s8", 1, 16, 512, 256, 1024, 16, 8, 4, 0, 1, ("bf16",)),
+]
+QUICK = {"unet_k2s2", "unet3d_k2s2", "vocoder1d_k16s8"}
+DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+CONV_T = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}
+
+
+def time_ms(fn, iters, warmup=5):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+    return statistics.median(times)
+
+
+def channels_last(t, rank):
+    if rank == 2:
+        return t.to(memory_format=torch.channels_last)
+    if rank == 3:
+        return t.to(memory_format=torch.channels_last_3d)
+    return t.transpose(1, 2).contiguous().transpose(1, 2)  # (N, L, C) viewed as (N, C, L)
+
+
+class forced_path:
+    def __init__(self, value):
+        self.value = value
+
+    def __enter__(self):
+        os.environ["CONVX_CUDA_DENSE"] = self.value
+
+    def __exit__(self, *exc):
+        os.environ.pop("CONVX_CUDA_DENSE", None)
+
+
+def bench_case(case, dtype_name, layout, iters):
+    name, r, N, cin, cout, sp, k, s, p, op, g, _ = case
+    dtype = DTYPES[dtype_name]
+    x = torch.randn([N, cin] + [sp] * r, device="cuda", dtype=dtype)
+    w = torch.randn([cin, cout // g] + [k] * r, device="cuda", dtype=dtype) / (cin * k**r) ** 0.5
+    b = torch.randn(cout, device="cuda", dtype=dtype)
+    if layout == "channels_last":
+        x = channels_last(x, r)
+        w = channels_last(w, r) if r > 1 else w
+    fn_c = getattr(convx.functional, f"conv_transpose{r}d")
+    args = dict(stride=s, padding=p, output_padding=op, groups=g)
+    fwd_c = lambda: fn_c(x, w, b, **args)  # noqa: E731
+    fwd_a = lambda: CONV_T[r](x, w, b, **args)  # noqa: E731
+    with torch.no_grad():
+        ya, yc = fwd_a(), fwd_c()
+        with forced_path("upsample_gemm"):
+            yk = fwd_c()
+    scale = float(ya.float().abs().max())
+    err = float((yc.float() - ya.float()).abs().max()) / scale
+    err_k = float((yk.float() - ya.float()).abs().max()) / scale
+    row = {"case": name, "rank": r, "N": N, "C_in": cin, "C_out": cout, "spatial": sp, "k": k,
+           "stride": s, "padding": p, "output_padding": op, "groups": g, "dtype": dtype_name,
+           "layout": layout, "out_layout_matches": yc.stride() == ya.stride(),
+           "max_rel_err_vs_aten": err, "max_rel_err_gemm_vs_aten": err_k}
+    with torch.no_grad():
+        row["aten_fwd_ms"] = time_ms(fwd_a, iters)
+        row["convx_fwd_ms"] = time_ms(fwd_c, iters)
+        with forced_path("upsample_gemm"):
+            row["convx_gemm_fwd_ms"] = time_ms(fwd_c, iters)
+
+    dy = torch.randn_like(ya)
+    xs, ws, bs = (t.detach().requires_grad_() for t in (x, w, b))
+    ya_g = CONV_T[r](xs, ws, bs, **args)
+    yc_g = fn_c(xs, ws, bs, **args)
+    bwd_a = lambda: torch.autograd.grad(ya_g, (xs, ws, bs), dy, retain_graph=True)  # noqa: E731
+    bwd_c = lambda: torch.autograd.grad(yc_g, (xs, ws, bs), dy, retain_graph=True)  # noqa: E731
+    row["aten_bwd_ms"] = time_ms(bwd_a, iters)
+    row["convx_bwd_ms"] = time_ms(bwd_c, iters)
+
+    flops = 2 * N * cin * (cout // g) * sp**r * k**r
+    row["fwd_ratio"] = row["aten_fwd_ms"] / row["convx_fwd_ms"]
+    row["gemm_fwd_ratio"] = row["aten_fwd_ms"] / row["convx_gemm_fwd_ms"]
+    row["bwd_ratio"] = row["aten_bwd_ms"] / row["convx_bwd_ms"]
+    row["convx_fwd_tflops"] = flops / (row["convx_fwd_ms"] * 1e-3) / 1e12
+    row["aten_fwd_tflops"] = flops / (row["aten_fwd_ms"] * 1e-3) / 1e12
+    row["convx_bwd_tflops"] = 2 * flops / (row["convx_bwd_ms"] * 1e-3) / 1e12
+    return row
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--iters", type=int, default=30)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--out", default="bench/results/h100/gpu_dense.json")
+    a = ap.parse_args()
+    torch.manual_seed(0)
+    rows = []
+    hdr = (f"{'case':18} {'dtype':5} {'layout':13} {'aten fwd':>9} {'convx':>8} {'gemm':>8} "
+           f"{'ratio':>6} {'aten bwd':>9} {'convx':>8} {'ratio':>6} {'TFLOP/s':>8} {'err':>8}")
+    print(hdr)
+    for case in CASES:
+        if a.quick and case[0] not in QUICK:
+            continue
+        for dt in case[-1]:
+            for layout in ("contiguous", "channels_last"):
+                r = bench_case(case, dt, layout, a.iters)
+                rows.append(r)
+                print(f"{r['case']:18} {dt:5} {layout:13} {r['aten_fwd_ms']:9.4f} {r['convx_fwd_ms']:8.4f} "
+                      f"{r['convx_gemm_fwd_ms']:8.4f} {r['fwd_ratio']:6.2f} {r['aten_bwd_ms']:9.4f} "
+                      f"{r['convx_bwd_ms']:8.4f} {r['bwd_ratio']:6.2f} {r['convx_fwd_tflops']:8.1f} "
+                      f"{r['max_rel_err_vs_aten']:8.1e}", flush=True)
+    meta = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+            "cudnn": torch.backends.cudnn.version(), "iters": a.iters,
+            "tf32_conv": torch.backends.cudnn.allow_tf32}
+    os.makedirs(os.path.dirname(a.out) or ".", exist_ok=True)
+    with open(a.out, "w") as f:
+        json.dump({"meta": meta, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

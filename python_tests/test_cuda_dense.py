@@ -1,0 +1,318 @@
+"""The dense CUDA path (cuDNN, the stride == kernel GEMM, the im2col fallback) against aten.
+
+Skipped without a GPU. Which path served a call is read from the CUDA kernels the profiler
+saw: the im2col fallback launches convx's ``im2col_kernel`` / ``col2im_kernel``, cuDNN and
+cuBLAS never do. ``CONVX_CUDA_DENSE`` (read on every call) forces a path: ``cudnn``,
+``upsample_gemm`` or ``im2col``.
+"""
+
+import contextlib
+import os
+import threading
+
+import pytest
+import torch
+
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA device", allow_module_level=True)
+
+import helpers  # noqa: E402
+from helpers import abs_bound, cases  # noqa: E402
+from test_cuda import DEV, LOW, on, poison, run_poisoned  # noqa: E402
+
+DENSE = ("conv", "conv_transpose", "conv_input_grad", "conv_weight_grad")
+DENSE_OPS = [(f, r) for r in helpers.RANKS for f in DENSE]
+IM2COL_KERNELS = ("im2col_kernel", "col2im_kernel")
+
+
+def ids(ops):
+    return [helpers.op_name(f, r) for f, r in ops]
+
+
+@contextlib.contextmanager
+def dense_path(value):
+    prev = os.environ.get("CONVX_CUDA_DENSE")
+    if value is None:
+        os.environ.pop("CONVX_CUDA_DENSE", None)
+    else:
+        os.environ["CONVX_CUDA_DENSE"] = value
+    try:
+        yield
+    finally:
+        if prev is None:
+            os.environ.pop("CONVX_CUDA_DENSE", None)
+        else:
+            os.environ["CONVX_CUDA_DENSE"] = prev
+
+
+def kernels_of(fn):
+    """(result, names of the CUDA kernels fn launched)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        out = fn()
+        torch.cuda.synchronize()
+    names = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    return out, names
+
+
+def used_im2col(names):
+    return any(k in n for n in names for k in IM2COL_KERNELS)
+
+
+def dense_cases(family, rank, count, *labels, **kw):
+    """Random cases whose weight is not depthwise-shaped (those route to the depthwise kernels)."""
+    out = []
+    gen = helpers.generator(family, rank, *labels)
+    while len(out) < count:
+        c = helpers.random_case(family, rank, gen, **kw)
+        w = c.tensors.get("weight")
+        wdim1 = w.shape[1] if w is not None else c.sizes[1]
+        if wdim1 != 1:
+            out.append(c)
+    return out
+
+
+def check_low(case, dtype):
+    rounded = case.with_tensors(case.map_tensors(lambda t: t.to(dtype).double()))
+    out = run_poisoned(on(case, dtype=dtype))
+    assert out.dtype == dtype
+    with torch.no_grad():
+        ref = rounded.run_ref()
+        bound = abs_bound(rounded)
+    err = (out.double().cpu() - ref).abs()
+    tol = LOW[dtype] * bound + 1e-6
+    assert not torch.isnan(out).any(), case
+    assert bool((err <= tol).all()), f"{case}: max excess {float((err - tol).max())}"
+
+
+@pytest.mark.parametrize("path", ["default", "cudnn", "im2col"])
+@pytest.mark.parametrize("family,rank", DENSE_OPS, ids=ids(DENSE_OPS))
+def test_float64_matches_aten(family, rank, path):
+    with dense_path(None if path == "default" else path):
+        for case in dense_cases(family, rank, 16, "dense64"):
+            c = on(case)
+            out = run_poisoned(c)
+            with torch.no_grad():
+                ref = c.run_ref()
+            assert out.shape == ref.shape, case
+            torch.testing.assert_close(out, ref, rtol=1e-9, atol=1e-9, msg=lambda m: f"{case}\n{m}")
+
+
+@pytest.mark.parametrize("dtype", list(LOW), ids=lambda d: str(d)[6:])
+@pytest.mark.parametrize("family,rank", DENSE_OPS, ids=ids(DENSE_OPS))
+def test_low_precision_vs_float64(family, rank, dtype):
+    # float32 at full precision: TF32 (PyTorch's default for cuDNN) is checked separately.
+    with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
+        for case in dense_cases(family, rank, 8, "denselow", str(dtype)):
+            check_low(case, dtype)
+
+
+@pytest.mark.parametrize("family,rank", [(f, 2) for f in DENSE], ids=ids([(f, 2) for f in DENSE]))
+def test_tf32_flag(family, rank):
+    """With TF32 allowed, float32 stays within TF32's rounding (10-bit mantissa)."""
+    for case in dense_cases(family, rank, 4, "tf32"):
+        rounded = case.with_tensors(case.map_tensors(lambda t: t.float().double()))
+        with torch.backends.cudnn.flags(enabled=True, allow_tf32=True):
+            out = run_poisoned(on(case, dtype=torch.float32))
+        with torch.no_grad():
+            ref, bound = rounded.run_ref(), abs_bound(rounded)
+        assert bool(((out.double().cpu() - ref).abs() <= 2e-3 * bound + 1e-6).all()), case
+
+
+@pytest.mark.parametrize("family,rank", DENSE_OPS, ids=ids(DENSE_OPS))
+def test_cudnn_serves_the_call_and_im2col_on_request(family, rank):
+    """Big enough to need real columns (kernel 3): cuDNN never launches im2col/col2im;
+    CONVX_CUDA_DENSE=im2col and torch.backends.cudnn.enabled=False do, with the same result."""
+    gen = torch.Generator().manual_seed(5)
+    sp = {1: [40], 2: [12, 11], 3: [6, 7, 5]}[rank]
+    k = [3] * rank
+    x = torch.randn([2, 6] + sp, generator=gen, dtype=torch.float64).to(DEV)
+    w = torch.randn([8, 3] + k, generator=gen, dtype=torch.float64).to(DEV)  # groups 2
+    b = torch.randn(8, generator=gen, dtype=torch.float64).to(DEV)
+    ops, s, p, d = torch.ops.convx, [2] * rank, [1] * rank, [1] * rank
+    y_ref = helpers.CONV_F[rank](x, w, b, s, p, d, 2)
+    gy = torch.randn(y_ref.shape, generator=gen, dtype=torch.float64).to(DEV)
+    call = {
+        "conv": lambda: getattr(ops, f"conv{rank}d")(x, w, b, s, p, d, 2),
+        "conv_transpose": lambda: getattr(ops, f"conv_transpose{rank}d")(gy, w, b[:6], s, p, [1] * rank, 2, d),
+        "conv_input_grad": lambda: getattr(ops, f"conv{rank}d_input_grad")(list(x.shape), w, gy, s, p, d, 2),
+        "conv_weight_grad": lambda: getattr(ops, f"conv{rank}d_weight_grad")(x, list(w.shape), gy, s, p, d, 2),
+    }[family]
+    out, names = kernels_of(call)
+    assert names and not used_im2col(names), names
+    with dense_path("im2col"):
+        out2, names2 = kernels_of(call)
+    assert used_im2col(names2), names2
+    torch.testing.assert_close(out, out2, rtol=1e-9, atol=1e-9)
+    with torch.backends.cudnn.flags(enabled=False):  # cuDNN turned off: as aten, do not use it
+        out3, names3 = kernels_of(call)
+    assert used_im2col(names3), names3
+    torch.testing.assert_close(out, out3, rtol=1e-9, atol=1e-9)
+
+
+def test_fallback_when_cudnn_has_no_plan():
+    """conv_transpose with output_padding >= stride (allowed when dilation > stride) describes
+    a backward-data whose forward output size disagrees with the given one: cuDNN refuses it,
+    convx falls back to im2col and still matches aten."""
+    gen = torch.Generator().manual_seed(7)
+    x = torch.randn(2, 4, 9, 8, generator=gen, dtype=torch.float64).to(DEV)
+    w = torch.randn(4, 3, 3, 3, generator=gen, dtype=torch.float64).to(DEV)
+    args = ([1, 1], [1, 1], [2, 2], 1, [3, 3])  # stride 1, padding 1, output_padding 2, dilation 3
+    out, names = kernels_of(lambda: torch.ops.convx.conv_transpose2d(x, w, None, *args))
+    ref = torch.nn.functional.conv_transpose2d(x, w, None, *args)
+    torch.testing.assert_close(out, ref, rtol=1e-9, atol=1e-9)
+    assert used_im2col(names), names
+
+
+@pytest.mark.parametrize("path", ["default", "upsample_gemm"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32], ids=lambda d: str(d)[6:])
+@pytest.mark.parametrize("rank", [1, 2, 3])
+def test_stride_equals_kernel_transpose(rank, dtype, path):
+    """The k == s upsampling, by cuDNN and by the GEMM (half types, one group; the rest falls
+    through to cuDNN): both layouts, bias or not, groups 1 and 2, odd sizes, unbatched."""
+    gen = torch.Generator().manual_seed(rank)
+    sp = {1: [13], 2: [5, 7], 3: [3, 4, 5]}[rank]
+    with dense_path(None if path == "default" else path), torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
+        for k, groups, layout, bias, batch in [(2, 1, "contiguous", True, 3), (2, 1, "channels_last", True, 2),
+                                               (3, 1, "channels_last", False, 1), (2, 2, "contiguous", True, 2),
+                                               (2, 1, "contiguous", False, None), (4, 1, "channels_last", True, 2)]:
+            lead = [] if batch is None else [batch]
+            x = helpers.make_tensor(lead + [6] + sp, layout, gen, channel_dim=len(lead))
+            w = torch.randn([6, 10 // groups] + [k] * rank, generator=gen, dtype=torch.float64)
+            b = torch.randn(10, generator=gen, dtype=torch.float64) if bias else None
+            case = helpers.Case("conv_transpose", rank, {"input": x, "weight": w, "bias": b}, [k] * rank,
+                                [0] * rank, [1] * rank, groups, [0] * rank)
+            check_low(case, dtype)
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+def test_cuda_graph_replay_equals_eager(layout):
+    mf = torch.channels_last_3d if layout == "channels_last" else torch.contiguous_format
+    x = torch.randn(2, 8, 6, 10, 10, device=DEV).to(memory_format=mf)
+    w = torch.randn(12, 4, 3, 3, 3, device=DEV)
+    wt = torch.randn(8, 6, 2, 2, 2, device=DEV, dtype=torch.bfloat16)
+    bias = torch.randn(12, device=DEV)
+    ops = torch.ops.convx
+
+    def step(inp):
+        y = ops.conv3d(inp, w, bias, [1, 2, 2], [1, 1, 1], [1, 1, 1], 2)
+        gx = ops.conv3d_input_grad(list(inp.shape), w, y, [1, 2, 2], [1, 1, 1], [1, 1, 1], 2)
+        gw = ops.conv3d_weight_grad(inp, list(w.shape), y, [1, 2, 2], [1, 1, 1], [1, 1, 1], 2)
+        yt = ops.conv_transpose3d(inp, w.view(8, 6, 3, 3, 3)[:, :, :2, :2, :2].contiguous(), bias[:12],
+                                  [2, 2, 2], [0, 0, 0], [0, 0, 0], 2, [1, 1, 1])
+        yg = ops.conv_transpose3d(inp.bfloat16(), wt, bias[:6].bfloat16(), [2, 2, 2], [0, 0, 0],
+                                  [0, 0, 0], 1, [1, 1, 1])
+        return y, gx, gw, yt, yg
+
+    with torch.backends.cudnn.flags(enabled=True, deterministic=True, allow_tf32=False):
+        static_x = x.clone()
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(2):
+                step(static_x)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            static_out = step(static_x)
+        new_x = torch.randn_like(x)
+        static_x.copy_(new_x)
+        graph.replay()
+        torch.cuda.synchronize()
+        eager = step(new_x)
+    for a, b in zip(static_out, eager):
+        assert torch.equal(a, b)
+
+
+def test_threads_with_different_shapes_equal_serial():
+    """8 threads, each on its own stream with its own shapes (so its own plans), at once."""
+    ops = torch.ops.convx
+    gen = torch.Generator().manual_seed(3)
+    work = []
+    for t in range(8):
+        c, h = 4 + 2 * t, 9 + t
+        x = torch.randn(2, c, h, h + 1, generator=gen).to(DEV)
+        w = torch.randn(c + 2, c, 3, 3, generator=gen).to(DEV)
+        wt = torch.randn(c, 5, 2, 2, generator=gen).to(DEV)
+        work.append((x, w, wt))
+
+    def calls(x, w, wt):
+        y = ops.conv2d(x, w, None, [1, 1], [1, 1], [1, 1], 1)
+        return [y, ops.conv2d_input_grad(list(x.shape), w, y, [1, 1], [1, 1], [1, 1], 1),
+                ops.conv2d_weight_grad(x, list(w.shape), y, [1, 1], [1, 1], [1, 1], 1),
+                ops.conv_transpose2d(x, wt, None, [2, 2], [0, 0], [0, 0], 1, [1, 1])]
+
+    with torch.backends.cudnn.flags(enabled=True, deterministic=True, allow_tf32=False):
+        serial = [calls(*args) for args in work]
+        results = [None] * 8
+        errors = []
+        barrier = threading.Barrier(8)
+
+        def worker(i):
+            try:
+                s = torch.cuda.Stream()
+                with torch.cuda.stream(s):
+                    barrier.wait()
+                    out = None
+                    for _ in range(5):
+                        out = calls(*work[i])
+                    s.synchronize()
+                results[i] = out
+            except Exception as e:  # noqa: BLE001  (reported below)
+                errors.append(e)
+
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert not errors, errors
+    for a, b in zip(results, serial):
+        for u, v in zip(a, b):
+            assert torch.equal(u, v)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_deterministic_weight_grad(dtype):
+    x = torch.randn(16, 64, 28, 28, device=DEV, dtype=dtype)
+    gy = torch.randn(16, 128, 28, 28, device=DEV, dtype=dtype)
+    op = torch.ops.convx.conv2d_weight_grad
+    with torch.backends.cudnn.flags(enabled=True, deterministic=True):
+        a = op(x, [128, 64, 3, 3], gy, [1, 1], [1, 1], [1, 1], 1)
+        poison()
+        b = op(x, [128, 64, 3, 3], gy, [1, 1], [1, 1], [1, 1], 1)
+    assert torch.equal(a, b)
+    ref = torch.nn.grad.conv2d_weight(x.double(), [128, 64, 3, 3], gy.double(), 1, 1)
+    torch.testing.assert_close(a.double(), ref, rtol=0, atol=3e-2 * float(ref.abs().max()))
+
+
+@pytest.mark.parametrize("family,rank", [(f, r) for r in (1, 2, 3) for f in DENSE])
+def test_benchmark_flag(family, rank):
+    """torch.backends.cudnn.benchmark: plans are autotuned (timed once), results still right."""
+    with torch.backends.cudnn.flags(enabled=True, benchmark=True, allow_tf32=False):
+        for case in dense_cases(family, rank, 3, "bench"):
+            c = on(case, dtype=torch.float32)
+            with torch.no_grad():
+                out = c.run_convx()
+                out2 = c.run_convx()  # the cached plan
+            ref = on(case).run_ref()
+            torch.testing.assert_close(out.double(), ref, rtol=1e-4, atol=1e-4 * float(ref.abs().max()) + 1e-5)
+            torch.testing.assert_close(out, out2)
+
+
+def test_first_order_grads_through_cudnn():
+    """Autograd of conv/conv_transpose runs the dense CUDA kernels end to end."""
+    for family in ("conv", "conv_transpose"):
+        for rank in (1, 2, 3):
+            for case in dense_cases(family, rank, 3, "densegrad"):
+                c = on(case)
+                a, b = helpers.requires_grad_copy(c), helpers.requires_grad_copy(c)
+                out, ref = a.run_convx(), b.run_ref()
+                ct = torch.randn(ref.shape, dtype=ref.dtype, device=DEV)
+                names = a.differentiable()
+                ga = helpers.grads(out, [a.tensors[n] for n in names], ct)
+                gb = helpers.grads(ref, [b.tensors[n] for n in names], ct)
+                for x, y in zip(ga, gb):
+                    if y is not None:
+                        torch.testing.assert_close(x, y, rtol=1e-9, atol=1e-9)
