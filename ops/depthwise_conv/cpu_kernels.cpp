@@ -1,0 +1,252 @@
+// The depthwise CPU inner loops (see cpu_kernels.h), written with at::vec::Vectorized so that
+// each ISA build (CPU_CAPABILITY = DEFAULT, AVX2, AVX512, set by CMakeLists.txt) gets its own
+// vector width. Not in the source glob: CMake compiles this file once per ISA.
+//
+// NCHW: vectorised along the output row, a tile of kRowTile rows x one vector in registers,
+// every tap one broadcast weight and one unaligned load per row; kernel sizes 3, 5 and 7 are
+// unrolled (templates), others take the same loop with run-time bounds.
+// Channels-last: vectorised along the channels; the forward keeps 4 neighbouring output pixels
+// in registers so every weight vector load serves 4 FMAs.
+#include "ops/depthwise_conv/cpu_kernels.h"
+
+#include <ATen/cpu/vec/vec.h>
+
+#include <algorithm>
+
+#ifndef CPU_CAPABILITY
+#error "cpu_kernels.cpp is compiled by CMake once per ISA with CPU_CAPABILITY set"
+#endif
+
+namespace convx::cpu::depthwise_isa::CPU_CAPABILITY {
+namespace {
+
+using at::vec::Vectorized;
+
+template <typename T, int K>
+void plane(const PlaneArgs<T>& a) {
+  using V = Vectorized<T>;
+  constexpr int64_t n = V::size();
+  constexpr int64_t R = kRowTile;
+  const int64_t KH = K ? K : a.KH, KW = K ? K : a.KW;
+  for (int64_t oh0 = 0; oh0 < a.OH; oh0 += R) {
+    const int64_t rows = std::min<int64_t>(R, a.OH - oh0);
+    T* out = a.out + oh0 * a.out_ld;
+    for (int64_t ow = 0; ow < a.OW; ow += n) {
+      const int64_t cnt = std::min<int64_t>(n, a.OW - ow);
+      V acc[R];
+      for (int64_t r = 0; r < R; ++r) {
+        // Rows past OH are computed from the buffer's spare rows and never stored.
+        acc[r] = a.accumulate && r < rows ? V::loadu(out + r * a.out_ld + ow, cnt) : V(a.bias);
+      }
+      const T* base = a.in + oh0 * a.row_step + ow;
+      for (int64_t kh = 0; kh < KH; ++kh) {
+        const T* row = base + kh * a.tap_row_step;
+        for (int64_t kw = 0; kw < KW; ++kw) {
+          const V wv(a.w[kh * KW + kw]);
+          const T* p = row + a.col_off[kw];
+          for (int64_t r = 0; r < R; ++r) {
+            acc[r] = at::vec::fmadd(wv, V::loadu(p + r * a.row_step), acc[r]);
+          }
+        }
+      }
+      for (int64_t r = 0; r < rows; ++r) acc[r].store(out + r * a.out_ld + ow, cnt);
+    }
+  }
+}
+
+template <typename T>
+T lane_sum(const Vectorized<T>& v) {
+  T lanes[Vectorized<T>::size()];
+  v.store(lanes);
+  T s = 0;
+  for (int64_t i = 0; i < Vectorized<T>::size(); ++i) s += lanes[i];
+  return s;
+}
+
+// One kernel row kh: K accumulators (one per kw) over the whole plane, so every grad_output
+// vector is loaded once for K FMAs. The last, partial vector of a row loads both operands with
+// a count (zero lanes), so input values no output reads cannot reach the sum (0 * inf).
+template <typename T, int K>
+void plane_weight_grad(const PlaneWeightGradArgs<T>& a) {
+  using V = Vectorized<T>;
+  constexpr int64_t n = V::size();
+  constexpr int KA = K ? K : 1;  // accumulators per pass
+  const int64_t KH = K ? K : a.KH, KW = K ? K : a.KW;
+  const int64_t full = a.OW / n * n, tail = a.OW - full;
+  for (int64_t kh = 0; kh < KH; ++kh) {
+    for (int64_t kw0 = 0; kw0 < KW; kw0 += KA) {
+      V acc[KA];
+      for (int j = 0; j < KA; ++j) acc[j] = V(T(0));
+      for (int64_t oh = 0; oh < a.OH; ++oh) {
+        const T* g = a.gy + oh * a.OW;
+        const T* row = a.in + oh * a.row_step + kh * a.tap_row_step;
+        for (int64_t ow = 0; ow < full; ow += n) {
+          const V gv = V::loadu(g + ow);
+          for (int j = 0; j < KA; ++j) {
+            acc[j] = at::vec::fmadd(gv, V::loadu(row + a.col_off[kw0 + j] + ow), acc[j]);
+          }
+        }
+        if (tail) {
+          const V gv = V::loadu(g + full, tail);
+          for (int j = 0; j < KA; ++j) {
+            acc[j] = at::vec::fmadd(gv, V::loadu(row + a.col_off[kw0 + j] + full, tail), acc[j]);
+          }
+        }
+      }
+      for (int j = 0; j < KA; ++j) a.dw[kh * KW + kw0 + j] += lane_sum(acc[j]);
+    }
+  }
+}
+
+template <typename T>
+void plane_dispatch(const PlaneArgs<T>& a) {
+  if (a.KH == a.KW && a.KH == 3) return plane<T, 3>(a);
+  if (a.KH == a.KW && a.KH == 5) return plane<T, 5>(a);
+  if (a.KH == a.KW && a.KH == 7) return plane<T, 7>(a);
+  plane<T, 0>(a);
+}
+
+template <typename T>
+void plane_weight_grad_dispatch(const PlaneWeightGradArgs<T>& a) {
+  if (a.KH == a.KW && a.KH == 3) return plane_weight_grad<T, 3>(a);
+  if (a.KH == a.KW && a.KH == 5) return plane_weight_grad<T, 5>(a);
+  if (a.KH == a.KW && a.KH == 7) return plane_weight_grad<T, 7>(a);
+  plane_weight_grad<T, 0>(a);
+}
+
+// Channels-last forward of one output row, 4 pixels x one channel vector at a time. `Inside`:
+// every tap of the 4 pixels lies inside the row, so no column checks.
+template <typename T, bool Inside>
+void pixels_forward(const RowArgs<T>& a, int64_t ow0, int64_t np) {
+  using V = Vectorized<T>;
+  constexpr int64_t n = V::size();
+  const int64_t C = a.C, ih0 = a.row * a.sh - a.ph;
+  for (int64_t c = 0; c < C; c += n) {
+    const int64_t cnt = std::min<int64_t>(n, C - c);
+    const V b = V::loadu(a.bias + c, cnt);
+    V acc[4] = {b, b, b, b};
+    for (int64_t kh = 0; kh < a.KH; ++kh) {
+      const int64_t ih = ih0 + kh * a.dh;
+      if (ih < 0 || ih >= a.SH) continue;
+      const T* xr = a.src + ih * a.SW * C + c;
+      for (int64_t kw = 0; kw < a.KW; ++kw) {
+        const V wv = V::loadu(a.w + (kh * a.KW + kw) * C + c, cnt);
+        const int64_t iw0 = ow0 * a.sw - a.pw + kw * a.dw;
+        if constexpr (Inside) {
+          for (int64_t j = 0; j < 4; ++j) {
+            acc[j] = at::vec::fmadd(wv, V::loadu(xr + (iw0 + j * a.sw) * C, cnt), acc[j]);
+          }
+        } else {
+          for (int64_t j = 0; j < np; ++j) {
+            const int64_t iw = iw0 + j * a.sw;
+            if (iw >= 0 && iw < a.SW) acc[j] = at::vec::fmadd(wv, V::loadu(xr + iw * C, cnt), acc[j]);
+          }
+        }
+      }
+    }
+    for (int64_t j = 0; j < np; ++j) acc[j].store(a.dst + (ow0 + j) * C + c, cnt);
+  }
+}
+
+template <typename T>
+void row_forward(const RowArgs<T>& a) {
+  for (int64_t ow0 = 0; ow0 < a.DW; ow0 += 4) {
+    const int64_t np = std::min<int64_t>(4, a.DW - ow0);
+    const bool inside = np == 4 && ow0 * a.sw - a.pw >= 0 &&
+                        (ow0 + 3) * a.sw - a.pw + (a.KW - 1) * a.dw < a.SW;
+    if (inside) {
+      pixels_forward<T, true>(a, ow0, 4);
+    } else {
+      pixels_forward<T, false>(a, ow0, np);
+    }
+  }
+}
+
+// Channels-last data grad of one input row (any stride): gather, per input pixel, the taps whose
+// output position is integral and inside; the row itself is the accumulator.
+template <typename T>
+void row_data_grad(const RowArgs<T>& a) {
+  using V = Vectorized<T>;
+  constexpr int64_t n = V::size();
+  const int64_t C = a.C;
+  for (int64_t iw = 0; iw < a.DW; ++iw) {
+    T* out = a.dst + iw * C;
+    for (int64_t c = 0; c < C; c += n) {
+      const int64_t cnt = std::min<int64_t>(n, C - c);
+      V::loadu(a.bias + c, cnt).store(out + c, cnt);
+    }
+    for (int64_t kh = 0; kh < a.KH; ++kh) {
+      const int64_t t = a.row + a.ph - kh * a.dh;
+      if (t < 0 || t % a.sh != 0 || t / a.sh >= a.SH) continue;
+      const T* gr = a.src + t / a.sh * a.SW * C;
+      for (int64_t kw = 0; kw < a.KW; ++kw) {
+        const int64_t u = iw + a.pw - kw * a.dw;
+        if (u < 0 || u % a.sw != 0 || u / a.sw >= a.SW) continue;
+        const T* gp = gr + u / a.sw * C;
+        const T* wk = a.w + (kh * a.KW + kw) * C;
+        for (int64_t c = 0; c < C; c += n) {
+          const int64_t cnt = std::min<int64_t>(n, C - c);
+          const V s = at::vec::fmadd(V::loadu(wk + c, cnt), V::loadu(gp + c, cnt), V::loadu(out + c, cnt));
+          s.store(out + c, cnt);
+        }
+      }
+    }
+  }
+}
+
+// Output positions o in [lo, hi) of a row of `out` whose input position o*s + off lies in [0, n).
+struct Span {
+  int64_t lo, hi;
+};
+Span inside(int64_t out, int64_t n, int64_t s, int64_t off) {
+  const int64_t lo = off >= 0 ? 0 : (-off + s - 1) / s;
+  const int64_t hi = n - off <= 0 ? 0 : (n - off - 1) / s + 1;
+  return {lo, std::max(lo, std::min(hi, out))};
+}
+
+// Channels-last weight grad of one grad_output row: per tap and channel vector, 4 partial sums
+// over the pixels (fixed order), added into acc[k].
+template <typename T>
+void row_weight_grad(const RowArgs<T>& a) {
+  using V = Vectorized<T>;
+  constexpr int64_t n = V::size();
+  const int64_t C = a.C, ih0 = a.row * a.sh - a.ph;
+  for (int64_t kh = 0; kh < a.KH; ++kh) {
+    const int64_t ih = ih0 + kh * a.dh;
+    if (ih < 0 || ih >= a.SH) continue;
+    const T* xr = a.src + ih * a.SW * C;
+    for (int64_t kw = 0; kw < a.KW; ++kw) {
+      const int64_t off = kw * a.dw - a.pw;
+      const Span sp = inside(a.DW, a.SW, a.sw, off);
+      T* acc = a.acc + (kh * a.KW + kw) * C;
+      for (int64_t c = 0; c < C; c += n) {
+        const int64_t cnt = std::min<int64_t>(n, C - c);
+        V s[4] = {V(T(0)), V(T(0)), V(T(0)), V(T(0))};
+        int64_t ow = sp.lo;
+        for (; ow + 4 <= sp.hi; ow += 4) {
+          for (int64_t j = 0; j < 4; ++j) {
+            const V g = V::loadu(a.gy + (ow + j) * C + c, cnt);
+            s[j] = at::vec::fmadd(g, V::loadu(xr + ((ow + j) * a.sw + off) * C + c, cnt), s[j]);
+          }
+        }
+        for (; ow < sp.hi; ++ow) {
+          const V g = V::loadu(a.gy + ow * C + c, cnt);
+          s[0] = at::vec::fmadd(g, V::loadu(xr + (ow * a.sw + off) * C + c, cnt), s[0]);
+        }
+        const V total = V::loadu(acc + c, cnt) + ((s[0] + s[1]) + (s[2] + s[3]));
+        total.store(acc + c, cnt);
+      }
+    }
+  }
+}
+
+template <typename T>
+constexpr Kernels<T> kTable{plane_dispatch<T>, plane_weight_grad_dispatch<T>, row_forward<T>,
+                            row_data_grad<T>, row_weight_grad<T>};
+
+}  // namespace
+
+const Kernels<float>& kernels_float() { return kTable<float>; }
+const Kernels<double>& kernels_double() { return kTable<double>; }
+
+}  // namespace convx::cpu::depthwise_isa::CPU_CAPABILITY
