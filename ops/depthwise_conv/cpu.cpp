@@ -402,8 +402,9 @@ std::vector<int64_t> tap_columns(const PaddedPlane& p, int64_t KW, int64_t dw) {
   return off;
 }
 
-// Writes the [SH, SW] plane src into buf at rows r0 + i*rs and padded columns c0 + j*cs;
-// positions outside the buffer are dropped, the rest of the buffer is left as it is (zeros).
+// Writes the [SH, SW] plane src into buf at rows r0 + i*rs and padded columns c0 + j*cs (cs is
+// 1 when the buffer has phases); positions outside the buffer are dropped, the rest of the
+// buffer is left as it is (zeros).
 template <typename T>
 void place(const T* src, int64_t SH, int64_t SW, T* buf, const PaddedPlane& p, int64_t r0,
            int64_t rs, int64_t c0, int64_t cs) {
@@ -416,11 +417,20 @@ void place(const T* src, int64_t SH, int64_t SW, T* buf, const PaddedPlane& p, i
       if (lo < hi) std::copy(s + lo, s + hi, buf + r * p.cols + c0 + lo);
       continue;
     }
-    for (int64_t j = 0; j < SW; ++j) {
-      const int64_t col = c0 + j * cs;
-      if (col < 0) continue;
-      if (col / p.phases >= p.cols) break;
-      buf[r * p.cols + p.phase_offset(col)] = s[j];
+    if (p.phases == 1) {
+      for (int64_t j = 0, col = c0; j < SW; ++j, col += cs) {
+        if (col >= 0 && col < p.cols) buf[r * p.cols + col] = s[j];
+      }
+      continue;
+    }
+    // Phase f holds padded columns f, f + phases, ...: source columns j0, j0 + phases, ...
+    // (c0 >= 0 here: phases come with the forward's non-negative padding).
+    for (int64_t f = 0; f < p.phases; ++f) {
+      const int64_t j0 = ((f - c0) % p.phases + p.phases) % p.phases;
+      T* d = buf + (f * p.rows + r) * p.cols;
+      for (int64_t j = j0, q = (c0 + j0) / p.phases; j < SW && q < p.cols; j += p.phases, ++q) {
+        d[q] = s[j];
+      }
     }
   }
 }

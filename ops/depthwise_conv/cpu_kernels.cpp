@@ -114,82 +114,96 @@ void plane_weight_grad_dispatch(const PlaneWeightGradArgs<T>& a) {
   plane_weight_grad<T, 0>(a);
 }
 
-// Channels-last forward of one output row, 4 pixels x one channel vector at a time. `Inside`:
-// every tap of the 4 pixels lies inside the row, so no column checks.
+// Channels-last forward: 4 pixels x one channel vector c at a time. `Inside`: every tap of the
+// 4 pixels lies inside the row, so no column checks.
 template <typename T, bool Inside>
-void pixels_forward(const RowArgs<T>& a, int64_t ow0, int64_t np) {
+void pixels_forward(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int64_t cnt) {
   using V = Vectorized<T>;
-  constexpr int64_t n = V::size();
   const int64_t C = a.C, ih0 = a.row * a.sh - a.ph;
-  for (int64_t c = 0; c < C; c += n) {
-    const int64_t cnt = std::min<int64_t>(n, C - c);
-    const V b = V::loadu(a.bias + c, cnt);
-    V acc[4] = {b, b, b, b};
-    for (int64_t kh = 0; kh < a.KH; ++kh) {
-      const int64_t ih = ih0 + kh * a.dh;
-      if (ih < 0 || ih >= a.SH) continue;
-      const T* xr = a.src + ih * a.SW * C + c;
-      for (int64_t kw = 0; kw < a.KW; ++kw) {
-        const V wv = V::loadu(a.w + (kh * a.KW + kw) * C + c, cnt);
-        const int64_t iw0 = ow0 * a.sw - a.pw + kw * a.dw;
-        if constexpr (Inside) {
-          for (int64_t j = 0; j < 4; ++j) {
-            acc[j] = at::vec::fmadd(wv, V::loadu(xr + (iw0 + j * a.sw) * C, cnt), acc[j]);
-          }
-        } else {
-          for (int64_t j = 0; j < np; ++j) {
-            const int64_t iw = iw0 + j * a.sw;
-            if (iw >= 0 && iw < a.SW) acc[j] = at::vec::fmadd(wv, V::loadu(xr + iw * C, cnt), acc[j]);
+  const V b = V::loadu(a.bias + c, cnt);
+  V acc[4] = {b, b, b, b};
+  for (int64_t kh = 0; kh < a.KH; ++kh) {
+    const int64_t ih = ih0 + kh * a.dh;
+    if (ih < 0 || ih >= a.SH) continue;
+    const T* xr = a.src + ih * a.SW * C + c;
+    for (int64_t kw = 0; kw < a.KW; ++kw) {
+      const V wv = V::loadu(a.w + (kh * a.KW + kw) * C + c, cnt);
+      const int64_t iw0 = ow0 * a.sw - a.pw + kw * a.dw;
+      if constexpr (Inside) {
+        for (int64_t j = 0; j < 4; ++j) {
+          acc[j] = at::vec::fmadd(wv, V::loadu(xr + (iw0 + j * a.sw) * C, cnt), acc[j]);
+        }
+      } else {
+        for (int64_t j = 0; j < 4; ++j) {
+          const int64_t iw = iw0 + j * a.sw;
+          if (j < np && iw >= 0 && iw < a.SW) {
+            acc[j] = at::vec::fmadd(wv, V::loadu(xr + iw * C, cnt), acc[j]);
           }
         }
       }
     }
-    for (int64_t j = 0; j < np; ++j) acc[j].store(a.dst + (ow0 + j) * C + c, cnt);
   }
+  for (int64_t j = 0; j < np; ++j) acc[j].store(a.dst + (ow0 + j) * C + c, cnt);
+}
+
+// One channel vector at a time across the whole row, so the input rows' slice of that vector
+// (KH rows x SW pixels x one vector) stays in L1 while every tap reuses it.
+// Asks for the row of pixels the next task will read first (its last kernel row), one cache
+// line at a time: the row loops walk a row one channel vector at a time, a stride the hardware
+// prefetchers do not follow from memory (measured: channels-last forward 2.1 -> ~1.0 ns per
+// output at N=8, where NCHW takes ~0.8). The forward also asks for its output row, for writing.
+template <typename T>
+void prefetch_row(const RowArgs<T>& a, int64_t ih) {
+  if (ih < 0 || ih >= a.SH) return;
+  const char* p = reinterpret_cast<const char*>(a.src + ih * a.SW * a.C);
+  const int64_t bytes = a.SW * a.C * int64_t(sizeof(T));
+  for (int64_t i = 0; i < bytes; i += 64) __builtin_prefetch(p + i, 0, 2);
 }
 
 template <typename T>
 void row_forward(const RowArgs<T>& a) {
-  for (int64_t ow0 = 0; ow0 < a.DW; ow0 += 4) {
-    const int64_t np = std::min<int64_t>(4, a.DW - ow0);
-    const bool inside = np == 4 && ow0 * a.sw - a.pw >= 0 &&
-                        (ow0 + 3) * a.sw - a.pw + (a.KW - 1) * a.dw < a.SW;
-    if (inside) {
-      pixels_forward<T, true>(a, ow0, 4);
-    } else {
-      pixels_forward<T, false>(a, ow0, np);
+  constexpr int64_t n = Vectorized<T>::size();
+  prefetch_row(a, (a.row + 1) * a.sh - a.ph + (a.KH - 1) * a.dh);
+  const char* d = reinterpret_cast<const char*>(a.dst);
+  for (int64_t i = 0; i < a.DW * a.C * int64_t(sizeof(T)); i += 64) __builtin_prefetch(d + i, 1, 2);
+  for (int64_t c = 0; c < a.C; c += n) {
+    const int64_t cnt = std::min<int64_t>(n, a.C - c);
+    for (int64_t ow0 = 0; ow0 < a.DW; ow0 += 4) {
+      const int64_t np = std::min<int64_t>(4, a.DW - ow0);
+      const bool inside = np == 4 && ow0 * a.sw - a.pw >= 0 &&
+                          (ow0 + 3) * a.sw - a.pw + (a.KW - 1) * a.dw < a.SW;
+      if (inside) {
+        pixels_forward<T, true>(a, ow0, 4, c, cnt);
+      } else {
+        pixels_forward<T, false>(a, ow0, np, c, cnt);
+      }
     }
   }
 }
 
-// Channels-last data grad of one input row (any stride): gather, per input pixel, the taps whose
-// output position is integral and inside; the row itself is the accumulator.
+// Channels-last data grad of one input row (any stride): per channel vector and input pixel,
+// gather the taps whose output position is integral and inside, accumulating in a register.
 template <typename T>
 void row_data_grad(const RowArgs<T>& a) {
   using V = Vectorized<T>;
   constexpr int64_t n = V::size();
   const int64_t C = a.C;
-  for (int64_t iw = 0; iw < a.DW; ++iw) {
-    T* out = a.dst + iw * C;
-    for (int64_t c = 0; c < C; c += n) {
-      const int64_t cnt = std::min<int64_t>(n, C - c);
-      V::loadu(a.bias + c, cnt).store(out + c, cnt);
-    }
-    for (int64_t kh = 0; kh < a.KH; ++kh) {
-      const int64_t t = a.row + a.ph - kh * a.dh;
-      if (t < 0 || t % a.sh != 0 || t / a.sh >= a.SH) continue;
-      const T* gr = a.src + t / a.sh * a.SW * C;
-      for (int64_t kw = 0; kw < a.KW; ++kw) {
-        const int64_t u = iw + a.pw - kw * a.dw;
-        if (u < 0 || u % a.sw != 0 || u / a.sw >= a.SW) continue;
-        const T* gp = gr + u / a.sw * C;
-        const T* wk = a.w + (kh * a.KW + kw) * C;
-        for (int64_t c = 0; c < C; c += n) {
-          const int64_t cnt = std::min<int64_t>(n, C - c);
-          const V s = at::vec::fmadd(V::loadu(wk + c, cnt), V::loadu(gp + c, cnt), V::loadu(out + c, cnt));
-          s.store(out + c, cnt);
+  for (int64_t c = 0; c < C; c += n) {
+    const int64_t cnt = std::min<int64_t>(n, C - c);
+    for (int64_t iw = 0; iw < a.DW; ++iw) {
+      V acc = V::loadu(a.bias + c, cnt);
+      for (int64_t kh = 0; kh < a.KH; ++kh) {
+        const int64_t t = a.row + a.ph - kh * a.dh;
+        if (t < 0 || t % a.sh != 0 || t / a.sh >= a.SH) continue;
+        const T* gr = a.src + t / a.sh * a.SW * C + c;
+        for (int64_t kw = 0; kw < a.KW; ++kw) {
+          const int64_t u = iw + a.pw - kw * a.dw;
+          if (u < 0 || u % a.sw != 0 || u / a.sw >= a.SW) continue;
+          acc = at::vec::fmadd(V::loadu(a.w + (kh * a.KW + kw) * C + c, cnt),
+                               V::loadu(gr + u / a.sw * C, cnt), acc);
         }
       }
+      acc.store(a.dst + iw * C + c, cnt);
     }
   }
 }
@@ -204,37 +218,37 @@ Span inside(int64_t out, int64_t n, int64_t s, int64_t off) {
   return {lo, std::max(lo, std::min(hi, out))};
 }
 
-// Channels-last weight grad of one grad_output row: per tap and channel vector, 4 partial sums
+// Channels-last weight grad of one grad_output row: per channel vector and tap, 4 partial sums
 // over the pixels (fixed order), added into acc[k].
 template <typename T>
 void row_weight_grad(const RowArgs<T>& a) {
   using V = Vectorized<T>;
   constexpr int64_t n = V::size();
   const int64_t C = a.C, ih0 = a.row * a.sh - a.ph;
-  for (int64_t kh = 0; kh < a.KH; ++kh) {
-    const int64_t ih = ih0 + kh * a.dh;
-    if (ih < 0 || ih >= a.SH) continue;
-    const T* xr = a.src + ih * a.SW * C;
-    for (int64_t kw = 0; kw < a.KW; ++kw) {
-      const int64_t off = kw * a.dw - a.pw;
-      const Span sp = inside(a.DW, a.SW, a.sw, off);
-      T* acc = a.acc + (kh * a.KW + kw) * C;
-      for (int64_t c = 0; c < C; c += n) {
-        const int64_t cnt = std::min<int64_t>(n, C - c);
+  prefetch_row(a, (a.row + 1) * a.sh - a.ph + (a.KH - 1) * a.dh);
+  for (int64_t c = 0; c < C; c += n) {
+    const int64_t cnt = std::min<int64_t>(n, C - c);
+    for (int64_t kh = 0; kh < a.KH; ++kh) {
+      const int64_t ih = ih0 + kh * a.dh;
+      if (ih < 0 || ih >= a.SH) continue;
+      const T* xr = a.src + ih * a.SW * C + c;
+      for (int64_t kw = 0; kw < a.KW; ++kw) {
+        const int64_t off = kw * a.dw - a.pw;
+        const Span sp = inside(a.DW, a.SW, a.sw, off);
         V s[4] = {V(T(0)), V(T(0)), V(T(0)), V(T(0))};
         int64_t ow = sp.lo;
         for (; ow + 4 <= sp.hi; ow += 4) {
           for (int64_t j = 0; j < 4; ++j) {
             const V g = V::loadu(a.gy + (ow + j) * C + c, cnt);
-            s[j] = at::vec::fmadd(g, V::loadu(xr + ((ow + j) * a.sw + off) * C + c, cnt), s[j]);
+            s[j] = at::vec::fmadd(g, V::loadu(xr + ((ow + j) * a.sw + off) * C, cnt), s[j]);
           }
         }
         for (; ow < sp.hi; ++ow) {
           const V g = V::loadu(a.gy + ow * C + c, cnt);
-          s[0] = at::vec::fmadd(g, V::loadu(xr + (ow * a.sw + off) * C + c, cnt), s[0]);
+          s[0] = at::vec::fmadd(g, V::loadu(xr + (ow * a.sw + off) * C, cnt), s[0]);
         }
-        const V total = V::loadu(acc + c, cnt) + ((s[0] + s[1]) + (s[2] + s[3]));
-        total.store(acc + c, cnt);
+        T* acc = a.acc + (kh * a.KW + kw) * C + c;
+        (V::loadu(acc, cnt) + ((s[0] + s[1]) + (s[2] + s[3]))).store(acc, cnt);
       }
     }
   }
