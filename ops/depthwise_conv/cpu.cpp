@@ -460,7 +460,7 @@ void forward_planar(const T* x, T* y, const Geometry& g, const std::vector<T>& w
         place(x + plane * H * W, H, W, buf.data(), pp, g.padding[1], 1, g.padding[2], 1);
         placed = plane;
       }
-      kern.plane({buf.data(), g.stride[1] * pp.cols, g.dilation[1] * pp.cols, col_off.data(),
+      kern.plane({buf.data(), pp.cols, g.stride[1], g.dilation[1], col_off.data(),
                   w.data() + oc * KH * KW, KH, KW, OH, OW, y + p * OH * OW, OW, b[oc], false});
     }
   });
@@ -485,7 +485,7 @@ void data_grad_planar(const T* gy, T* gx, const Geometry& g, const std::vector<T
         const int64_t oc = c * m + j;
         place(gy + (n * Cout + oc) * OH * OW, OH, OW, buf.data(), pq, (KH - 1) * dh - g.padding[1],
               g.stride[1], (KW - 1) * dw - g.padding[2], g.stride[2]);
-        kern.plane({buf.data(), pq.cols, dh * pq.cols, col_off.data(), wr.data() + oc * KH * KW,
+        kern.plane({buf.data(), pq.cols, 1, dh, col_off.data(), wr.data() + oc * KH * KW,
                     KH, KW, H, W, gx + p * H * W, W, b[c], j > 0});
       }
     }

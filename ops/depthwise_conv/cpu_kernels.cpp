@@ -28,6 +28,7 @@ void plane(const PlaneArgs<T>& a) {
   constexpr int64_t n = V::size();
   constexpr int64_t R = kRowTile;
   const int64_t KH = K ? K : a.KH, KW = K ? K : a.KW;
+  const int64_t row_step = a.sh * a.ld, tap_step = a.dh * a.ld;
   for (int64_t oh0 = 0; oh0 < a.OH; oh0 += R) {
     const int64_t rows = std::min<int64_t>(R, a.OH - oh0);
     T* out = a.out + oh0 * a.out_ld;
@@ -38,18 +39,60 @@ void plane(const PlaneArgs<T>& a) {
         // Rows past OH are computed from the buffer's spare rows and never stored.
         acc[r] = a.accumulate && r < rows ? V::loadu(out + r * a.out_ld + ow, cnt) : V(a.bias);
       }
-      const T* base = a.in + oh0 * a.row_step + ow;
+      const T* base = a.in + oh0 * row_step + ow;
       for (int64_t kh = 0; kh < KH; ++kh) {
-        const T* row = base + kh * a.tap_row_step;
+        const T* row = base + kh * tap_step;
         for (int64_t kw = 0; kw < KW; ++kw) {
           const V wv(a.w[kh * KW + kw]);
           const T* p = row + a.col_off[kw];
           for (int64_t r = 0; r < R; ++r) {
-            acc[r] = at::vec::fmadd(wv, V::loadu(p + r * a.row_step), acc[r]);
+            acc[r] = at::vec::fmadd(wv, V::loadu(p + r * row_step), acc[r]);
           }
         }
       }
       for (int64_t r = 0; r < rows; ++r) acc[r].store(out + r * a.out_ld + ow, cnt);
+    }
+  }
+}
+
+// K x K taps, dilation 1 along H, stride S along H: the tile's input rows i = r*S + kh are each
+// loaded once per kw and feed every output row r that reads them, with the K weights of column
+// kw held in registers (loads per FMA: (K + (R-1)*S + K) / (R*K) instead of 1 + 1/R).
+template <typename T, int K, int S>
+void plane_shared_rows(const PlaneArgs<T>& a) {
+  using V = Vectorized<T>;
+  constexpr int64_t n = V::size();
+  constexpr int R = kRowTile, IR = (R - 1) * S + K;
+  for (int64_t oh0 = 0; oh0 < a.OH; oh0 += R) {
+    const int64_t rows = std::min<int64_t>(R, a.OH - oh0);
+    T* out = a.out + oh0 * a.out_ld;
+    for (int64_t ow = 0; ow < a.OW; ow += n) {
+      const int64_t cnt = std::min<int64_t>(n, a.OW - ow);
+      V acc[R];
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        acc[r] = a.accumulate && r < rows ? V::loadu(out + r * a.out_ld + ow, cnt) : V(a.bias);
+      }
+      const T* base = a.in + oh0 * S * a.ld + ow;
+      for (int kw = 0; kw < K; ++kw) {
+        V wv[K];
+#pragma GCC unroll 8
+        for (int kh = 0; kh < K; ++kh) wv[kh] = V(a.w[kh * K + kw]);
+        const T* p = base + a.col_off[kw];
+#pragma GCC unroll 16
+        for (int i = 0; i < IR; ++i) {
+          const V xv = V::loadu(p + i * a.ld);
+#pragma GCC unroll 8
+          for (int r = 0; r < R; ++r) {
+            const int kh = i - r * S;
+            if (kh >= 0 && kh < K) acc[r] = at::vec::fmadd(wv[kh], xv, acc[r]);
+          }
+        }
+      }
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        if (r < rows) acc[r].store(out + r * a.out_ld + ow, cnt);
+      }
     }
   }
 }
@@ -98,11 +141,18 @@ void plane_weight_grad(const PlaneWeightGradArgs<T>& a) {
   }
 }
 
+template <typename T, int K>
+void plane_for_kernel(const PlaneArgs<T>& a) {
+  if (a.dh == 1 && a.sh == 1) return plane_shared_rows<T, K, 1>(a);
+  if (a.dh == 1 && a.sh == 2) return plane_shared_rows<T, K, 2>(a);
+  plane<T, K>(a);
+}
+
 template <typename T>
 void plane_dispatch(const PlaneArgs<T>& a) {
-  if (a.KH == a.KW && a.KH == 3) return plane<T, 3>(a);
-  if (a.KH == a.KW && a.KH == 5) return plane<T, 5>(a);
-  if (a.KH == a.KW && a.KH == 7) return plane<T, 7>(a);
+  if (a.KH == a.KW && a.KH == 3) return plane_for_kernel<T, 3>(a);
+  if (a.KH == a.KW && a.KH == 5) return plane_for_kernel<T, 5>(a);
+  if (a.KH == a.KW && a.KH == 7) return plane_for_kernel<T, 7>(a);
   plane<T, 0>(a);
 }
 
@@ -146,6 +196,54 @@ void pixels_forward(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int
   for (int64_t j = 0; j < np; ++j) acc[j].store(a.dst + (ow0 + j) * C + c, cnt);
 }
 
+// K x K taps, dilation 1 along W, stride S along W, all inside: the 3*S + K input pixels of
+// 4 outputs are loaded once per kernel row and reused by every kw.
+template <typename T, int K, int S>
+void pixels_shared(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int64_t cnt) {
+  using V = Vectorized<T>;
+  constexpr int P = 3 * S + K;
+  const int64_t C = a.C, ih0 = a.row * a.sh - a.ph;
+  const V b = V::loadu(a.bias + c, cnt);
+  V acc[4] = {b, b, b, b};
+  for (int64_t kh = 0; kh < K; ++kh) {
+    const int64_t ih = ih0 + kh * a.dh;
+    if (ih < 0 || ih >= a.SH) continue;
+    const T* xr = a.src + (ih * a.SW + ow0 * S - a.pw) * C + c;
+    V px[P];
+#pragma GCC unroll 16
+    for (int i = 0; i < P; ++i) px[i] = V::loadu(xr + i * C, cnt);
+#pragma GCC unroll 8
+    for (int kw = 0; kw < K; ++kw) {
+      const V wv = V::loadu(a.w + (kh * K + kw) * C + c, cnt);
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) acc[j] = at::vec::fmadd(wv, px[j * S + kw], acc[j]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; ++j) acc[j].store(a.dst + (ow0 + j) * C + c, cnt);
+}
+
+template <typename T>
+using PixelsFn = void (*)(const RowArgs<T>&, int64_t, int64_t, int64_t, int64_t);
+
+template <typename T, int K>
+PixelsFn<T> shared_for_stride(const RowArgs<T>& a) {
+  if (a.sw == 1) return pixels_shared<T, K, 1>;
+  if (a.sw == 2) return pixels_shared<T, K, 2>;
+  return pixels_forward<T, true>;
+}
+
+// The loop for 4 pixels whose taps are all inside the row.
+template <typename T>
+PixelsFn<T> inside_pixels(const RowArgs<T>& a) {
+  if (a.KH == a.KW && a.dw == 1) {
+    if (a.KH == 3) return shared_for_stride<T, 3>(a);
+    if (a.KH == 5) return shared_for_stride<T, 5>(a);
+    if (a.KH == 7) return shared_for_stride<T, 7>(a);
+  }
+  return pixels_forward<T, true>;
+}
+
 // One channel vector at a time across the whole row, so the input rows' slice of that vector
 // (KH rows x SW pixels x one vector) stays in L1 while every tap reuses it.
 // Asks for the row of pixels the next task will read first (its last kernel row), one cache
@@ -166,6 +264,7 @@ void row_forward(const RowArgs<T>& a) {
   prefetch_row(a, (a.row + 1) * a.sh - a.ph + (a.KH - 1) * a.dh);
   const char* d = reinterpret_cast<const char*>(a.dst);
   for (int64_t i = 0; i < a.DW * a.C * int64_t(sizeof(T)); i += 64) __builtin_prefetch(d + i, 1, 2);
+  const PixelsFn<T> inside_fn = inside_pixels(a);
   for (int64_t c = 0; c < a.C; c += n) {
     const int64_t cnt = std::min<int64_t>(n, a.C - c);
     for (int64_t ow0 = 0; ow0 < a.DW; ow0 += 4) {
@@ -173,7 +272,7 @@ void row_forward(const RowArgs<T>& a) {
       const bool inside = np == 4 && ow0 * a.sw - a.pw >= 0 &&
                           (ow0 + 3) * a.sw - a.pw + (a.KW - 1) * a.dw < a.SW;
       if (inside) {
-        pixels_forward<T, true>(a, ow0, 4, c, cnt);
+        inside_fn(a, ow0, 4, c, cnt);
       } else {
         pixels_forward<T, false>(a, ow0, np, c, cnt);
       }

@@ -21,11 +21,11 @@ constexpr int64_t kMaxLanes = 16;  // the widest vector (AVX-512 float): buffers
 constexpr int64_t kRowTile = 4;    // output rows computed together (one accumulator each)
 
 // out[oh][ow] = bias (or out[oh][ow] when accumulate) + sum over taps (kh, kw) of
-//   w[kh*KW + kw] * in[(oh*row_step + kh*tap_row_step) + col_off[kw] + ow].
+//   w[kh*KW + kw] * in[(oh*sh + kh*dh)*ld + col_off[kw] + ow].
 template <typename T>
 struct PlaneArgs {
   const T* in;
-  int64_t row_step, tap_row_step;  // in elements: stride_h * ld, dilation_h * ld
+  int64_t ld, sh, dh;              // buffer row length; stride and dilation along H
   const int64_t* col_off;          // [KW]: phase offset + column of tap kw
   const T* w;                      // [KH * KW]
   int64_t KH, KW, OH, OW;
