@@ -29,6 +29,9 @@ CASES = [
 ]
 
 
+CLOCK = time.perf_counter
+
+
 def paired_ms(fa, fb, reps):
     """Medians of fa and fb timed alternately (the order flips every repetition), so both see
     the same machine load; the development machine is shared and its load moves by seconds."""
@@ -38,9 +41,9 @@ def paired_ms(fa, fb, reps):
     ta, tb = [], []
     for i in range(reps):
         for fn, ts in ((fa, ta), (fb, tb)) if i % 2 == 0 else ((fb, tb), (fa, ta)):
-            t0 = time.perf_counter()
+            t0 = CLOCK()
             fn()
-            ts.append((time.perf_counter() - t0) * 1e3)
+            ts.append((CLOCK() - t0) * 1e3)
     return statistics.median(ta), statistics.median(tb)
 
 
@@ -88,10 +91,15 @@ def main():
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--quick", action="store_true", help="first two cases only, 3 repetitions")
     ap.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: leave it)")
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                    help="cpu: process CPU time (time.process_time), which other processes' load "
+                         "does not inflate; meaningful with --threads 1")
     ap.add_argument("--only", default="", help="run the cases whose name contains this")
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
+    global CLOCK
+    CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
     cases = CASES[:2] if args.quick else [c for c in CASES if args.only in c[0]]
     reps = 3 if args.quick else args.reps
     rows = []
@@ -105,7 +113,8 @@ def main():
                   f"{r['fwd_speedup']:.2f} | {r['aten_bwd_ms']:.2f} | {r['convx_bwd_ms']:.2f} | "
                   f"{r['bwd_speedup']:.2f} |", flush=True)
     meta = {"torch": torch.__version__, "threads": torch.get_num_threads(),
-            "machine": platform.processor() or platform.machine(), "reps": reps}
+            "machine": platform.processor() or platform.machine(), "reps": reps,
+            "clock": args.clock, "cpu_capability": torch.backends.cpu.get_cpu_capability()}
     with open(args.out, "w") as f:
         json.dump({"meta": meta, "rows": rows}, f, indent=1)
 

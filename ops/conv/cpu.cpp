@@ -150,18 +150,28 @@ void col2im_rows(const T* rows, T* x, const T* bias, const Geometry& g, int64_t 
       const int64_t b = r / (D * H), id = r / H % D, ih = r % H;
       T* out = x + r * W * C;
       for (int64_t iw = 0; iw < W; ++iw, out += C) {
-        if (bias) {
-          std::copy(bias, bias + C, out);
-        } else {
-          std::fill(out, out + C, T(0));
-        }
+        bool written = false;  // the first tap (with bias) writes, the others add
         for (int64_t k = 0; k < K; ++k) {
           const int64_t od = src(id, k / (KH * KW) * g.dilation[0] - g.padding[0], g.stride[0], OD);
           const int64_t oh = src(ih, k / KW % KH * g.dilation[1] - g.padding[1], g.stride[1], OH);
           const int64_t ow = src(iw, k % KW * g.dilation[2] - g.padding[2], g.stride[2], OW);
           if (od < 0 || oh < 0 || ow < 0) continue;
           const T* in = rows + ((((b * OD + od) * OH + oh) * OW + ow) * K + k) * C;
-          for (int64_t c = 0; c < C; ++c) out[c] += in[c];
+          if (written) {
+            for (int64_t c = 0; c < C; ++c) out[c] += in[c];
+          } else if (bias) {
+            for (int64_t c = 0; c < C; ++c) out[c] = bias[c] + in[c];
+          } else {
+            std::copy(in, in + C, out);
+          }
+          written = true;
+        }
+        if (!written) {
+          if (bias) {
+            std::copy(bias, bias + C, out);
+          } else {
+            std::fill(out, out + C, T(0));
+          }
         }
       }
     }
@@ -177,15 +187,13 @@ Tensor im2col_cl_cpu(const Tensor& x, const Geometry& g) {
   return rows;
 }
 
-Tensor col2im_cl_cpu(const Tensor& rows, const Geometry& g, c10::IntArrayRef sizes,
-                     const std::optional<Tensor>& bias) {
-  auto x = new_tensor(c10::fromIntArrayRefSlow(sizes), rows.options(), true);
+void col2im_cl_cpu(const Tensor& rows, const Geometry& g, const Tensor& x,
+                   const std::optional<Tensor>& bias) {
   AT_DISPATCH_FLOATING_TYPES(rows.scalar_type(), "convx_col2im_cl", [&] {
     const auto b = bias.has_value() ? bias->contiguous() : Tensor();
     col2im_rows(rows.const_data_ptr<scalar_t>(), x.mutable_data_ptr<scalar_t>(),
-                b.defined() ? b.const_data_ptr<scalar_t>() : nullptr, g, sizes[0]);
+                b.defined() ? b.const_data_ptr<scalar_t>() : nullptr, g, x.size(0));
   });
-  return x;
 }
 
 // The GEMM work holds a column buffer of at most 64 MiB per batch chunk.

@@ -53,7 +53,7 @@ Tensor pixel_rows(const Tensor& t) {
   std::vector<int64_t> order{0};
   for (int64_t d = 2; d < t.dim(); ++d) order.push_back(d);
   order.push_back(1);
-  return t.permute(order).reshape({-1, t.size(1)});
+  return t.permute(order).view({-1, t.size(1)});  // view: throws rather than copy
 }
 
 // weight [C_out, C, *k] as [C_out, K*C] (tap-major, channel-minor, like the pixel columns).
@@ -110,17 +110,18 @@ void data_grad_pixel_rows(const ColumnOps& ops, const Geometry& g, const Tensor&
   for (int64_t b0 = 0; b0 < g.batch; b0 += chunk) {
     const int64_t B = std::min(chunk, g.batch - b0);
     const auto gy = pixel_rows(to_layout(grad_output.narrow(0, b0, B).to(acc), true));
-    const auto cols = at::mm(gy, w);  // [B*L, K*C]
-    auto gx = grad_input.narrow(0, b0, B);
-    if (is_pointwise(g)) {
-      into_chunk(grad_input, b0, B, acc, [&](const Tensor& t) {
-        auto rows = pixel_rows(t);
-        rows.copy_(cols);
-        if (b) rows.add_(*b);
-      });
-    } else {
-      gx.copy_(ops.col2im_cl(cols, g, gx.sizes(), b));
-    }
+    into_chunk(grad_input, b0, B, acc, [&](const Tensor& gx) {
+      if (is_pointwise(g)) {
+        auto rows = pixel_rows(gx);  // a view: the GEMM writes gx
+        if (b) {
+          at::addmm_out(rows, *b, gy, w);
+        } else {
+          at::mm_out(rows, gy, w);
+        }
+      } else {
+        ops.col2im_cl(at::mm(gy, w), g, gx, b);  // columns [B*L, K*C]
+      }
+    });
   }
 }
 
