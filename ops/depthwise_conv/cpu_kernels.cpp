@@ -164,10 +164,9 @@ void plane_weight_grad_dispatch(const PlaneWeightGradArgs<T>& a) {
   plane_weight_grad<T, 0>(a);
 }
 
-// Channels-last forward: 4 pixels x one channel vector c at a time. `Inside`: every tap of the
-// 4 pixels lies inside the row, so no column checks.
-template <typename T, bool Inside>
-void pixels_forward(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int64_t cnt) {
+// Channels-last forward: 4 pixels x one channel vector c at a time, every tap inside the row.
+template <typename T>
+void pixels_inside(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int64_t cnt) {
   using V = Vectorized<T>;
   const int64_t C = a.C, ih0 = a.row * a.sh - a.ph;
   const V b = V::loadu(a.bias + c, cnt);
@@ -179,21 +178,35 @@ void pixels_forward(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int
     for (int64_t kw = 0; kw < a.KW; ++kw) {
       const V wv = V::loadu(a.w + (kh * a.KW + kw) * C + c, cnt);
       const int64_t iw0 = ow0 * a.sw - a.pw + kw * a.dw;
-      if constexpr (Inside) {
-        for (int64_t j = 0; j < 4; ++j) {
-          acc[j] = at::vec::fmadd(wv, V::loadu(xr + (iw0 + j * a.sw) * C, cnt), acc[j]);
-        }
-      } else {
-        for (int64_t j = 0; j < 4; ++j) {
-          const int64_t iw = iw0 + j * a.sw;
-          if (j < np && iw >= 0 && iw < a.SW) {
-            acc[j] = at::vec::fmadd(wv, V::loadu(xr + iw * C, cnt), acc[j]);
-          }
-        }
+      for (int64_t j = 0; j < 4; ++j) {
+        acc[j] = at::vec::fmadd(wv, V::loadu(xr + (iw0 + j * a.sw) * C, cnt), acc[j]);
       }
     }
   }
-  for (int64_t j = 0; j < np; ++j) acc[j].store(a.dst + (ow0 + j) * C + c, cnt);
+  for (int64_t j = 0; j < 4; ++j) acc[j].store(a.dst + (ow0 + j) * C + c, cnt);
+}
+
+// Pixels near the row's ends, one at a time over the taps that lie inside (no per-tap tests).
+template <typename T>
+void pixels_edge(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int64_t cnt) {
+  using V = Vectorized<T>;
+  const int64_t C = a.C, ih0 = a.row * a.sh - a.ph;
+  for (int64_t ow = ow0; ow < ow0 + np; ++ow) {
+    const int64_t iw0 = ow * a.sw - a.pw;  // input column of tap kw: iw0 + kw*dw
+    const int64_t lo = iw0 >= 0 ? 0 : (-iw0 + a.dw - 1) / a.dw;
+    const int64_t hi = a.SW - iw0 <= 0 ? 0 : std::min(a.KW, (a.SW - 1 - iw0) / a.dw + 1);
+    V acc = V::loadu(a.bias + c, cnt);
+    for (int64_t kh = 0; kh < a.KH; ++kh) {
+      const int64_t ih = ih0 + kh * a.dh;
+      if (ih < 0 || ih >= a.SH) continue;
+      const T* xr = a.src + (ih * a.SW + iw0) * C + c;
+      const T* wk = a.w + kh * a.KW * C + c;
+      for (int64_t kw = lo; kw < hi; ++kw) {
+        acc = at::vec::fmadd(V::loadu(wk + kw * C, cnt), V::loadu(xr + kw * a.dw * C, cnt), acc);
+      }
+    }
+    acc.store(a.dst + ow * C + c, cnt);
+  }
 }
 
 // K x K taps, dilation 1 along W, stride S along W, all inside: the 3*S + K input pixels of
@@ -230,7 +243,7 @@ template <typename T, int K>
 PixelsFn<T> shared_for_stride(const RowArgs<T>& a) {
   if (a.sw == 1) return pixels_shared<T, K, 1>;
   if (a.sw == 2) return pixels_shared<T, K, 2>;
-  return pixels_forward<T, true>;
+  return pixels_inside<T>;
 }
 
 // The loop for 4 pixels whose taps are all inside the row.
@@ -241,7 +254,7 @@ PixelsFn<T> inside_pixels(const RowArgs<T>& a) {
     if (a.KH == 5) return shared_for_stride<T, 5>(a);
     if (a.KH == 7) return shared_for_stride<T, 7>(a);
   }
-  return pixels_forward<T, true>;
+  return pixels_inside<T>;
 }
 
 // One channel vector at a time across the whole row, so the input rows' slice of that vector
@@ -250,18 +263,17 @@ template <typename T>
 void row_forward(const RowArgs<T>& a) {
   constexpr int64_t n = Vectorized<T>::size();
   const PixelsFn<T> inside_fn = inside_pixels(a);
+  // Pixels [lo, hi) have every tap inside the row: blocks of 4 there, the rest one at a time.
+  // (pw is negative for the data grad's crop: then every pixel starts inside.)
+  const int64_t lo = a.pw <= 0 ? 0 : std::min(a.DW, (a.pw + a.sw - 1) / a.sw);
+  const int64_t reach = a.SW - 1 + a.pw - (a.KW - 1) * a.dw;  // ow*sw must not exceed it
+  const int64_t hi = std::max(lo, std::min(a.DW, reach < 0 ? 0 : reach / a.sw + 1));
+  const int64_t blocks_end = lo + (hi - lo) / 4 * 4;
   for (int64_t c = 0; c < a.C; c += n) {
     const int64_t cnt = std::min<int64_t>(n, a.C - c);
-    for (int64_t ow0 = 0; ow0 < a.DW; ow0 += 4) {
-      const int64_t np = std::min<int64_t>(4, a.DW - ow0);
-      const bool inside = np == 4 && ow0 * a.sw - a.pw >= 0 &&
-                          (ow0 + 3) * a.sw - a.pw + (a.KW - 1) * a.dw < a.SW;
-      if (inside) {
-        inside_fn(a, ow0, 4, c, cnt);
-      } else {
-        pixels_forward<T, false>(a, ow0, np, c, cnt);
-      }
-    }
+    pixels_edge<T>(a, 0, lo, c, cnt);
+    for (int64_t ow0 = lo; ow0 < blocks_end; ow0 += 4) inside_fn(a, ow0, 4, c, cnt);
+    pixels_edge<T>(a, blocks_end, a.DW - blocks_end, c, cnt);
   }
 }
 
