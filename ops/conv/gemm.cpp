@@ -2,6 +2,8 @@
 
 #include <ATen/ops/bmm.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/addmm.h>
+#include <ATen/ops/mm.h>
 #include <ATen/ops/zeros.h>
 
 #include <algorithm>
@@ -21,9 +23,12 @@ int64_t chunk_size(const ColumnOps& ops, const Geometry& g, at::ScalarType acc) 
 }
 
 // A 1x1 kernel with stride 1 and no padding needs no columns: the input is its own matrix.
+// (Not when output_padding made the transposed output larger than the input: stride 1 with
+// dilation 2 allows an output_padding of 1.)
 bool is_pointwise(const Geometry& g) {
   for (int i = 0; i < 3; ++i) {
     if (g.kernel[i] != 1 || g.stride[i] != 1 || g.padding[i] != 0) return false;
+    if (g.input[i] != g.output[i]) return false;
   }
   return true;
 }
@@ -41,12 +46,111 @@ void add_bias(Tensor& y, const std::optional<Tensor>& bias) {
   y.add_(bias->to(y.scalar_type()).view(shape));
 }
 
+// ---- channels-last (groups == 1): pixel rows, one GEMM per chunk
+
+// A dense channels-last [B, C, *sp] as the matrix [B*L, C] it is in memory.
+Tensor pixel_rows(const Tensor& t) {
+  std::vector<int64_t> order{0};
+  for (int64_t d = 2; d < t.dim(); ++d) order.push_back(d);
+  order.push_back(1);
+  return t.permute(order).view({-1, t.size(1)});  // view: throws rather than copy
+}
+
+// weight [C_out, C, *k] as [C_out, K*C] (tap-major, channel-minor, like the pixel columns).
+Tensor weight_rows(const Tensor& weight, at::ScalarType acc, const Geometry& g) {
+  return weight.to(acc).reshape({g.out_channels, g.in_channels, g.kernel_numel()})
+      .transpose(1, 2).reshape({g.out_channels, -1});
+}
+
+bool use_pixel_rows(const ColumnOps& ops, const Geometry& g, bool cl) {
+  return cl && g.groups == 1 && ops.im2col_cl != nullptr;
+}
+
+// Runs `body` on the chunk [b0, b0 + B) of `out` when it is opmath-typed and channels-last
+// dense (then the GEMM writes it in place), else on a temporary copied in afterwards.
+template <typename F>
+void into_chunk(const Tensor& out, int64_t b0, int64_t B, at::ScalarType acc, F&& body) {
+  auto chunk = out.narrow(0, b0, B);
+  if (chunk.scalar_type() == acc && has_layout(chunk, true)) {
+    body(chunk);
+  } else {
+    auto tmp = new_tensor(chunk.sym_sizes(), chunk.options().dtype(acc), true);
+    body(tmp);
+    chunk.copy_(tmp);
+  }
+}
+
+void forward_pixel_rows(const ColumnOps& ops, const Geometry& g, const Tensor& input,
+                        const Tensor& weight, const std::optional<Tensor>& bias,
+                        const Tensor& output, at::ScalarType acc) {
+  const auto wt = weight_rows(weight, acc, g).t();  // [K*C, C_out]
+  const int64_t chunk = chunk_size(ops, g, acc);
+  for (int64_t b0 = 0; b0 < g.batch; b0 += chunk) {
+    const int64_t B = std::min(chunk, g.batch - b0);
+    const auto x = to_layout(input.narrow(0, b0, B).to(acc), true);
+    const auto cols = is_pointwise(g) ? pixel_rows(x) : ops.im2col_cl(x, g);
+    into_chunk(output, b0, B, acc, [&](const Tensor& y) {
+      auto rows = pixel_rows(y);  // a view: y is channels-last dense
+      if (bias.has_value() && bias->defined()) {
+        at::addmm_out(rows, bias->to(acc), cols, wt);
+      } else {
+        at::mm_out(rows, cols, wt);
+      }
+    });
+  }
+}
+
+void data_grad_pixel_rows(const ColumnOps& ops, const Geometry& g, const Tensor& grad_output,
+                          const Tensor& weight, const std::optional<Tensor>& bias,
+                          const Tensor& grad_input, at::ScalarType acc) {
+  const auto w = weight_rows(weight, acc, g);  // [C_out, K*C]
+  const int64_t chunk = chunk_size(ops, g, acc);
+  std::optional<Tensor> b;
+  if (bias.has_value() && bias->defined()) b = bias->to(acc);
+  for (int64_t b0 = 0; b0 < g.batch; b0 += chunk) {
+    const int64_t B = std::min(chunk, g.batch - b0);
+    const auto gy = pixel_rows(to_layout(grad_output.narrow(0, b0, B).to(acc), true));
+    into_chunk(grad_input, b0, B, acc, [&](const Tensor& gx) {
+      if (is_pointwise(g)) {
+        auto rows = pixel_rows(gx);  // a view: the GEMM writes gx
+        if (b) {
+          at::addmm_out(rows, *b, gy, w);
+        } else {
+          at::mm_out(rows, gy, w);
+        }
+      } else {
+        ops.col2im_cl(at::mm(gy, w), g, gx, b);  // columns [B*L, K*C]
+      }
+    });
+  }
+}
+
+void weight_grad_pixel_rows(const ColumnOps& ops, const Geometry& g, const Tensor& input,
+                            const Tensor& grad_output, const Tensor& grad_weight,
+                            at::ScalarType acc) {
+  auto gw = at::zeros({g.out_channels, g.kernel_numel() * g.in_channels}, input.options().dtype(acc));
+  const int64_t chunk = chunk_size(ops, g, acc);
+  for (int64_t b0 = 0; b0 < g.batch; b0 += chunk) {
+    const int64_t B = std::min(chunk, g.batch - b0);
+    const auto x = to_layout(input.narrow(0, b0, B).to(acc), true);
+    const auto cols = is_pointwise(g) ? pixel_rows(x) : ops.im2col_cl(x, g);
+    const auto gy = pixel_rows(to_layout(grad_output.narrow(0, b0, B).to(acc), true));
+    gw.addmm_(gy.t(), cols);  // chunks in order: deterministic
+  }
+  // [C_out, K, C] -> [C_out, C, K]
+  grad_weight.copy_(gw.view({g.out_channels, g.kernel_numel(), g.in_channels}).transpose(1, 2)
+                        .reshape(grad_weight.sizes()));
+}
+
 }  // namespace
 
 void gemm_forward(const ColumnOps& ops, const ConvArgs& a, const Tensor& input,
                   const Tensor& weight, const std::optional<Tensor>& bias, const Tensor& output) {
   const Geometry g = geometry(a, input, weight, output);
   const auto acc = opmath_type(input.scalar_type());
+  if (use_pixel_rows(ops, g, is_channels_last(output))) {
+    return forward_pixel_rows(ops, g, input, weight, bias, output, acc);
+  }
   const int64_t G = g.groups, Cout_g = g.out_channels / G;
   const int64_t CK_g = g.in_channels / G * g.kernel_numel(), L = g.output_numel();
   // [G, C_out/G, C_in/G * K]: per sample, one batched GEMM over the groups.
@@ -72,6 +176,9 @@ void gemm_data_grad(const ColumnOps& ops, const ConvArgs& a, const Tensor& grad_
                     const Tensor& grad_input) {
   const Geometry g = geometry(a, grad_input, weight, grad_output);
   const auto acc = opmath_type(grad_output.scalar_type());
+  if (use_pixel_rows(ops, g, is_channels_last(grad_input))) {
+    return data_grad_pixel_rows(ops, g, grad_output, weight, bias, grad_input, acc);
+  }
   const int64_t G = g.groups, Cout_g = g.out_channels / G;
   const int64_t CK_g = g.in_channels / G * g.kernel_numel(), L = g.output_numel();
   const auto wt = weight.to(acc).contiguous().view({G, Cout_g, CK_g}).transpose(1, 2);
@@ -96,6 +203,9 @@ void gemm_weight_grad(const ColumnOps& ops, const ConvArgs& a, const Tensor& inp
                       const Tensor& grad_output, const Tensor& grad_weight) {
   const Geometry g = geometry(a, input, grad_weight, grad_output);
   const auto acc = opmath_type(input.scalar_type());
+  if (use_pixel_rows(ops, g, is_channels_last(input) || is_channels_last(grad_output))) {
+    return weight_grad_pixel_rows(ops, g, input, grad_output, grad_weight, acc);
+  }
   const int64_t G = g.groups, Cout_g = g.out_channels / G;
   const int64_t CK_g = g.in_channels / G * g.kernel_numel(), L = g.output_numel();
   auto gw = at::zeros({G, Cout_g, CK_g}, input.options().dtype(acc));

@@ -14,6 +14,14 @@ struct ColumnOps {
   Tensor (*col2im)(const Tensor& cols, const Geometry& g, c10::IntArrayRef sizes);
   // The column buffer of one chunk stays under this many bytes.
   int64_t column_bytes;
+  // Optional channels-last forms (groups == 1), where the columns are pixel rows: [B*L, K*C]
+  // (tap-major, channel-minor) of a channels-last [B, *in, C] chunk, and the adjoint, which
+  // gathers such rows (plus an optional bias) into `x`, a channels-last dense opmath chunk
+  // [B, C, *in] that it overwrites. With them, channels-last calls run one GEMM per chunk and
+  // read and write NHWC directly, with no layout copies.
+  Tensor (*im2col_cl)(const Tensor& x, const Geometry& g) = nullptr;
+  void (*col2im_cl)(const Tensor& cols, const Geometry& g, const Tensor& x,
+                    const std::optional<Tensor>& bias) = nullptr;
 };
 
 void gemm_forward(const ColumnOps& ops, const ConvArgs& a, const Tensor& input,

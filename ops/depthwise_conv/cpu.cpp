@@ -1,20 +1,31 @@
 // Depthwise convolution on the CPU: direct kernels, no im2col, for every spatial rank.
 //
-// Two layouts, each with its natural loop order:
-//  - NC(D)HW: one (sample, channel) plane per task; every tap is an axpy along the output row,
-//    contiguous (and so vectorised by the compiler) when the stride is 1.
-//  - channels-last: one output row per task; every tap is an axpy across the channels.
-// The layout is the output's (the front picks it like aten); the input is brought to it.
+// 1-D and 2-D (depth 1) go to the vectorised loops of cpu_kernels.cpp, compiled per ISA and
+// picked at run time; this file prepares their operands in baseline code:
+//  - NCHW: one (sample, channel) plane per task, copied into a zero-padded buffer (split into
+//    column phases at stride > 1) so the inner loops are bounds-free vector FMAs along the row.
+//    The data grad spreads grad_output into such a buffer (zeros between samples at stride > 1)
+//    and runs the same loop with the filter rotated 180 degrees.
+//  - channels-last, multiplier 1: one row of pixels per task, vectorised across the channels.
+//  Half/bfloat16 run on float copies of the operands (float accumulation).
+// 3-D, and channels-last with a channel multiplier > 1, keep the plain loops below (each layout
+// in its natural order; compiled for the baseline ISA).
 // Arithmetic in the opmath type (float for half/bfloat16). The weight-grad reduces in a fixed
-// order (fixed blocks, summed in sequence), so results do not depend on the thread count.
+// order (per output channel, or fixed blocks summed in sequence), so results do not depend on
+// the thread count.
 #include "ops/depthwise_conv/depthwise_conv.h"
+
+#include "ops/depthwise_conv/cpu_kernels.h"
 
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
 #include <ATen/Parallel.h>
+#include <ATen/Version.h>
 #include <ATen/ops/empty.h>
 
 #include <algorithm>
+#include <string>
+#include <type_traits>
 #include <vector>
 
 namespace convx::cpu {
@@ -317,12 +328,291 @@ void with_dense_output(const Tensor& out, bool cl, F&& body) {
   }
 }
 
+// ---------------------------------------------------------------- vectorised 1-D / 2-D path
+namespace isa = depthwise_isa;
+
+// The vectorised loops cover depth 1 (every 1-D and 2-D call).
+bool planar(const Geometry& g) {
+  return g.input[0] == 1 && g.output[0] == 1 && g.kernel[0] == 1 && g.padding[0] == 0;
+}
+
+// The loops for the ISA ATen runs on (at::get_cpu_capability honours ATEN_CPU_CAPABILITY).
+template <typename T>
+const isa::Kernels<T>& kernels() {
+  static const isa::Kernels<T>& k = []() -> const isa::Kernels<T>& {
+    const std::string cap = at::get_cpu_capability();
+    if constexpr (std::is_same_v<T, float>) {
+#ifdef CONVX_DEPTHWISE_X86_ISAS
+      if (cap == "AVX512") return isa::AVX512::kernels_float();
+      if (cap == "AVX2") return isa::AVX2::kernels_float();
+#endif
+      return isa::DEFAULT::kernels_float();
+    } else {
+#ifdef CONVX_DEPTHWISE_X86_ISAS
+      if (cap == "AVX512") return isa::AVX512::kernels_double();
+      if (cap == "AVX2") return isa::AVX2::kernels_double();
+#endif
+      return isa::DEFAULT::kernels_double();
+    }
+  }();
+  return k;
+}
+
+at::ScalarType acc_type(at::ScalarType t) { return t == at::kDouble ? at::kDouble : at::kFloat; }
+
+// t in the opmath dtype (a float copy for half/bfloat16) and dense in the layout.
+Tensor acc_operand(const Tensor& t, bool cl) {
+  return to_layout(t.to(acc_type(t.scalar_type())), cl);
+}
+
+// Runs `body` on an opmath-typed output dense in the layout: `out` itself when it is one,
+// otherwise a temporary copied into `out` afterwards.
+template <typename F>
+void with_acc_output(const Tensor& out, bool cl, F&& body) {
+  const auto acc = acc_type(out.scalar_type());
+  if (out.scalar_type() == acc && has_layout(out, cl)) {
+    body(out);
+  } else {
+    auto tmp = new_tensor(out.sym_sizes(), out.options().dtype(acc), cl);
+    body(tmp);
+    out.copy_(tmp);
+  }
+}
+
+int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+// A zero-padded plane buffer [phases][rows][cols] (see cpu_kernels.h).
+struct PaddedPlane {
+  int64_t phases, rows, cols;
+  int64_t numel() const { return phases * rows * cols; }
+  int64_t phase_offset(int64_t j) const { return j % phases * rows * cols + j / phases; }
+};
+
+// The buffer a forward-direction plane loop reads: every row of every output row tile and
+// every column of whole vectors exists.
+PaddedPlane forward_buffer(const Geometry& g) {
+  const int64_t sw = g.stride[2];
+  return {sw, (round_up(g.output[1], isa::kRowTile) - 1) * g.stride[1] + (g.kernel[1] - 1) * g.dilation[1] + 1,
+          round_up(g.output[2], isa::kMaxLanes) + (g.kernel[2] - 1) * g.dilation[2] / sw + 1};
+}
+
+std::vector<int64_t> tap_columns(const PaddedPlane& p, int64_t KW, int64_t dw) {
+  std::vector<int64_t> off(KW);
+  for (int64_t kw = 0; kw < KW; ++kw) off[kw] = p.phase_offset(kw * dw);
+  return off;
+}
+
+// Writes the [SH, SW] plane src into buf at rows r0 + i*rs and padded columns c0 + j*cs (cs is
+// 1 when the buffer has phases); positions outside the buffer are dropped, the rest of the
+// buffer is left as it is (zeros).
+template <typename T>
+void place(const T* src, int64_t SH, int64_t SW, T* buf, const PaddedPlane& p, int64_t r0,
+           int64_t rs, int64_t c0, int64_t cs) {
+  for (int64_t i = 0; i < SH; ++i) {
+    const int64_t r = r0 + i * rs;
+    if (r < 0 || r >= p.rows) continue;
+    const T* s = src + i * SW;
+    if (cs == 1 && p.phases == 1) {
+      const int64_t lo = std::max<int64_t>(0, -c0), hi = std::min<int64_t>(SW, p.cols - c0);
+      if (lo < hi) std::copy(s + lo, s + hi, buf + r * p.cols + c0 + lo);
+      continue;
+    }
+    if (p.phases == 1) {
+      for (int64_t j = 0, col = c0; j < SW; ++j, col += cs) {
+        if (col >= 0 && col < p.cols) buf[r * p.cols + col] = s[j];
+      }
+      continue;
+    }
+    // Phase f holds padded columns f, f + phases, ...: source columns j0, j0 + phases, ...
+    // (c0 >= 0 here: phases come with the forward's non-negative padding).
+    for (int64_t f = 0; f < p.phases; ++f) {
+      const int64_t j0 = ((f - c0) % p.phases + p.phases) % p.phases;
+      T* d = buf + (f * p.rows + r) * p.cols;
+      for (int64_t j = j0, q = (c0 + j0) / p.phases; j < SW && q < p.cols; j += p.phases, ++q) {
+        d[q] = s[j];
+      }
+    }
+  }
+}
+
+// w [C_out, K] -> the same taps rotated by 180 degrees.
+template <typename T>
+std::vector<T> rotated(const std::vector<T>& w, int64_t K) {
+  std::vector<T> r(w.size());
+  for (size_t i = 0; i < w.size(); i += K) std::reverse_copy(w.begin() + i, w.begin() + i + K, r.begin() + i);
+  return r;
+}
+
+template <typename T>
+void forward_planar(const T* x, T* y, const Geometry& g, const std::vector<T>& w, const std::vector<T>& b) {
+  const auto& kern = kernels<T>();
+  const int64_t C = g.in_channels, Cout = g.out_channels, m = Cout / C;
+  const int64_t H = g.input[1], W = g.input[2], OH = g.output[1], OW = g.output[2];
+  const int64_t KH = g.kernel[1], KW = g.kernel[2];
+  const PaddedPlane pp = forward_buffer(g);
+  const auto col_off = tap_columns(pp, KW, g.dilation[2]);
+  at::parallel_for(0, g.batch * Cout, 1, [&](int64_t begin, int64_t end) {
+    std::vector<T> buf(pp.numel(), T(0));
+    int64_t placed = -1;
+    for (int64_t p = begin; p < end; ++p) {
+      const int64_t n = p / Cout, oc = p % Cout, plane = n * C + oc / m;
+      if (plane != placed) {
+        place(x + plane * H * W, H, W, buf.data(), pp, g.padding[1], 1, g.padding[2], 1);
+        placed = plane;
+      }
+      kern.plane({buf.data(), pp.cols, g.stride[1], g.dilation[1], col_off.data(),
+                  w.data() + oc * KH * KW, KH, KW, OH, OW, y + p * OH * OW, OW, b[oc], false});
+    }
+  });
+}
+
+// gx[ih][iw] = sum w[kh][kw] * Q[ih + (KH-1-kh)*dh][iw + (KW-1-kw)*dw], where Q holds
+// gy[oh][ow] at (oh*sh + (KH-1)*dh - ph, ow*sw + (KW-1)*dw - pw) and zeros elsewhere.
+template <typename T>
+void data_grad_planar(const T* gy, T* gx, const Geometry& g, const std::vector<T>& w, const std::vector<T>& b) {
+  const auto& kern = kernels<T>();
+  const int64_t C = g.in_channels, Cout = g.out_channels, m = Cout / C;
+  const int64_t H = g.input[1], W = g.input[2], OH = g.output[1], OW = g.output[2];
+  const int64_t KH = g.kernel[1], KW = g.kernel[2], dh = g.dilation[1], dw = g.dilation[2];
+  const PaddedPlane pq{1, round_up(H, isa::kRowTile) + (KH - 1) * dh, round_up(W, isa::kMaxLanes) + (KW - 1) * dw};
+  const auto col_off = tap_columns(pq, KW, dw);
+  const auto wr = rotated(w, KH * KW);
+  at::parallel_for(0, g.batch * C, 1, [&](int64_t begin, int64_t end) {
+    std::vector<T> buf(pq.numel(), T(0));
+    for (int64_t p = begin; p < end; ++p) {
+      const int64_t n = p / C, c = p % C;
+      for (int64_t j = 0; j < m; ++j) {
+        const int64_t oc = c * m + j;
+        place(gy + (n * Cout + oc) * OH * OW, OH, OW, buf.data(), pq, (KH - 1) * dh - g.padding[1],
+              g.stride[1], (KW - 1) * dw - g.padding[2], g.stride[2]);
+        kern.plane({buf.data(), pq.cols, 1, dh, col_off.data(), wr.data() + oc * KH * KW,
+                    KH, KW, H, W, gx + p * H * W, W, b[c], j > 0});
+      }
+    }
+  });
+}
+
+// One output channel per task, samples in order: deterministic.
+template <typename T>
+void weight_grad_planar(const T* x, const T* gy, T* gw, const Geometry& g) {
+  const auto& kern = kernels<T>();
+  const int64_t C = g.in_channels, Cout = g.out_channels, m = Cout / C;
+  const int64_t H = g.input[1], W = g.input[2], OH = g.output[1], OW = g.output[2];
+  const int64_t KH = g.kernel[1], KW = g.kernel[2];
+  const PaddedPlane pp = forward_buffer(g);
+  const auto col_off = tap_columns(pp, KW, g.dilation[2]);
+  at::parallel_for(0, Cout, 1, [&](int64_t begin, int64_t end) {
+    std::vector<T> buf(pp.numel(), T(0));
+    for (int64_t oc = begin; oc < end; ++oc) {
+      std::fill(gw + oc * KH * KW, gw + (oc + 1) * KH * KW, T(0));
+      for (int64_t n = 0; n < g.batch; ++n) {
+        place(x + (n * C + oc / m) * H * W, H, W, buf.data(), pp, g.padding[1], 1, g.padding[2], 1);
+        kern.plane_weight_grad({buf.data(), g.stride[1] * pp.cols, g.dilation[1] * pp.cols,
+                                col_off.data(), gy + (n * Cout + oc) * OH * OW, KH, KW, OH, OW,
+                                gw + oc * KH * KW});
+      }
+    }
+  });
+}
+
+// Channels-last, multiplier 1. w is [K, C] (taps outer).
+template <typename T>
+isa::RowArgs<T> row_args(const Geometry& g, const T* w, const T* bias) {
+  return {nullptr, 0, 0, g.in_channels, nullptr, nullptr, 0, 0, w, bias, nullptr,
+          g.kernel[1], g.kernel[2], g.stride[1], g.stride[2], g.padding[1], g.padding[2],
+          g.dilation[1], g.dilation[2]};
+}
+
+template <typename T>
+void forward_rows(const T* x, T* y, const Geometry& g, const std::vector<T>& w, const std::vector<T>& b) {
+  const auto& kern = kernels<T>();
+  const int64_t C = g.in_channels, H = g.input[1], W = g.input[2], OH = g.output[1], OW = g.output[2];
+  at::parallel_for(0, g.batch * OH, 1, [&](int64_t begin, int64_t end) {
+    auto a = row_args(g, w.data(), b.data());
+    a.SH = H, a.SW = W, a.DW = OW;
+    for (int64_t r = begin; r < end; ++r) {
+      a.src = x + r / OH * H * W * C, a.dst = y + r * OW * C, a.row = r % OH;
+      kern.row_forward(a);
+    }
+  });
+}
+
+template <typename T>
+void data_grad_rows(const T* gy, T* gx, const Geometry& g, const std::vector<T>& w, const std::vector<T>& b) {
+  const auto& kern = kernels<T>();
+  const int64_t C = g.in_channels, H = g.input[1], W = g.input[2], OH = g.output[1], OW = g.output[2];
+  const int64_t KH = g.kernel[1], KW = g.kernel[2];
+  // At stride 1 the data grad is a forward over grad_output with the filter rotated by 180
+  // degrees and padding (k-1)*d - p (negative: a crop), which keeps 4 pixels in registers.
+  const bool unit = g.stride[1] == 1 && g.stride[2] == 1;
+  std::vector<T> wr;
+  if (unit) {
+    wr.resize(w.size());
+    for (int64_t k = 0; k < KH * KW; ++k) std::copy_n(w.begin() + k * C, C, wr.begin() + (KH * KW - 1 - k) * C);
+  }
+  at::parallel_for(0, g.batch * H, 1, [&](int64_t begin, int64_t end) {
+    auto a = row_args(g, unit ? wr.data() : w.data(), b.data());
+    a.SH = OH, a.SW = OW, a.DW = W;
+    if (unit) {
+      a.ph = (KH - 1) * g.dilation[1] - g.padding[1];
+      a.pw = (KW - 1) * g.dilation[2] - g.padding[2];
+    }
+    for (int64_t r = begin; r < end; ++r) {
+      a.src = gy + r / H * OH * OW * C, a.dst = gx + r * W * C, a.row = r % H;
+      unit ? kern.row_forward(a) : kern.row_data_grad(a);
+    }
+  });
+}
+
+// Fixed blocks of grad_output rows, each with its own partial sums, added in block order.
+template <typename T>
+void weight_grad_rows(const T* x, const T* gy, T* gw, const Geometry& g) {
+  const auto& kern = kernels<T>();
+  const int64_t C = g.in_channels, H = g.input[1], W = g.input[2], OH = g.output[1], OW = g.output[2];
+  const int64_t K = g.kernel_numel(), rows = g.batch * OH, blocks = std::min<int64_t>(rows, 64);
+  std::vector<T> part(blocks * K * C, T(0));
+  at::parallel_for(0, blocks, 1, [&](int64_t begin, int64_t end) {
+    auto a = row_args<T>(g, nullptr, nullptr);
+    a.SH = H, a.SW = W, a.DW = OW;
+    for (int64_t blk = begin; blk < end; ++blk) {
+      a.acc = part.data() + blk * K * C;
+      for (int64_t r = rows * blk / blocks; r < rows * (blk + 1) / blocks; ++r) {
+        a.src = x + r / OH * H * W * C, a.gy = gy + r * OW * C, a.row = r % OH;
+        kern.row_weight_grad(a);
+      }
+    }
+  });
+  // part is [blocks, K, C]; gw is [C, K].
+  std::fill(gw, gw + C * K, T(0));
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    const T* pk = part.data() + blk * K * C;
+    for (int64_t k = 0; k < K; ++k) {
+      for (int64_t c = 0; c < C; ++c) gw[c * K + k] += pk[k * C + c];
+    }
+  }
+}
+
 }  // namespace
 
 void depthwise_forward(const ConvArgs& a, const Tensor& input, const Tensor& weight,
                        const std::optional<Tensor>& bias, const Tensor& output) {
   const Geometry g = geometry(a, input, weight, output);
   const bool cl = is_channels_last(output);
+  if (planar(g) && (!cl || g.out_channels == g.in_channels)) {
+    const auto x = acc_operand(input, cl);
+    with_acc_output(output, cl, [&](const Tensor& y) {
+      AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "convx_depthwise_fwd", [&] {
+        const auto w = weights<scalar_t>(weight, cl);
+        const auto b = bias_values<scalar_t>(bias, g.out_channels);
+        if (cl) {
+          forward_rows(x.const_data_ptr<scalar_t>(), y.mutable_data_ptr<scalar_t>(), g, w, b);
+        } else {
+          forward_planar(x.const_data_ptr<scalar_t>(), y.mutable_data_ptr<scalar_t>(), g, w, b);
+        }
+      });
+    });
+    return;
+  }
   const auto x = to_layout(input, cl);
   with_dense_output(output, cl, [&](const Tensor& y) {
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "convx_depthwise_fwd", [&] {
@@ -342,6 +632,21 @@ void depthwise_data_grad(const ConvArgs& a, const Tensor& grad_output, const Ten
                          const std::optional<Tensor>& bias, const Tensor& grad_input) {
   const Geometry g = geometry(a, grad_input, weight, grad_output);
   const bool cl = is_channels_last(grad_input);
+  if (planar(g) && (!cl || g.out_channels == g.in_channels)) {
+    const auto gy = acc_operand(grad_output, cl);
+    with_acc_output(grad_input, cl, [&](const Tensor& gx) {
+      AT_DISPATCH_FLOATING_TYPES(gy.scalar_type(), "convx_depthwise_dgrad", [&] {
+        const auto w = weights<scalar_t>(weight, cl);
+        const auto b = bias_values<scalar_t>(bias, g.in_channels);
+        if (cl) {
+          data_grad_rows(gy.const_data_ptr<scalar_t>(), gx.mutable_data_ptr<scalar_t>(), g, w, b);
+        } else {
+          data_grad_planar(gy.const_data_ptr<scalar_t>(), gx.mutable_data_ptr<scalar_t>(), g, w, b);
+        }
+      });
+    });
+    return;
+  }
   const auto gy = to_layout(grad_output, cl);
   with_dense_output(grad_input, cl, [&](const Tensor& gx) {
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, gy.scalar_type(), "convx_depthwise_dgrad", [&] {
@@ -362,6 +667,22 @@ void depthwise_weight_grad(const ConvArgs& a, const Tensor& input, const Tensor&
   const Geometry g = geometry(a, input, grad_weight, grad_output);
   // The activations' layout decides the loop order here; the weight is tiny.
   const bool cl = is_channels_last(input) || is_channels_last(grad_output);
+  if (planar(g) && (!cl || g.out_channels == g.in_channels)) {
+    const auto x = acc_operand(input, cl);
+    const auto gy = acc_operand(grad_output, cl);
+    auto gw = at::empty({g.out_channels, g.kernel_numel()}, x.options());
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "convx_depthwise_wgrad", [&] {
+      const scalar_t* xp = x.const_data_ptr<scalar_t>();
+      const scalar_t* gp = gy.const_data_ptr<scalar_t>();
+      if (cl) {
+        weight_grad_rows(xp, gp, gw.mutable_data_ptr<scalar_t>(), g);
+      } else {
+        weight_grad_planar(xp, gp, gw.mutable_data_ptr<scalar_t>(), g);
+      }
+    });
+    grad_weight.copy_(gw.view(grad_weight.sizes()));
+    return;
+  }
   const auto x = to_layout(input, cl);
   const auto gy = to_layout(grad_output, cl);
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "convx_depthwise_wgrad", [&] {

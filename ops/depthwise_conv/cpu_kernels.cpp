@@ -1,0 +1,361 @@
+// The depthwise CPU inner loops (see cpu_kernels.h), written with at::vec::Vectorized so that
+// each ISA build (CPU_CAPABILITY = DEFAULT, AVX2, AVX512, set by CMakeLists.txt) gets its own
+// vector width. Not in the source glob: CMake compiles this file once per ISA.
+//
+// NCHW: vectorised along the output row, a tile of kRowTile rows x one vector in registers,
+// every tap one broadcast weight and one unaligned load per row; kernel sizes 3, 5 and 7 are
+// unrolled (templates), others take the same loop with run-time bounds.
+// Channels-last: vectorised along the channels; the forward keeps 4 neighbouring output pixels
+// in registers so every weight vector load serves 4 FMAs.
+#include "ops/depthwise_conv/cpu_kernels.h"
+
+#include <ATen/cpu/vec/vec.h>
+
+#include <algorithm>
+
+#ifndef CPU_CAPABILITY
+#error "cpu_kernels.cpp is compiled by CMake once per ISA with CPU_CAPABILITY set"
+#endif
+
+namespace convx::cpu::depthwise_isa::CPU_CAPABILITY {
+namespace {
+
+using at::vec::Vectorized;
+
+template <typename T, int K>
+void plane(const PlaneArgs<T>& a) {
+  using V = Vectorized<T>;
+  constexpr int64_t n = V::size();
+  constexpr int64_t R = kRowTile;
+  const int64_t KH = K ? K : a.KH, KW = K ? K : a.KW;
+  const int64_t row_step = a.sh * a.ld, tap_step = a.dh * a.ld;
+  for (int64_t oh0 = 0; oh0 < a.OH; oh0 += R) {
+    const int64_t rows = std::min<int64_t>(R, a.OH - oh0);
+    T* out = a.out + oh0 * a.out_ld;
+    for (int64_t ow = 0; ow < a.OW; ow += n) {
+      const int64_t cnt = std::min<int64_t>(n, a.OW - ow);
+      V acc[R];
+      for (int64_t r = 0; r < R; ++r) {
+        // Rows past OH are computed from the buffer's spare rows and never stored.
+        acc[r] = a.accumulate && r < rows ? V::loadu(out + r * a.out_ld + ow, cnt) : V(a.bias);
+      }
+      const T* base = a.in + oh0 * row_step + ow;
+      for (int64_t kh = 0; kh < KH; ++kh) {
+        const T* row = base + kh * tap_step;
+        for (int64_t kw = 0; kw < KW; ++kw) {
+          const V wv(a.w[kh * KW + kw]);
+          const T* p = row + a.col_off[kw];
+          for (int64_t r = 0; r < R; ++r) {
+            acc[r] = at::vec::fmadd(wv, V::loadu(p + r * row_step), acc[r]);
+          }
+        }
+      }
+      for (int64_t r = 0; r < rows; ++r) acc[r].store(out + r * a.out_ld + ow, cnt);
+    }
+  }
+}
+
+// K x K taps, dilation 1 along H, stride S along H: the tile's input rows i = r*S + kh are each
+// loaded once per kw and feed every output row r that reads them, with the K weights of column
+// kw held in registers (loads per FMA: (K + (R-1)*S + K) / (R*K) instead of 1 + 1/R).
+template <typename T, int K, int S>
+void plane_shared_rows(const PlaneArgs<T>& a) {
+  using V = Vectorized<T>;
+  constexpr int64_t n = V::size();
+  constexpr int R = kRowTile, IR = (R - 1) * S + K;
+  for (int64_t oh0 = 0; oh0 < a.OH; oh0 += R) {
+    const int64_t rows = std::min<int64_t>(R, a.OH - oh0);
+    T* out = a.out + oh0 * a.out_ld;
+    for (int64_t ow = 0; ow < a.OW; ow += n) {
+      const int64_t cnt = std::min<int64_t>(n, a.OW - ow);
+      V acc[R];
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        acc[r] = a.accumulate && r < rows ? V::loadu(out + r * a.out_ld + ow, cnt) : V(a.bias);
+      }
+      const T* base = a.in + oh0 * S * a.ld + ow;
+      for (int kw = 0; kw < K; ++kw) {
+        V wv[K];
+#pragma GCC unroll 8
+        for (int kh = 0; kh < K; ++kh) wv[kh] = V(a.w[kh * K + kw]);
+        const T* p = base + a.col_off[kw];
+#pragma GCC unroll 16
+        for (int i = 0; i < IR; ++i) {
+          const V xv = V::loadu(p + i * a.ld);
+#pragma GCC unroll 8
+          for (int r = 0; r < R; ++r) {
+            const int kh = i - r * S;
+            if (kh >= 0 && kh < K) acc[r] = at::vec::fmadd(wv[kh], xv, acc[r]);
+          }
+        }
+      }
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        if (r < rows) acc[r].store(out + r * a.out_ld + ow, cnt);
+      }
+    }
+  }
+}
+
+template <typename T>
+T lane_sum(const Vectorized<T>& v) {
+  T lanes[Vectorized<T>::size()];
+  v.store(lanes);
+  T s = 0;
+  for (int64_t i = 0; i < Vectorized<T>::size(); ++i) s += lanes[i];
+  return s;
+}
+
+// One kernel row kh: K accumulators (one per kw) over the whole plane, so every grad_output
+// vector is loaded once for K FMAs. The last, partial vector of a row loads both operands with
+// a count (zero lanes), so input values no output reads cannot reach the sum (0 * inf).
+template <typename T, int K>
+void plane_weight_grad(const PlaneWeightGradArgs<T>& a) {
+  using V = Vectorized<T>;
+  constexpr int64_t n = V::size();
+  constexpr int KA = K ? K : 1;  // accumulators per pass
+  const int64_t KH = K ? K : a.KH, KW = K ? K : a.KW;
+  const int64_t full = a.OW / n * n, tail = a.OW - full;
+  for (int64_t kh = 0; kh < KH; ++kh) {
+    for (int64_t kw0 = 0; kw0 < KW; kw0 += KA) {
+      V acc[KA];
+      for (int j = 0; j < KA; ++j) acc[j] = V(T(0));
+      for (int64_t oh = 0; oh < a.OH; ++oh) {
+        const T* g = a.gy + oh * a.OW;
+        const T* row = a.in + oh * a.row_step + kh * a.tap_row_step;
+        for (int64_t ow = 0; ow < full; ow += n) {
+          const V gv = V::loadu(g + ow);
+          for (int j = 0; j < KA; ++j) {
+            acc[j] = at::vec::fmadd(gv, V::loadu(row + a.col_off[kw0 + j] + ow), acc[j]);
+          }
+        }
+        if (tail) {
+          const V gv = V::loadu(g + full, tail);
+          for (int j = 0; j < KA; ++j) {
+            acc[j] = at::vec::fmadd(gv, V::loadu(row + a.col_off[kw0 + j] + full, tail), acc[j]);
+          }
+        }
+      }
+      for (int j = 0; j < KA; ++j) a.dw[kh * KW + kw0 + j] += lane_sum(acc[j]);
+    }
+  }
+}
+
+template <typename T, int K>
+void plane_for_kernel(const PlaneArgs<T>& a) {
+  if (a.dh == 1 && a.sh == 1) return plane_shared_rows<T, K, 1>(a);
+  if (a.dh == 1 && a.sh == 2) return plane_shared_rows<T, K, 2>(a);
+  plane<T, K>(a);
+}
+
+template <typename T>
+void plane_dispatch(const PlaneArgs<T>& a) {
+  if (a.KH == a.KW && a.KH == 3) return plane_for_kernel<T, 3>(a);
+  if (a.KH == a.KW && a.KH == 5) return plane_for_kernel<T, 5>(a);
+  if (a.KH == a.KW && a.KH == 7) return plane_for_kernel<T, 7>(a);
+  plane<T, 0>(a);
+}
+
+template <typename T>
+void plane_weight_grad_dispatch(const PlaneWeightGradArgs<T>& a) {
+  if (a.KH == a.KW && a.KH == 3) return plane_weight_grad<T, 3>(a);
+  if (a.KH == a.KW && a.KH == 5) return plane_weight_grad<T, 5>(a);
+  if (a.KH == a.KW && a.KH == 7) return plane_weight_grad<T, 7>(a);
+  plane_weight_grad<T, 0>(a);
+}
+
+// Channels-last forward: 4 pixels x one channel vector c at a time, every tap inside the row.
+template <typename T>
+void pixels_inside(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int64_t cnt) {
+  using V = Vectorized<T>;
+  const int64_t C = a.C, ih0 = a.row * a.sh - a.ph;
+  const V b = V::loadu(a.bias + c, cnt);
+  V acc[4] = {b, b, b, b};
+  for (int64_t kh = 0; kh < a.KH; ++kh) {
+    const int64_t ih = ih0 + kh * a.dh;
+    if (ih < 0 || ih >= a.SH) continue;
+    const T* xr = a.src + ih * a.SW * C + c;
+    for (int64_t kw = 0; kw < a.KW; ++kw) {
+      const V wv = V::loadu(a.w + (kh * a.KW + kw) * C + c, cnt);
+      const int64_t iw0 = ow0 * a.sw - a.pw + kw * a.dw;
+      for (int64_t j = 0; j < 4; ++j) {
+        acc[j] = at::vec::fmadd(wv, V::loadu(xr + (iw0 + j * a.sw) * C, cnt), acc[j]);
+      }
+    }
+  }
+  for (int64_t j = 0; j < 4; ++j) acc[j].store(a.dst + (ow0 + j) * C + c, cnt);
+}
+
+// Pixels near the row's ends, one at a time over the taps that lie inside (no per-tap tests).
+template <typename T>
+void pixels_edge(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int64_t cnt) {
+  using V = Vectorized<T>;
+  const int64_t C = a.C, ih0 = a.row * a.sh - a.ph;
+  for (int64_t ow = ow0; ow < ow0 + np; ++ow) {
+    const int64_t iw0 = ow * a.sw - a.pw;  // input column of tap kw: iw0 + kw*dw
+    const int64_t lo = iw0 >= 0 ? 0 : (-iw0 + a.dw - 1) / a.dw;
+    const int64_t hi = a.SW - iw0 <= 0 ? 0 : std::min(a.KW, (a.SW - 1 - iw0) / a.dw + 1);
+    V acc = V::loadu(a.bias + c, cnt);
+    for (int64_t kh = 0; kh < a.KH; ++kh) {
+      const int64_t ih = ih0 + kh * a.dh;
+      if (ih < 0 || ih >= a.SH) continue;
+      const T* xr = a.src + (ih * a.SW + iw0) * C + c;
+      const T* wk = a.w + kh * a.KW * C + c;
+      for (int64_t kw = lo; kw < hi; ++kw) {
+        acc = at::vec::fmadd(V::loadu(wk + kw * C, cnt), V::loadu(xr + kw * a.dw * C, cnt), acc);
+      }
+    }
+    acc.store(a.dst + ow * C + c, cnt);
+  }
+}
+
+// K x K taps, dilation 1 along W, stride S along W, all inside: the 3*S + K input pixels of
+// 4 outputs are loaded once per kernel row and reused by every kw.
+template <typename T, int K, int S>
+void pixels_shared(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int64_t cnt) {
+  using V = Vectorized<T>;
+  constexpr int P = 3 * S + K;
+  const int64_t C = a.C, ih0 = a.row * a.sh - a.ph;
+  const V b = V::loadu(a.bias + c, cnt);
+  V acc[4] = {b, b, b, b};
+  for (int64_t kh = 0; kh < K; ++kh) {
+    const int64_t ih = ih0 + kh * a.dh;
+    if (ih < 0 || ih >= a.SH) continue;
+    const T* xr = a.src + (ih * a.SW + ow0 * S - a.pw) * C + c;
+    V px[P];
+#pragma GCC unroll 16
+    for (int i = 0; i < P; ++i) px[i] = V::loadu(xr + i * C, cnt);
+#pragma GCC unroll 8
+    for (int kw = 0; kw < K; ++kw) {
+      const V wv = V::loadu(a.w + (kh * K + kw) * C + c, cnt);
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) acc[j] = at::vec::fmadd(wv, px[j * S + kw], acc[j]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; ++j) acc[j].store(a.dst + (ow0 + j) * C + c, cnt);
+}
+
+template <typename T>
+using PixelsFn = void (*)(const RowArgs<T>&, int64_t, int64_t, int64_t, int64_t);
+
+template <typename T, int K>
+PixelsFn<T> shared_for_stride(const RowArgs<T>& a) {
+  if (a.sw == 1) return pixels_shared<T, K, 1>;
+  if (a.sw == 2) return pixels_shared<T, K, 2>;
+  return pixels_inside<T>;
+}
+
+// The loop for 4 pixels whose taps are all inside the row.
+template <typename T>
+PixelsFn<T> inside_pixels(const RowArgs<T>& a) {
+  if (a.KH == a.KW && a.dw == 1) {
+    if (a.KH == 3) return shared_for_stride<T, 3>(a);
+    if (a.KH == 5) return shared_for_stride<T, 5>(a);
+    if (a.KH == 7) return shared_for_stride<T, 7>(a);
+  }
+  return pixels_inside<T>;
+}
+
+// One channel vector at a time across the whole row, so the input rows' slice of that vector
+// (KH rows x SW pixels x one vector) stays in L1 while every tap reuses it.
+template <typename T>
+void row_forward(const RowArgs<T>& a) {
+  constexpr int64_t n = Vectorized<T>::size();
+  const PixelsFn<T> inside_fn = inside_pixels(a);
+  // Pixels [lo, hi) have every tap inside the row: blocks of 4 there, the rest one at a time.
+  // (pw is negative for the data grad's crop: then every pixel starts inside.)
+  const int64_t lo = a.pw <= 0 ? 0 : std::min(a.DW, (a.pw + a.sw - 1) / a.sw);
+  const int64_t reach = a.SW - 1 + a.pw - (a.KW - 1) * a.dw;  // ow*sw must not exceed it
+  const int64_t hi = std::max(lo, std::min(a.DW, reach < 0 ? 0 : reach / a.sw + 1));
+  const int64_t blocks_end = lo + (hi - lo) / 4 * 4;
+  for (int64_t c = 0; c < a.C; c += n) {
+    const int64_t cnt = std::min<int64_t>(n, a.C - c);
+    pixels_edge<T>(a, 0, lo, c, cnt);
+    for (int64_t ow0 = lo; ow0 < blocks_end; ow0 += 4) inside_fn(a, ow0, 4, c, cnt);
+    pixels_edge<T>(a, blocks_end, a.DW - blocks_end, c, cnt);
+  }
+}
+
+// Channels-last data grad of one input row (any stride): per channel vector and input pixel,
+// gather the taps whose output position is integral and inside, accumulating in a register.
+template <typename T>
+void row_data_grad(const RowArgs<T>& a) {
+  using V = Vectorized<T>;
+  constexpr int64_t n = V::size();
+  const int64_t C = a.C;
+  for (int64_t c = 0; c < C; c += n) {
+    const int64_t cnt = std::min<int64_t>(n, C - c);
+    for (int64_t iw = 0; iw < a.DW; ++iw) {
+      V acc = V::loadu(a.bias + c, cnt);
+      for (int64_t kh = 0; kh < a.KH; ++kh) {
+        const int64_t t = a.row + a.ph - kh * a.dh;
+        if (t < 0 || t % a.sh != 0 || t / a.sh >= a.SH) continue;
+        const T* gr = a.src + t / a.sh * a.SW * C + c;
+        for (int64_t kw = 0; kw < a.KW; ++kw) {
+          const int64_t u = iw + a.pw - kw * a.dw;
+          if (u < 0 || u % a.sw != 0 || u / a.sw >= a.SW) continue;
+          acc = at::vec::fmadd(V::loadu(a.w + (kh * a.KW + kw) * C + c, cnt),
+                               V::loadu(gr + u / a.sw * C, cnt), acc);
+        }
+      }
+      acc.store(a.dst + iw * C + c, cnt);
+    }
+  }
+}
+
+// Output positions o in [lo, hi) of a row of `out` whose input position o*s + off lies in [0, n).
+struct Span {
+  int64_t lo, hi;
+};
+Span inside(int64_t out, int64_t n, int64_t s, int64_t off) {
+  const int64_t lo = off >= 0 ? 0 : (-off + s - 1) / s;
+  const int64_t hi = n - off <= 0 ? 0 : (n - off - 1) / s + 1;
+  return {lo, std::max(lo, std::min(hi, out))};
+}
+
+// Channels-last weight grad of one grad_output row: per channel vector and tap, 4 partial sums
+// over the pixels (fixed order), added into acc[k].
+template <typename T>
+void row_weight_grad(const RowArgs<T>& a) {
+  using V = Vectorized<T>;
+  constexpr int64_t n = V::size();
+  const int64_t C = a.C, ih0 = a.row * a.sh - a.ph;
+  for (int64_t c = 0; c < C; c += n) {
+    const int64_t cnt = std::min<int64_t>(n, C - c);
+    for (int64_t kh = 0; kh < a.KH; ++kh) {
+      const int64_t ih = ih0 + kh * a.dh;
+      if (ih < 0 || ih >= a.SH) continue;
+      const T* xr = a.src + ih * a.SW * C + c;
+      for (int64_t kw = 0; kw < a.KW; ++kw) {
+        const int64_t off = kw * a.dw - a.pw;
+        const Span sp = inside(a.DW, a.SW, a.sw, off);
+        V s[4] = {V(T(0)), V(T(0)), V(T(0)), V(T(0))};
+        int64_t ow = sp.lo;
+        for (; ow + 4 <= sp.hi; ow += 4) {
+          for (int64_t j = 0; j < 4; ++j) {
+            const V g = V::loadu(a.gy + (ow + j) * C + c, cnt);
+            s[j] = at::vec::fmadd(g, V::loadu(xr + ((ow + j) * a.sw + off) * C, cnt), s[j]);
+          }
+        }
+        for (; ow < sp.hi; ++ow) {
+          const V g = V::loadu(a.gy + ow * C + c, cnt);
+          s[0] = at::vec::fmadd(g, V::loadu(xr + (ow * a.sw + off) * C, cnt), s[0]);
+        }
+        T* acc = a.acc + (kh * a.KW + kw) * C + c;
+        (V::loadu(acc, cnt) + ((s[0] + s[1]) + (s[2] + s[3]))).store(acc, cnt);
+      }
+    }
+  }
+}
+
+template <typename T>
+constexpr Kernels<T> kTable{plane_dispatch<T>, plane_weight_grad_dispatch<T>, row_forward<T>,
+                            row_data_grad<T>, row_weight_grad<T>};
+
+}  // namespace
+
+const Kernels<float>& kernels_float() { return kTable<float>; }
+const Kernels<double>& kernels_double() { return kTable<double>; }
+
+}  // namespace convx::cpu::depthwise_isa::CPU_CAPABILITY

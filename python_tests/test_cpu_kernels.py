@@ -1,0 +1,158 @@
+"""The CPU kernels' specialisations, each reached on purpose and checked against aten in float64.
+
+Depthwise (ops/depthwise_conv/cpu_kernels.cpp, compiled per ISA): NCHW shared-row loops for
+3/5/7 at H-stride 1 and 2, the generic plane loop (other kernels, strides, dilation), the
+channels-last shared-pixel loops for 3/5/7 at W-stride 1 and 2 and the generic pixel loop,
+the channels-last strided data grad, vector tails (widths and channel counts that are not a
+multiple of 16), channel multiplier > 1 (channels-last: the plain loops), fp16/bf16 (float
+copies). Every ISA build runs: the ISA is picked once per process, so each runs in a
+subprocess with ATEN_CPU_CAPABILITY set.
+
+Dense (ops/conv/gemm.cpp + cpu.cpp): the channels-last pixel-row path (groups 1) and the
+pointwise shortcut.
+"""
+
+import itertools
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+X = torch.ops.convx
+
+
+def rel_err(a, ref):
+    return ((a.double() - ref).abs().max() / (1 + ref.abs().max())).item()
+
+
+def depthwise_case(C, m, H, W, k, s, d, p, cl, dtype, seed):
+    g = torch.Generator().manual_seed(seed)
+    kh, kw = k
+    x = torch.randn(2, C, H, W, generator=g).to(dtype)
+    w = torch.randn(C * m, 1, kh, kw, generator=g).to(dtype)
+    b = torch.randn(C * m, generator=g).to(dtype)
+    if cl:
+        x = x.contiguous(memory_format=torch.channels_last)
+    x.requires_grad_()
+    w.requires_grad_()
+    y = X.depthwise_conv2d(x, w, b, list(s), list(p), list(d))
+    ref = F.conv2d(x.double(), w.double(), b.double(), s, p, d, C)
+    gy = torch.randn(ref.shape, generator=g, dtype=torch.float64)
+    if cl:  # so that the data grad runs the channels-last kernels too
+        gy = gy.contiguous(memory_format=torch.channels_last)
+    gx, gw = torch.autograd.grad(y, (x, w), gy.to(dtype))
+    gx_ref, gw_ref = torch.autograd.grad(ref, (x, w), gy)
+    assert y.dtype == dtype
+    if cl:
+        assert y.is_contiguous(memory_format=torch.channels_last)
+        assert gx.is_contiguous(memory_format=torch.channels_last)
+    return rel_err(y, ref), rel_err(gx, gx_ref), rel_err(gw, gw_ref)
+
+
+# (kernel, stride, dilation): the specialised 3/5/7 at strides 1 and 2, mixed strides, and the
+# generic loops (even kernel, rectangular kernel, stride 3, dilation 2).
+GEOMETRIES = [((3, 3), (1, 1), (1, 1)), ((5, 5), (1, 1), (1, 1)), ((7, 7), (1, 1), (1, 1)),
+              ((3, 3), (2, 2), (1, 1)), ((5, 5), (2, 2), (1, 1)), ((7, 7), (2, 2), (1, 1)),
+              ((3, 3), (2, 1), (1, 1)), ((3, 3), (1, 2), (1, 1)), ((4, 4), (1, 1), (1, 1)),
+              ((3, 5), (1, 1), (1, 1)), ((3, 3), (3, 3), (1, 1)), ((3, 3), (1, 1), (2, 2)),
+              ((5, 5), (2, 2), (2, 1))]
+
+
+@pytest.mark.parametrize("cl", [False, True], ids=["nchw", "channels_last"])
+@pytest.mark.parametrize("k,s,d", GEOMETRIES, ids=lambda v: "x".join(map(str, v)))
+def test_depthwise_specialisations_float64(k, s, d, cl):
+    # W = 37: two full AVX-512 vectors and a tail of 5; C = 21 (channels-last): one vector + 5.
+    p = (k[0] // 2 * d[0], k[1] // 2 * d[1])
+    for m in (1, 2):
+        errs = depthwise_case(21, m, 13, 37, k, s, d, p, cl, torch.float64, seed=hash((k, s, d, m)) % 1000)
+        assert max(errs) < 1e-10, (m, errs)
+
+
+@pytest.mark.parametrize("cl", [False, True], ids=["nchw", "channels_last"])
+def test_depthwise_unpadded_and_overpadded(cl):
+    # No padding (taps never leave the row) and padding beyond the kernel reach (data grad crops).
+    for p in ((0, 0), (3, 4)):
+        errs = depthwise_case(17, 1, 9, 19, (3, 3), (1, 1), (1, 1), p, cl, torch.float64, seed=7)
+        assert max(errs) < 1e-10, (p, errs)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("cl", [False, True], ids=["nchw", "channels_last"])
+def test_depthwise_low_precision(dtype, cl):
+    tol = {torch.float32: 1e-4, torch.float16: 5e-3, torch.bfloat16: 3e-2}[dtype]
+    for k, s in (((5, 5), (1, 1)), ((3, 3), (2, 2)), ((7, 7), (1, 1))):
+        errs = depthwise_case(20, 1, 11, 23, k, s, (1, 1), (k[0] // 2, k[1] // 2), cl, dtype, seed=3)
+        assert max(errs) < tol, (k, s, errs)
+
+
+def test_depthwise_1d_uses_the_planar_loops():
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(3, 6, 41, generator=g, dtype=torch.float64)
+    w = torch.randn(12, 1, 5, generator=g, dtype=torch.float64)
+    y = X.depthwise_conv1d(x, w, None, [2], [2], [1])
+    torch.testing.assert_close(y, F.conv1d(x, w, None, 2, 2, 1, 6))
+
+
+def test_depthwise_weight_grad_does_not_depend_on_threads():
+    g = torch.Generator().manual_seed(11)
+    x = torch.randn(4, 32, 20, 20, generator=g)
+    gy = torch.randn(4, 32, 20, 20, generator=g)
+    before = torch.get_num_threads()
+    results = []
+    try:
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            for mf in (torch.contiguous_format, torch.channels_last):
+                results.append(X.conv2d_weight_grad(x.contiguous(memory_format=mf), [32, 1, 5, 5],
+                                                    gy.contiguous(memory_format=mf), [1, 1], [2, 2],
+                                                    [1, 1], 32))
+    finally:
+        torch.set_num_threads(before)
+    assert torch.equal(results[0], results[2]) and torch.equal(results[1], results[3])
+
+
+def _capabilities():
+    flags = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
+    caps = ["default"]
+    if " avx2" in flags:
+        caps.append("avx2")
+    if all(f in flags for f in (" avx512f", " avx512bw", " avx512vl", " avx512dq")):
+        caps.append("avx512")
+    return caps
+
+
+@pytest.mark.parametrize("cap", _capabilities())
+def test_depthwise_every_isa_build(cap):
+    """This file's depthwise tests again, in a process whose ATen (and so convx) runs `cap`."""
+    env = dict(os.environ, ATEN_CPU_CAPABILITY=cap)
+    got = subprocess.run([sys.executable, "-c", "import torch; print(torch.backends.cpu.get_cpu_capability())"],
+                         env=env, capture_output=True, text=True, timeout=300).stdout.strip()
+    assert got == cap.upper()
+    here = os.path.dirname(os.path.abspath(__file__))
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+                           os.path.join(here, "test_cpu_kernels.py"), "-k", "depthwise and not every_isa"],
+                          env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert " passed" in proc.stdout
+
+
+@pytest.mark.parametrize("groups", [1, 2])
+@pytest.mark.parametrize("k,s,p,op,d", [(2, 2, 0, 0, 1), (4, 2, 1, 0, 1), (3, 2, 1, 1, 1),
+                                        (1, 1, 0, 0, 1), (1, 1, 0, 1, 2), (3, 1, 2, 0, 2)])
+def test_dense_channels_last(k, s, p, op, d, groups):
+    g = torch.Generator().manual_seed(k * 100 + s * 10 + p + op)
+    x = torch.randn(3, 6, 7, 9, generator=g, dtype=torch.float64).contiguous(memory_format=torch.channels_last)
+    w = torch.randn(6, 4 // groups * 2, k, k, generator=g, dtype=torch.float64)
+    b = torch.randn(4 // groups * 2 * groups, generator=g, dtype=torch.float64)
+    x.requires_grad_()
+    w.requires_grad_()
+    y = X.conv_transpose2d(x, w, b, [s, s], [p, p], [op, op], groups, [d, d])
+    ref = F.conv_transpose2d(x, w, b, s, p, op, groups, d)
+    assert y.is_contiguous(memory_format=torch.channels_last)
+    torch.testing.assert_close(y, ref)
+    gy = torch.randn(ref.shape, generator=g, dtype=torch.float64)
+    for got, want in zip(torch.autograd.grad(y, (x, w), gy), torch.autograd.grad(ref, (x, w), gy)):
+        torch.testing.assert_close(got, want)
