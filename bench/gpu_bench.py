@@ -16,12 +16,12 @@ import argparse
 import json
 import math
 import os
-import statistics
 
 import torch
 import torch.nn.functional as F
 
 import convx  # noqa: F401  (loads the operator library)
+from timing import time_ms
 
 ALL_DT = ("fp32", "fp16", "bf16")
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
@@ -47,28 +47,6 @@ CASES = [
 ]
 QUICK = {"mbv2_s1", "convnext_56", "replknet_k31", "dw_transposed", "mamba_k4", "conformer_256", "x3d_k3"}
 CHANNELS_LAST = {"nhwc", "nlc", "ndhwc"}
-
-
-def time_ms(fn, iters, warmup=5):
-    """Median of CUDA-event times; fewer repetitions for slow calls (about 0.3 s per call site)."""
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    a.record()
-    fn()
-    b.record()
-    b.synchronize()
-    n = max(5, min(iters, int(300 / max(a.elapsed_time(b), 1e-3))))
-    times = []
-    for _ in range(n):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times)
 
 
 def copy_bandwidth(iters):

@@ -12,12 +12,12 @@ TFLOP/s counts 2*N*C_in*C_out/groups*in_pixels*k_pixels per pass (forward), twic
 import argparse
 import json
 import os
-import statistics
 
 import torch
 import torch.nn.functional as F
 
 import convx  # noqa: F401  (loads the operator library)
+from timing import time_ms
 
 # name, rank, N, C_in, C_out, spatial, k, stride, padding, output_padding, groups, dtypes
 HALF_AND_FLOAT = ("fp32", "fp16", "bf16")
@@ -32,21 +32,6 @@ CASES = [
 QUICK = {"unet_k2s2", "unet3d_k2s2", "vocoder1d_k16s8"}
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 CONV_T = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}
-
-
-def time_ms(fn, iters, warmup=5):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times)
 
 
 def channels_last(t, rank):

@@ -72,6 +72,27 @@ class deterministic:
         self.w.__exit__(*exc)
 
 
+def graph_replay_vs_eager(step, x):
+    """Captures ``step(static_x)`` in a CUDA graph (after warm-up on a side stream, as capture
+    requires), replays it with new data in ``static_x``, and returns the replayed outputs and
+    those of an eager ``step`` on the same data."""
+    static_x = x.clone()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):
+            step(static_x)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_out = step(static_x)
+    new_x = torch.randn_like(x)
+    static_x.copy_(new_x)
+    graph.replay()
+    torch.cuda.synchronize()
+    return static_out, step(new_x)
+
+
 def ids(ops):
     return [helpers.op_name(f, r) for f, r in ops]
 
@@ -160,21 +181,7 @@ def test_cuda_graph_replay_equals_eager(layout):
         yd = ops.conv2d(inp, wd, None, [1, 1], [1, 1], [1, 1], 2)
         return y, gx, gw, yt, yd
 
-    static_x = x.clone()
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(2):
-            step(static_x)
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        static_out = step(static_x)
-    new_x = torch.randn_like(x)
-    static_x.copy_(new_x)
-    graph.replay()
-    torch.cuda.synchronize()
-    eager = step(new_x)
+    static_out, eager = graph_replay_vs_eager(step, x)
     for a, b in zip(static_out[:4], eager[:4]):  # convx's own kernels: bitwise
         assert torch.equal(a, b)
     torch.testing.assert_close(static_out[4], eager[4])  # dense fallback: cuBLAS

@@ -18,7 +18,7 @@ if not torch.cuda.is_available():
 
 import helpers  # noqa: E402
 from helpers import abs_bound, cases  # noqa: E402
-from test_cuda import DEV, LOW, on, poison, run_poisoned  # noqa: E402
+from test_cuda import DEV, LOW, graph_replay_vs_eager, on, poison, run_poisoned  # noqa: E402
 
 DENSE = ("conv", "conv_transpose", "conv_input_grad", "conv_weight_grad")
 DENSE_OPS = [(f, r) for r in helpers.RANKS for f in DENSE]
@@ -206,21 +206,7 @@ def test_cuda_graph_replay_equals_eager(layout):
         return y, gx, gw, yt, yg
 
     with torch.backends.cudnn.flags(enabled=True, deterministic=True, allow_tf32=False):
-        static_x = x.clone()
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(2):
-                step(static_x)
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            static_out = step(static_x)
-        new_x = torch.randn_like(x)
-        static_x.copy_(new_x)
-        graph.replay()
-        torch.cuda.synchronize()
-        eager = step(new_x)
+        static_out, eager = graph_replay_vs_eager(step, x)
     for a, b in zip(static_out, eager):
         assert torch.equal(a, b)
 
