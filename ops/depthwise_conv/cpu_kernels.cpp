@@ -277,10 +277,11 @@ void row_forward(const RowArgs<T>& a) {
   }
 }
 
-// Channels-last data grad of one input row (any stride): per channel vector and input pixel,
-// gather the taps whose output position is integral and inside, accumulating in a register.
+// Channels-last data grad of one input row (any stride), for filters of more than kMaxTaps taps:
+// per channel vector and input pixel, gather the taps whose output position is integral and
+// inside, accumulating in a register.
 template <typename T>
-void row_data_grad(const RowArgs<T>& a) {
+void row_data_grad_gather(const RowArgs<T>& a) {
   using V = Vectorized<T>;
   constexpr int64_t n = V::size();
   const int64_t C = a.C;
@@ -300,6 +301,68 @@ void row_data_grad(const RowArgs<T>& a) {
         }
       }
       acc.store(a.dst + iw * C + c, cnt);
+    }
+  }
+}
+
+constexpr int kMaxTaps = 64;
+
+// Channels-last data grad of one input row at stride > 1, split into column phases: the input
+// pixels iw = f + i*sw of phase f all read the same taps (kh, kw), tap j at grad_output pixel
+// i + q[j]. So the tap list is built once per phase (no divisions in the pixel loop), and where
+// every tap is inside, 4 pixels of the phase share each weight vector load.
+template <typename T>
+void row_data_grad(const RowArgs<T>& a) {
+  if (a.KH * a.KW > kMaxTaps) return row_data_grad_gather(a);
+  using V = Vectorized<T>;
+  constexpr int64_t n = V::size();
+  const int64_t C = a.C;
+  for (int64_t f = 0; f < std::min(a.sw, a.DW); ++f) {
+    int64_t w_off[kMaxTaps], g_off[kMaxTaps], q[kMaxTaps];
+    int taps = 0;
+    const int64_t ni = (a.DW - f + a.sw - 1) / a.sw;  // pixels of phase f
+    int64_t ilo = 0, ihi = ni;                          // where every tap is inside
+    for (int64_t kh = 0; kh < a.KH; ++kh) {
+      const int64_t t = a.row + a.ph - kh * a.dh;
+      if (t < 0 || t % a.sh != 0 || t / a.sh >= a.SH) continue;
+      for (int64_t kw = 0; kw < a.KW; ++kw) {
+        const int64_t u = f + a.pw - kw * a.dw;  // grad_output column times sw, at i = 0
+        if ((u % a.sw + a.sw) % a.sw != 0) continue;
+        q[taps] = (u - (u % a.sw + a.sw) % a.sw) / a.sw;  // exact: u is a multiple of sw
+        w_off[taps] = (kh * a.KW + kw) * C;
+        g_off[taps] = (t / a.sh * a.SW + q[taps]) * C;
+        ilo = std::max(ilo, -q[taps]);
+        ihi = std::min(ihi, a.SW - q[taps]);
+        ++taps;
+      }
+    }
+    ihi = std::max(ilo, ihi);
+    const int64_t blocks_end = ilo + (ihi - ilo) / 4 * 4;
+    for (int64_t c = 0; c < C; c += n) {
+      const int64_t cnt = std::min<int64_t>(n, C - c);
+      const V b = V::loadu(a.bias + c, cnt);
+      auto single = [&](int64_t i) {
+        V acc = b;
+        for (int j = 0; j < taps; ++j) {
+          if (i + q[j] < 0 || i + q[j] >= a.SW) continue;
+          acc = at::vec::fmadd(V::loadu(a.w + w_off[j] + c, cnt),
+                               V::loadu(a.src + g_off[j] + i * C + c, cnt), acc);
+        }
+        acc.store(a.dst + (f + i * a.sw) * C + c, cnt);
+      };
+      for (int64_t i = 0; i < std::min(ilo, ni); ++i) single(i);
+      for (int64_t i = ilo; i < blocks_end; i += 4) {
+        V acc[4] = {b, b, b, b};
+        for (int j = 0; j < taps; ++j) {
+          const V wv = V::loadu(a.w + w_off[j] + c, cnt);
+          const T* g = a.src + g_off[j] + i * C + c;
+#pragma GCC unroll 4
+          for (int k = 0; k < 4; ++k) acc[k] = at::vec::fmadd(wv, V::loadu(g + k * C, cnt), acc[k]);
+        }
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) acc[k].store(a.dst + (f + (i + k) * a.sw) * C + c, cnt);
+      }
+      for (int64_t i = std::max(ilo, blocks_end); i < ni; ++i) single(i);
     }
   }
 }
