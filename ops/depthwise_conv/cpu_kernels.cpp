@@ -209,22 +209,30 @@ void pixels_edge(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int64_
   }
 }
 
-// K x K taps, dilation 1 along W, stride S along W, all inside: the 3*S + K input pixels of
-// 4 outputs are loaded once per kernel row and reused by every kw.
-template <typename T, int K, int S>
+// K x K taps, dilation 1 along W, stride S along W: the 3*S + K input pixels of 4 outputs are
+// loaded once per kernel row and reused by every kw. Edge: some of those pixels lie outside
+// the row (read as zeros) and only the first np outputs are stored; this keeps the row's ends
+// on the 4-pixel loop instead of one pixel at a time.
+template <typename T, int K, int S, bool Edge>
 void pixels_shared(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int64_t cnt) {
   using V = Vectorized<T>;
   constexpr int P = 3 * S + K;
-  const int64_t C = a.C, ih0 = a.row * a.sh - a.ph;
+  const int64_t C = a.C, ih0 = a.row * a.sh - a.ph, col0 = ow0 * S - a.pw;
   const V b = V::loadu(a.bias + c, cnt);
   V acc[4] = {b, b, b, b};
   for (int64_t kh = 0; kh < K; ++kh) {
     const int64_t ih = ih0 + kh * a.dh;
     if (ih < 0 || ih >= a.SH) continue;
-    const T* xr = a.src + (ih * a.SW + ow0 * S - a.pw) * C + c;
+    const T* xr = a.src + (ih * a.SW + col0) * C + c;
     V px[P];
 #pragma GCC unroll 16
-    for (int i = 0; i < P; ++i) px[i] = V::loadu(xr + i * C, cnt);
+    for (int i = 0; i < P; ++i) {
+      if (Edge && (col0 + i < 0 || col0 + i >= a.SW)) {
+        px[i] = V(T(0));
+      } else {
+        px[i] = V::loadu(xr + i * C, cnt);
+      }
+    }
 #pragma GCC unroll 8
     for (int kw = 0; kw < K; ++kw) {
       const V wv = V::loadu(a.w + (kh * K + kw) * C + c, cnt);
@@ -233,28 +241,35 @@ void pixels_shared(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int6
     }
   }
 #pragma GCC unroll 4
-  for (int j = 0; j < 4; ++j) acc[j].store(a.dst + (ow0 + j) * C + c, cnt);
+  for (int j = 0; j < 4; ++j) {
+    if (!Edge || j < np) acc[j].store(a.dst + (ow0 + j) * C + c, cnt);
+  }
 }
 
 template <typename T>
 using PixelsFn = void (*)(const RowArgs<T>&, int64_t, int64_t, int64_t, int64_t);
 
+// The loops for 4 pixels whose taps are all inside the row and for the row's ends.
+template <typename T>
+struct PixelsFns {
+  PixelsFn<T> inside, edge;
+};
+
 template <typename T, int K>
-PixelsFn<T> shared_for_stride(const RowArgs<T>& a) {
-  if (a.sw == 1) return pixels_shared<T, K, 1>;
-  if (a.sw == 2) return pixels_shared<T, K, 2>;
-  return pixels_inside<T>;
+PixelsFns<T> shared_for_stride(const RowArgs<T>& a) {
+  if (a.sw == 1) return {pixels_shared<T, K, 1, false>, pixels_shared<T, K, 1, true>};
+  if (a.sw == 2) return {pixels_shared<T, K, 2, false>, pixels_shared<T, K, 2, true>};
+  return {pixels_inside<T>, pixels_edge<T>};
 }
 
-// The loop for 4 pixels whose taps are all inside the row.
 template <typename T>
-PixelsFn<T> inside_pixels(const RowArgs<T>& a) {
+PixelsFns<T> pixels_fns(const RowArgs<T>& a) {
   if (a.KH == a.KW && a.dw == 1) {
     if (a.KH == 3) return shared_for_stride<T, 3>(a);
     if (a.KH == 5) return shared_for_stride<T, 5>(a);
     if (a.KH == 7) return shared_for_stride<T, 7>(a);
   }
-  return pixels_inside<T>;
+  return {pixels_inside<T>, pixels_edge<T>};
 }
 
 // One channel vector at a time across the whole row, so the input rows' slice of that vector
@@ -262,8 +277,9 @@ PixelsFn<T> inside_pixels(const RowArgs<T>& a) {
 template <typename T>
 void row_forward(const RowArgs<T>& a) {
   constexpr int64_t n = Vectorized<T>::size();
-  const PixelsFn<T> inside_fn = inside_pixels(a);
-  // Pixels [lo, hi) have every tap inside the row: blocks of 4 there, the rest one at a time.
+  const PixelsFns<T> fns = pixels_fns(a);
+  // Pixels [lo, hi) have every tap inside the row: blocks of 4 there, the rest by the edge loop
+  // (in blocks of up to 4 where it is the shared-pixel loop, else one at a time).
   // (pw is negative for the data grad's crop: then every pixel starts inside.)
   const int64_t lo = a.pw <= 0 ? 0 : std::min(a.DW, (a.pw + a.sw - 1) / a.sw);
   const int64_t reach = a.SW - 1 + a.pw - (a.KW - 1) * a.dw;  // ow*sw must not exceed it
@@ -271,9 +287,11 @@ void row_forward(const RowArgs<T>& a) {
   const int64_t blocks_end = lo + (hi - lo) / 4 * 4;
   for (int64_t c = 0; c < a.C; c += n) {
     const int64_t cnt = std::min<int64_t>(n, a.C - c);
-    pixels_edge<T>(a, 0, lo, c, cnt);
-    for (int64_t ow0 = lo; ow0 < blocks_end; ow0 += 4) inside_fn(a, ow0, 4, c, cnt);
-    pixels_edge<T>(a, blocks_end, a.DW - blocks_end, c, cnt);
+    for (int64_t ow0 = 0; ow0 < lo; ow0 += 4) fns.edge(a, ow0, std::min<int64_t>(4, lo - ow0), c, cnt);
+    for (int64_t ow0 = lo; ow0 < blocks_end; ow0 += 4) fns.inside(a, ow0, 4, c, cnt);
+    for (int64_t ow0 = blocks_end; ow0 < a.DW; ow0 += 4) {
+      fns.edge(a, ow0, std::min<int64_t>(4, a.DW - ow0), c, cnt);
+    }
   }
 }
 
