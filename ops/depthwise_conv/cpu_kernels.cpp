@@ -246,6 +246,44 @@ void pixels_shared(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int6
   }
 }
 
+// Blocks of 4 pixels over [ow0, ow0 + np) (np a multiple of 4) with every tap inside: the
+// shared-pixel loop with the K*K weight vectors of channel vector c loaded once for the row
+// (registers for K = 3).
+template <typename T, int K, int S>
+void blocks_shared(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int64_t cnt) {
+  using V = Vectorized<T>;
+  constexpr int P = 3 * S + K;
+  const int64_t C = a.C, ih0 = a.row * a.sh - a.ph;
+  V wv[K * K];
+#pragma GCC unroll 49
+  for (int k = 0; k < K * K; ++k) wv[k] = V::loadu(a.w + k * C + c, cnt);
+  const V b = V::loadu(a.bias + c, cnt);
+  for (int64_t o = ow0; o < ow0 + np; o += 4) {
+    V acc[4] = {b, b, b, b};
+#pragma GCC unroll 7
+    for (int kh = 0; kh < K; ++kh) {
+      const int64_t ih = ih0 + kh * a.dh;
+      if (ih < 0 || ih >= a.SH) continue;
+      const T* xr = a.src + (ih * a.SW + o * S - a.pw) * C + c;
+      V px[P];
+#pragma GCC unroll 16
+      for (int i = 0; i < P; ++i) px[i] = V::loadu(xr + i * C, cnt);
+#pragma GCC unroll 8
+      for (int kw = 0; kw < K; ++kw) {
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; ++j) acc[j] = at::vec::fmadd(wv[kh * K + kw], px[j * S + kw], acc[j]);
+      }
+    }
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) acc[j].store(a.dst + (o + j) * C + c, cnt);
+  }
+}
+
+template <typename T>
+void blocks_inside(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int64_t cnt) {
+  for (int64_t o = ow0; o < ow0 + np; o += 4) pixels_inside<T>(a, o, 4, c, cnt);
+}
+
 template <typename T>
 using PixelsFn = void (*)(const RowArgs<T>&, int64_t, int64_t, int64_t, int64_t);
 
@@ -257,9 +295,9 @@ struct PixelsFns {
 
 template <typename T, int K>
 PixelsFns<T> shared_for_stride(const RowArgs<T>& a) {
-  if (a.sw == 1) return {pixels_shared<T, K, 1, false>, pixels_shared<T, K, 1, true>};
-  if (a.sw == 2) return {pixels_shared<T, K, 2, false>, pixels_shared<T, K, 2, true>};
-  return {pixels_inside<T>, pixels_edge<T>};
+  if (a.sw == 1) return {blocks_shared<T, K, 1>, pixels_shared<T, K, 1, true>};
+  if (a.sw == 2) return {blocks_shared<T, K, 2>, pixels_shared<T, K, 2, true>};
+  return {blocks_inside<T>, pixels_edge<T>};
 }
 
 template <typename T>
@@ -269,7 +307,7 @@ PixelsFns<T> pixels_fns(const RowArgs<T>& a) {
     if (a.KH == 5) return shared_for_stride<T, 5>(a);
     if (a.KH == 7) return shared_for_stride<T, 7>(a);
   }
-  return {pixels_inside<T>, pixels_edge<T>};
+  return {blocks_inside<T>, pixels_edge<T>};
 }
 
 // One channel vector at a time across the whole row, so the input rows' slice of that vector
@@ -288,7 +326,7 @@ void row_forward(const RowArgs<T>& a) {
   for (int64_t c = 0; c < a.C; c += n) {
     const int64_t cnt = std::min<int64_t>(n, a.C - c);
     for (int64_t ow0 = 0; ow0 < lo; ow0 += 4) fns.edge(a, ow0, std::min<int64_t>(4, lo - ow0), c, cnt);
-    for (int64_t ow0 = lo; ow0 < blocks_end; ow0 += 4) fns.inside(a, ow0, 4, c, cnt);
+    fns.inside(a, lo, blocks_end - lo, c, cnt);
     for (int64_t ow0 = blocks_end; ow0 < a.DW; ow0 += 4) {
       fns.edge(a, ow0, std::min<int64_t>(4, a.DW - ow0), c, cnt);
     }
