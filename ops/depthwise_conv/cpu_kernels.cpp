@@ -209,22 +209,30 @@ void pixels_edge(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int64_
   }
 }
 
-// K x K taps, dilation 1 along W, stride S along W, all inside: the 3*S + K input pixels of
-// 4 outputs are loaded once per kernel row and reused by every kw.
-template <typename T, int K, int S>
+// K x K taps, dilation 1 along W, stride S along W: the 3*S + K input pixels of 4 outputs are
+// loaded once per kernel row and reused by every kw. Edge: some of those pixels lie outside
+// the row (read as zeros) and only the first np outputs are stored; this keeps the row's ends
+// on the 4-pixel loop instead of one pixel at a time.
+template <typename T, int K, int S, bool Edge>
 void pixels_shared(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int64_t cnt) {
   using V = Vectorized<T>;
   constexpr int P = 3 * S + K;
-  const int64_t C = a.C, ih0 = a.row * a.sh - a.ph;
+  const int64_t C = a.C, ih0 = a.row * a.sh - a.ph, col0 = ow0 * S - a.pw;
   const V b = V::loadu(a.bias + c, cnt);
   V acc[4] = {b, b, b, b};
   for (int64_t kh = 0; kh < K; ++kh) {
     const int64_t ih = ih0 + kh * a.dh;
     if (ih < 0 || ih >= a.SH) continue;
-    const T* xr = a.src + (ih * a.SW + ow0 * S - a.pw) * C + c;
+    const T* xr = a.src + (ih * a.SW + col0) * C + c;
     V px[P];
 #pragma GCC unroll 16
-    for (int i = 0; i < P; ++i) px[i] = V::loadu(xr + i * C, cnt);
+    for (int i = 0; i < P; ++i) {
+      if (Edge && (col0 + i < 0 || col0 + i >= a.SW)) {
+        px[i] = V(T(0));
+      } else {
+        px[i] = V::loadu(xr + i * C, cnt);
+      }
+    }
 #pragma GCC unroll 8
     for (int kw = 0; kw < K; ++kw) {
       const V wv = V::loadu(a.w + (kh * K + kw) * C + c, cnt);
@@ -233,28 +241,73 @@ void pixels_shared(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int6
     }
   }
 #pragma GCC unroll 4
-  for (int j = 0; j < 4; ++j) acc[j].store(a.dst + (ow0 + j) * C + c, cnt);
+  for (int j = 0; j < 4; ++j) {
+    if (!Edge || j < np) acc[j].store(a.dst + (ow0 + j) * C + c, cnt);
+  }
+}
+
+// Blocks of 4 pixels over [ow0, ow0 + np) (np a multiple of 4) with every tap inside: the
+// shared-pixel loop with the K*K weight vectors of channel vector c loaded once for the row
+// (registers for K = 3).
+template <typename T, int K, int S>
+void blocks_shared(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int64_t cnt) {
+  using V = Vectorized<T>;
+  constexpr int P = 3 * S + K;
+  const int64_t C = a.C, ih0 = a.row * a.sh - a.ph;
+  V wv[K * K];
+#pragma GCC unroll 49
+  for (int k = 0; k < K * K; ++k) wv[k] = V::loadu(a.w + k * C + c, cnt);
+  const V b = V::loadu(a.bias + c, cnt);
+  for (int64_t o = ow0; o < ow0 + np; o += 4) {
+    V acc[4] = {b, b, b, b};
+#pragma GCC unroll 7
+    for (int kh = 0; kh < K; ++kh) {
+      const int64_t ih = ih0 + kh * a.dh;
+      if (ih < 0 || ih >= a.SH) continue;
+      const T* xr = a.src + (ih * a.SW + o * S - a.pw) * C + c;
+      V px[P];
+#pragma GCC unroll 16
+      for (int i = 0; i < P; ++i) px[i] = V::loadu(xr + i * C, cnt);
+#pragma GCC unroll 8
+      for (int kw = 0; kw < K; ++kw) {
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; ++j) acc[j] = at::vec::fmadd(wv[kh * K + kw], px[j * S + kw], acc[j]);
+      }
+    }
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) acc[j].store(a.dst + (o + j) * C + c, cnt);
+  }
+}
+
+template <typename T>
+void blocks_inside(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int64_t cnt) {
+  for (int64_t o = ow0; o < ow0 + np; o += 4) pixels_inside<T>(a, o, 4, c, cnt);
 }
 
 template <typename T>
 using PixelsFn = void (*)(const RowArgs<T>&, int64_t, int64_t, int64_t, int64_t);
 
+// The loops for 4 pixels whose taps are all inside the row and for the row's ends.
+template <typename T>
+struct PixelsFns {
+  PixelsFn<T> inside, edge;
+};
+
 template <typename T, int K>
-PixelsFn<T> shared_for_stride(const RowArgs<T>& a) {
-  if (a.sw == 1) return pixels_shared<T, K, 1>;
-  if (a.sw == 2) return pixels_shared<T, K, 2>;
-  return pixels_inside<T>;
+PixelsFns<T> shared_for_stride(const RowArgs<T>& a) {
+  if (a.sw == 1) return {blocks_shared<T, K, 1>, pixels_shared<T, K, 1, true>};
+  if (a.sw == 2) return {blocks_shared<T, K, 2>, pixels_shared<T, K, 2, true>};
+  return {blocks_inside<T>, pixels_edge<T>};
 }
 
-// The loop for 4 pixels whose taps are all inside the row.
 template <typename T>
-PixelsFn<T> inside_pixels(const RowArgs<T>& a) {
+PixelsFns<T> pixels_fns(const RowArgs<T>& a) {
   if (a.KH == a.KW && a.dw == 1) {
     if (a.KH == 3) return shared_for_stride<T, 3>(a);
     if (a.KH == 5) return shared_for_stride<T, 5>(a);
     if (a.KH == 7) return shared_for_stride<T, 7>(a);
   }
-  return pixels_inside<T>;
+  return {blocks_inside<T>, pixels_edge<T>};
 }
 
 // One channel vector at a time across the whole row, so the input rows' slice of that vector
@@ -262,8 +315,9 @@ PixelsFn<T> inside_pixels(const RowArgs<T>& a) {
 template <typename T>
 void row_forward(const RowArgs<T>& a) {
   constexpr int64_t n = Vectorized<T>::size();
-  const PixelsFn<T> inside_fn = inside_pixels(a);
-  // Pixels [lo, hi) have every tap inside the row: blocks of 4 there, the rest one at a time.
+  const PixelsFns<T> fns = pixels_fns(a);
+  // Pixels [lo, hi) have every tap inside the row: blocks of 4 there, the rest by the edge loop
+  // (in blocks of up to 4 where it is the shared-pixel loop, else one at a time).
   // (pw is negative for the data grad's crop: then every pixel starts inside.)
   const int64_t lo = a.pw <= 0 ? 0 : std::min(a.DW, (a.pw + a.sw - 1) / a.sw);
   const int64_t reach = a.SW - 1 + a.pw - (a.KW - 1) * a.dw;  // ow*sw must not exceed it
@@ -271,16 +325,19 @@ void row_forward(const RowArgs<T>& a) {
   const int64_t blocks_end = lo + (hi - lo) / 4 * 4;
   for (int64_t c = 0; c < a.C; c += n) {
     const int64_t cnt = std::min<int64_t>(n, a.C - c);
-    pixels_edge<T>(a, 0, lo, c, cnt);
-    for (int64_t ow0 = lo; ow0 < blocks_end; ow0 += 4) inside_fn(a, ow0, 4, c, cnt);
-    pixels_edge<T>(a, blocks_end, a.DW - blocks_end, c, cnt);
+    for (int64_t ow0 = 0; ow0 < lo; ow0 += 4) fns.edge(a, ow0, std::min<int64_t>(4, lo - ow0), c, cnt);
+    fns.inside(a, lo, blocks_end - lo, c, cnt);
+    for (int64_t ow0 = blocks_end; ow0 < a.DW; ow0 += 4) {
+      fns.edge(a, ow0, std::min<int64_t>(4, a.DW - ow0), c, cnt);
+    }
   }
 }
 
-// Channels-last data grad of one input row (any stride): per channel vector and input pixel,
-// gather the taps whose output position is integral and inside, accumulating in a register.
+// Channels-last data grad of one input row (any stride), for filters of more than kMaxTaps taps:
+// per channel vector and input pixel, gather the taps whose output position is integral and
+// inside, accumulating in a register.
 template <typename T>
-void row_data_grad(const RowArgs<T>& a) {
+void row_data_grad_gather(const RowArgs<T>& a) {
   using V = Vectorized<T>;
   constexpr int64_t n = V::size();
   const int64_t C = a.C;
@@ -300,6 +357,68 @@ void row_data_grad(const RowArgs<T>& a) {
         }
       }
       acc.store(a.dst + iw * C + c, cnt);
+    }
+  }
+}
+
+constexpr int kMaxTaps = 64;
+
+// Channels-last data grad of one input row at stride > 1, split into column phases: the input
+// pixels iw = f + i*sw of phase f all read the same taps (kh, kw), tap j at grad_output pixel
+// i + q[j]. So the tap list is built once per phase (no divisions in the pixel loop), and where
+// every tap is inside, 4 pixels of the phase share each weight vector load.
+template <typename T>
+void row_data_grad(const RowArgs<T>& a) {
+  if (a.KH * a.KW > kMaxTaps) return row_data_grad_gather(a);
+  using V = Vectorized<T>;
+  constexpr int64_t n = V::size();
+  const int64_t C = a.C;
+  for (int64_t f = 0; f < std::min(a.sw, a.DW); ++f) {
+    int64_t w_off[kMaxTaps], g_off[kMaxTaps], q[kMaxTaps];
+    int taps = 0;
+    const int64_t ni = (a.DW - f + a.sw - 1) / a.sw;  // pixels of phase f
+    int64_t ilo = 0, ihi = ni;                          // where every tap is inside
+    for (int64_t kh = 0; kh < a.KH; ++kh) {
+      const int64_t t = a.row + a.ph - kh * a.dh;
+      if (t < 0 || t % a.sh != 0 || t / a.sh >= a.SH) continue;
+      for (int64_t kw = 0; kw < a.KW; ++kw) {
+        const int64_t u = f + a.pw - kw * a.dw;  // grad_output column times sw, at i = 0
+        if ((u % a.sw + a.sw) % a.sw != 0) continue;
+        q[taps] = (u - (u % a.sw + a.sw) % a.sw) / a.sw;  // exact: u is a multiple of sw
+        w_off[taps] = (kh * a.KW + kw) * C;
+        g_off[taps] = (t / a.sh * a.SW + q[taps]) * C;
+        ilo = std::max(ilo, -q[taps]);
+        ihi = std::min(ihi, a.SW - q[taps]);
+        ++taps;
+      }
+    }
+    ihi = std::max(ilo, ihi);
+    const int64_t blocks_end = ilo + (ihi - ilo) / 4 * 4;
+    for (int64_t c = 0; c < C; c += n) {
+      const int64_t cnt = std::min<int64_t>(n, C - c);
+      const V b = V::loadu(a.bias + c, cnt);
+      auto single = [&](int64_t i) {
+        V acc = b;
+        for (int j = 0; j < taps; ++j) {
+          if (i + q[j] < 0 || i + q[j] >= a.SW) continue;
+          acc = at::vec::fmadd(V::loadu(a.w + w_off[j] + c, cnt),
+                               V::loadu(a.src + g_off[j] + i * C + c, cnt), acc);
+        }
+        acc.store(a.dst + (f + i * a.sw) * C + c, cnt);
+      };
+      for (int64_t i = 0; i < std::min(ilo, ni); ++i) single(i);
+      for (int64_t i = ilo; i < blocks_end; i += 4) {
+        V acc[4] = {b, b, b, b};
+        for (int j = 0; j < taps; ++j) {
+          const V wv = V::loadu(a.w + w_off[j] + c, cnt);
+          const T* g = a.src + g_off[j] + i * C + c;
+#pragma GCC unroll 4
+          for (int k = 0; k < 4; ++k) acc[k] = at::vec::fmadd(wv, V::loadu(g + k * C, cnt), acc[k]);
+        }
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) acc[k].store(a.dst + (f + (i + k) * a.sw) * C + c, cnt);
+      }
+      for (int64_t i = std::max(ilo, blocks_end); i < ni; ++i) single(i);
     }
   }
 }
