@@ -118,3 +118,42 @@ def test_c_shims_refuse_operators_without_shims():
     ep = torch.export.export(Grad(), (torch.randn(2, 3, 6, 6), torch.randn(2, 3, 4, 4)))
     with pytest.raises(ValueError, match="has no C shim"):
         convx.export.aoti_package(ep, "unused.pt2", c_shims=True)
+
+
+class _Net13(torch.nn.Module):
+    """The rank-1 and rank-3 forward operators, each called once, on two inputs."""
+
+    def __init__(self):
+        super().__init__()
+        g = torch.Generator().manual_seed(3)
+        self.w1 = torch.nn.Parameter(torch.randn(4, 1, 3, generator=g))
+        self.t1 = torch.nn.Parameter(torch.randn(4, 2, 4, generator=g))
+        self.c1 = torch.nn.Parameter(torch.randn(4, 2, 1, generator=g))
+        self.w3 = torch.nn.Parameter(torch.randn(4, 1, 3, 3, 3, generator=g))
+        self.t3 = torch.nn.Parameter(torch.randn(4, 2, 2, 2, 2, generator=g))
+        self.c3 = torch.nn.Parameter(torch.randn(4, 2, 1, 1, 1, generator=g))
+
+    def forward(self, x1, x3):
+        ops = torch.ops.convx
+        y1 = ops.depthwise_conv1d(x1, self.w1, None, [1], [1], [1])
+        y1 = ops.conv_transpose1d(y1, self.t1, None, [2], [1], [0], 2, [1])
+        y1 = ops.conv1d(y1, self.c1, None, [1], [0], [1], 2)
+        y3 = ops.depthwise_conv3d(x3, self.w3, None, [1, 1, 1], [1, 1, 1], [1, 1, 1])
+        y3 = ops.conv_transpose3d(y3, self.t3, None, [2, 2, 2], [0, 0, 0], [0, 0, 0], 2, [1, 1, 1])
+        y3 = ops.conv3d(y3, self.c3, None, [1, 1, 1], [0, 0, 0], [1, 1, 1], 2)
+        return y1, y3
+
+
+def test_c_shims_package_ranks_1_and_3(tmp_path):
+    model = _Net13().eval()
+    example = (torch.randn(2, 4, 9), torch.randn(2, 4, 3, 4, 5))
+    path = convx.export.aoti_package(model, tmp_path / "net13.pt2", example, c_shims=True)
+    binary = _package_library(path)
+    for op in ("conv1d", "conv_transpose1d", "depthwise_conv1d",
+               "conv3d", "conv_transpose3d", "depthwise_conv3d"):
+        assert f"aoti_torch_cpu_{op}".encode() in binary, op
+    run = convx.export.load(path)
+    for n in (1, 5):
+        inputs = (torch.randn(n, 4, 9), torch.randn(n, 4, 3, 4, 5))
+        for got, want in zip(run(*inputs), model(*inputs)):
+            torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
