@@ -72,6 +72,22 @@ class deterministic:
         self.w.__exit__(*exc)
 
 
+def check_low(case, dtype):
+    """The case in `dtype` on the GPU (poisoned) against float64 on the operands rounded to
+    `dtype` (so the reference sees exactly what convx sees), within LOW[dtype] of the scale of
+    the terms summed."""
+    rounded = case.with_tensors(case.map_tensors(lambda t: t.to(dtype).double()))
+    out = run_poisoned(on(case, dtype=dtype))
+    assert out.dtype == dtype
+    with torch.no_grad():
+        ref = rounded.run_ref()
+        bound = abs_bound(rounded)
+    err = (out.double().cpu() - ref).abs()
+    tol = LOW[dtype] * bound + 1e-6
+    assert not torch.isnan(out).any(), case
+    assert bool((err <= tol).all()), f"{case}: max excess {float((err - tol).max())}"
+
+
 def graph_replay_vs_eager(step, x):
     """Captures ``step(static_x)`` in a CUDA graph (after warm-up on a side stream, as capture
     requires), replays it with new data in ``static_x``, and returns the replayed outputs and
@@ -112,20 +128,10 @@ def test_float64_matches_aten_cuda(family, rank):
 @pytest.mark.parametrize("dtype", list(LOW), ids=lambda d: str(d)[6:])
 @pytest.mark.parametrize("family,rank", ALL_OPS, ids=ids(ALL_OPS))
 def test_low_precision_vs_float64(family, rank, dtype):
-    for case in cases(family, rank, 6, "cudalow", str(dtype)):
-        # Round the operands to dtype first: the reference then sees exactly what convx sees.
-        rounded = case.with_tensors(case.map_tensors(lambda t: t.to(dtype).double()))
-        # float32 at full precision (cuDNN's TF32 default is tested in test_cuda_dense.py).
-        with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
-            out = run_poisoned(on(case, dtype=dtype))
-        assert out.dtype == dtype
-        with torch.no_grad():
-            ref = rounded.run_ref()
-            bound = abs_bound(rounded)
-        err = (out.double().cpu() - ref).abs()
-        tol = LOW[dtype] * bound + 1e-6
-        assert not torch.isnan(out).any(), case
-        assert bool((err <= tol).all()), f"{case}: max excess {float((err - tol).max())}"
+    # float32 at full precision (cuDNN's TF32 default is tested in test_cuda_dense.py).
+    with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
+        for case in cases(family, rank, 6, "cudalow", str(dtype)):
+            check_low(case, dtype)
 
 
 @pytest.mark.parametrize("family,rank", ALL_OPS, ids=ids(ALL_OPS))

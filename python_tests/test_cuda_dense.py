@@ -18,7 +18,7 @@ if not torch.cuda.is_available():
 
 import helpers  # noqa: E402
 from helpers import abs_bound, cases  # noqa: E402
-from test_cuda import DEV, LOW, graph_replay_vs_eager, on, poison, run_poisoned  # noqa: E402
+from test_cuda import DEV, LOW, check_low, graph_replay_vs_eager, on, poison, run_poisoned  # noqa: E402
 
 DENSE = ("conv", "conv_transpose", "conv_input_grad", "conv_weight_grad")
 DENSE_OPS = [(f, r) for r in helpers.RANKS for f in DENSE]
@@ -71,19 +71,6 @@ def dense_cases(family, rank, count, *labels, **kw):
         if wdim1 != 1:
             out.append(c)
     return out
-
-
-def check_low(case, dtype):
-    rounded = case.with_tensors(case.map_tensors(lambda t: t.to(dtype).double()))
-    out = run_poisoned(on(case, dtype=dtype))
-    assert out.dtype == dtype
-    with torch.no_grad():
-        ref = rounded.run_ref()
-        bound = abs_bound(rounded)
-    err = (out.double().cpu() - ref).abs()
-    tol = LOW[dtype] * bound + 1e-6
-    assert not torch.isnan(out).any(), case
-    assert bool((err <= tol).all()), f"{case}: max excess {float((err - tol).max())}"
 
 
 @pytest.mark.parametrize("path", ["default", "cudnn", "im2col"])

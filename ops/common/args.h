@@ -92,6 +92,20 @@ Tensor new_tensor(c10::SymIntArrayRef sizes, const at::TensorOptions& opts, bool
 bool has_layout(const Tensor& t, bool channels_last);
 Tensor to_layout(const Tensor& t, bool channels_last);
 
+// Runs `body` on an output tensor of dtype `dtype`, dense in the layout: `out` itself when it
+// already is one, otherwise a temporary that is copied into `out` afterwards. Kernels that can
+// only write one layout (or only their opmath type) write through this.
+template <typename F>
+void with_output_as(const Tensor& out, at::ScalarType dtype, bool channels_last, F&& body) {
+  if (out.scalar_type() == dtype && has_layout(out, channels_last)) {
+    body(out);
+  } else {
+    auto tmp = new_tensor(out.sym_sizes(), out.options().dtype(dtype), channels_last);
+    body(tmp);
+    out.copy_(tmp);
+  }
+}
+
 // Adds the batch dimension to unbatched operands and removes it from the result.
 inline bool is_unbatched(const Tensor& t, int64_t rank) { return t.dim() == rank + 1; }
 inline Tensor batched(const Tensor& t, int64_t rank) { return is_unbatched(t, rank) ? t.unsqueeze(0) : t; }

@@ -66,20 +66,6 @@ bool use_pixel_rows(const ColumnOps& ops, const Geometry& g, bool cl) {
   return cl && g.groups == 1 && ops.im2col_cl != nullptr;
 }
 
-// Runs `body` on the chunk [b0, b0 + B) of `out` when it is opmath-typed and channels-last
-// dense (then the GEMM writes it in place), else on a temporary copied in afterwards.
-template <typename F>
-void into_chunk(const Tensor& out, int64_t b0, int64_t B, at::ScalarType acc, F&& body) {
-  auto chunk = out.narrow(0, b0, B);
-  if (chunk.scalar_type() == acc && has_layout(chunk, true)) {
-    body(chunk);
-  } else {
-    auto tmp = new_tensor(chunk.sym_sizes(), chunk.options().dtype(acc), true);
-    body(tmp);
-    chunk.copy_(tmp);
-  }
-}
-
 void forward_pixel_rows(const ColumnOps& ops, const Geometry& g, const Tensor& input,
                         const Tensor& weight, const std::optional<Tensor>& bias,
                         const Tensor& output, at::ScalarType acc) {
@@ -89,7 +75,7 @@ void forward_pixel_rows(const ColumnOps& ops, const Geometry& g, const Tensor& i
     const int64_t B = std::min(chunk, g.batch - b0);
     const auto x = to_layout(input.narrow(0, b0, B).to(acc), true);
     const auto cols = is_pointwise(g) ? pixel_rows(x) : ops.im2col_cl(x, g);
-    into_chunk(output, b0, B, acc, [&](const Tensor& y) {
+    with_output_as(output.narrow(0, b0, B), acc, true, [&](const Tensor& y) {
       auto rows = pixel_rows(y);  // a view: y is channels-last dense
       if (bias.has_value() && bias->defined()) {
         at::addmm_out(rows, bias->to(acc), cols, wt);
@@ -110,7 +96,7 @@ void data_grad_pixel_rows(const ColumnOps& ops, const Geometry& g, const Tensor&
   for (int64_t b0 = 0; b0 < g.batch; b0 += chunk) {
     const int64_t B = std::min(chunk, g.batch - b0);
     const auto gy = pixel_rows(to_layout(grad_output.narrow(0, b0, B).to(acc), true));
-    into_chunk(grad_input, b0, B, acc, [&](const Tensor& gx) {
+    with_output_as(grad_input.narrow(0, b0, B), acc, true, [&](const Tensor& gx) {
       if (is_pointwise(g)) {
         auto rows = pixel_rows(gx);  // a view: the GEMM writes gx
         if (b) {

@@ -315,19 +315,6 @@ void weight_grad_cl(const T* x, const T* gy, std::vector<at::opmath_type<T>>& gw
   }
 }
 
-// Runs `body` with the output in its own dense layout (a temporary when the caller's output
-// is not dense), copying back at the end.
-template <typename F>
-void with_dense_output(const Tensor& out, bool cl, F&& body) {
-  if (has_layout(out, cl)) {
-    body(out);
-  } else {
-    auto tmp = new_tensor(out.sym_sizes(), out.options(), cl);
-    body(tmp);
-    out.copy_(tmp);
-  }
-}
-
 // ---------------------------------------------------------------- vectorised 1-D / 2-D path
 namespace isa = depthwise_isa;
 
@@ -363,20 +350,6 @@ at::ScalarType acc_type(at::ScalarType t) { return t == at::kDouble ? at::kDoubl
 // t in the opmath dtype (a float copy for half/bfloat16) and dense in the layout.
 Tensor acc_operand(const Tensor& t, bool cl) {
   return to_layout(t.to(acc_type(t.scalar_type())), cl);
-}
-
-// Runs `body` on an opmath-typed output dense in the layout: `out` itself when it is one,
-// otherwise a temporary copied into `out` afterwards.
-template <typename F>
-void with_acc_output(const Tensor& out, bool cl, F&& body) {
-  const auto acc = acc_type(out.scalar_type());
-  if (out.scalar_type() == acc && has_layout(out, cl)) {
-    body(out);
-  } else {
-    auto tmp = new_tensor(out.sym_sizes(), out.options().dtype(acc), cl);
-    body(tmp);
-    out.copy_(tmp);
-  }
 }
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
@@ -600,7 +573,7 @@ void depthwise_forward(const ConvArgs& a, const Tensor& input, const Tensor& wei
   const bool cl = is_channels_last(output);
   if (planar(g) && (!cl || g.out_channels == g.in_channels)) {
     const auto x = acc_operand(input, cl);
-    with_acc_output(output, cl, [&](const Tensor& y) {
+    with_output_as(output, acc_type(output.scalar_type()), cl, [&](const Tensor& y) {
       AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "convx_depthwise_fwd", [&] {
         const auto w = weights<scalar_t>(weight, cl);
         const auto b = bias_values<scalar_t>(bias, g.out_channels);
@@ -614,7 +587,7 @@ void depthwise_forward(const ConvArgs& a, const Tensor& input, const Tensor& wei
     return;
   }
   const auto x = to_layout(input, cl);
-  with_dense_output(output, cl, [&](const Tensor& y) {
+  with_output_as(output, output.scalar_type(), cl, [&](const Tensor& y) {
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "convx_depthwise_fwd", [&] {
       using acc_t = at::opmath_type<scalar_t>;
       const auto w = weights<acc_t>(weight, cl);
@@ -634,7 +607,7 @@ void depthwise_data_grad(const ConvArgs& a, const Tensor& grad_output, const Ten
   const bool cl = is_channels_last(grad_input);
   if (planar(g) && (!cl || g.out_channels == g.in_channels)) {
     const auto gy = acc_operand(grad_output, cl);
-    with_acc_output(grad_input, cl, [&](const Tensor& gx) {
+    with_output_as(grad_input, acc_type(grad_input.scalar_type()), cl, [&](const Tensor& gx) {
       AT_DISPATCH_FLOATING_TYPES(gy.scalar_type(), "convx_depthwise_dgrad", [&] {
         const auto w = weights<scalar_t>(weight, cl);
         const auto b = bias_values<scalar_t>(bias, g.in_channels);
@@ -648,7 +621,7 @@ void depthwise_data_grad(const ConvArgs& a, const Tensor& grad_output, const Ten
     return;
   }
   const auto gy = to_layout(grad_output, cl);
-  with_dense_output(grad_input, cl, [&](const Tensor& gx) {
+  with_output_as(grad_input, grad_input.scalar_type(), cl, [&](const Tensor& gx) {
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, gy.scalar_type(), "convx_depthwise_dgrad", [&] {
       using acc_t = at::opmath_type<scalar_t>;
       const auto w = weights<acc_t>(weight, cl);

@@ -350,23 +350,9 @@ __global__ void weight_grad_sum(const at::opmath_type<T>* __restrict__ part, T* 
   }
 }
 
-// Runs `body` on the output in its own dense layout (a temporary when the caller's output is
-// not dense), copying back at the end.
-template <typename F>
-void with_dense_output(const Tensor& out, bool cl, F&& body) {
-  if (has_layout(out, cl)) {
-    body(out);
-  } else {
-    auto tmp = new_tensor(out.sym_sizes(), out.options(), cl);
-    body(tmp);
-    out.copy_(tmp);
-  }
-}
-
 void fill3(int64_t (&dst)[3], const std::array<int64_t, 3>& src, int64_t sign = 1) {
   for (int i = 0; i < 3; ++i) dst[i] = sign * src[i];
 }
-
 
 // ---------------------------------------------------------------- tiled fast paths
 bool fits_int(const std::array<int64_t, 3>& v) {
@@ -514,7 +500,7 @@ void depthwise_forward(const ConvArgs& a, const Tensor& input, const Tensor& wei
   if (output.numel() == 0) return;
   const bool cl = is_channels_last(output);
   const auto x = to_layout(input, cl);
-  with_dense_output(output, cl, [&](const Tensor& y) {
+  with_output_as(output, output.scalar_type(), cl, [&](const Tensor& y) {
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "convx_depthwise_fwd_cuda", [&] {
       if (unit_dilation(g)) {
         Plan P{};
@@ -549,7 +535,7 @@ void depthwise_data_grad(const ConvArgs& a, const Tensor& grad_output, const Ten
   if (grad_input.numel() == 0) return;
   const bool cl = is_channels_last(grad_input);
   const auto gy = to_layout(grad_output, cl);
-  with_dense_output(grad_input, cl, [&](const Tensor& gx) {
+  with_output_as(grad_input, grad_input.scalar_type(), cl, [&](const Tensor& gx) {
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, gy.scalar_type(), "convx_depthwise_dgrad_cuda", [&] {
       if (unit_dilation(g)) {
         Plan P{};
