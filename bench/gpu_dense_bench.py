@@ -2,7 +2,8 @@
 
 Bias included. Same inputs for both; CUDA events; median of --iters runs after warm-up.
 Forward: convx (default path: cuDNN), convx with CONVX_CUDA_DENSE=upsample_gemm (the stride ==
-kernel GEMM where it applies: half types, one group, k == s), aten. Backward: autograd of the functional call (grad of
+kernel GEMM where it applies: half types, one group, k == s; elsewhere the same as the default),
+convx with CONVX_CUDNN_BIAS=separate (cuDNN without the fused bias, then one add), aten. Backward: autograd of the functional call (grad of
 input, weight and bias), convx vs aten. Ratios are aten time / convx time (> 1: convx faster);
 TFLOP/s counts 2*N*C_in*C_out/groups*in_pixels*k_pixels per pass (forward), twice that backward.
 
@@ -42,15 +43,25 @@ def channels_last(t, rank):
     return t.transpose(1, 2).contiguous().transpose(1, 2)  # (N, L, C) viewed as (N, C, L)
 
 
-class forced_path:
-    def __init__(self, value):
-        self.value = value
+class env:
+    """Sets one environment variable (convx reads its path knobs on every call) for a block."""
+
+    def __init__(self, name, value):
+        self.name, self.value = name, value
 
     def __enter__(self):
-        os.environ["CONVX_CUDA_DENSE"] = self.value
+        os.environ[self.name] = self.value
 
     def __exit__(self, *exc):
-        os.environ.pop("CONVX_CUDA_DENSE", None)
+        os.environ.pop(self.name, None)
+
+
+def forced_path(value):
+    return env("CONVX_CUDA_DENSE", value)
+
+
+def separate_bias():
+    return env("CONVX_CUDNN_BIAS", "separate")
 
 
 def bench_case(case, dtype_name, layout, iters):
@@ -82,6 +93,8 @@ def bench_case(case, dtype_name, layout, iters):
         row["convx_fwd_ms"] = time_ms(fwd_c, iters)
         with forced_path("upsample_gemm"):
             row["convx_gemm_fwd_ms"] = time_ms(fwd_c, iters)
+        with separate_bias():
+            row["convx_sepbias_fwd_ms"] = time_ms(fwd_c, iters)
 
     dy = torch.randn_like(ya)
     xs, ws, bs = (t.detach().requires_grad_() for t in (x, w, b))
@@ -110,7 +123,7 @@ def main():
     a = ap.parse_args()
     torch.manual_seed(0)
     rows = []
-    hdr = (f"{'case':18} {'dtype':5} {'layout':13} {'aten fwd':>9} {'convx':>8} {'gemm':>8} "
+    hdr = (f"{'case':18} {'dtype':5} {'layout':13} {'aten fwd':>9} {'convx':>8} {'gemm':>8} {'sepbias':>8} "
            f"{'ratio':>6} {'aten bwd':>9} {'convx':>8} {'ratio':>6} {'TFLOP/s':>8} {'err':>8}")
     print(hdr)
     for case in CASES:
@@ -121,7 +134,7 @@ def main():
                 r = bench_case(case, dt, layout, a.iters)
                 rows.append(r)
                 print(f"{r['case']:18} {dt:5} {layout:13} {r['aten_fwd_ms']:9.4f} {r['convx_fwd_ms']:8.4f} "
-                      f"{r['convx_gemm_fwd_ms']:8.4f} {r['fwd_ratio']:6.2f} {r['aten_bwd_ms']:9.4f} "
+                      f"{r['convx_gemm_fwd_ms']:8.4f} {r['convx_sepbias_fwd_ms']:8.4f} {r['fwd_ratio']:6.2f} {r['aten_bwd_ms']:9.4f} "
                       f"{r['convx_bwd_ms']:8.4f} {r['bwd_ratio']:6.2f} {r['convx_fwd_tflops']:8.1f} "
                       f"{r['max_rel_err_vs_aten']:8.1e}", flush=True)
     meta = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,

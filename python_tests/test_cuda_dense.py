@@ -30,19 +30,25 @@ def ids(ops):
 
 
 @contextlib.contextmanager
-def dense_path(value):
-    prev = os.environ.get("CONVX_CUDA_DENSE")
+def env_var(name, value):
+    """Sets (or, with None, removes) one environment variable for the block; convx reads its
+    path knobs on every call."""
+    prev = os.environ.get(name)
     if value is None:
-        os.environ.pop("CONVX_CUDA_DENSE", None)
+        os.environ.pop(name, None)
     else:
-        os.environ["CONVX_CUDA_DENSE"] = value
+        os.environ[name] = value
     try:
         yield
     finally:
         if prev is None:
-            os.environ.pop("CONVX_CUDA_DENSE", None)
+            os.environ.pop(name, None)
         else:
-            os.environ["CONVX_CUDA_DENSE"] = prev
+            os.environ[name] = prev
+
+
+def dense_path(value):
+    return env_var("CONVX_CUDA_DENSE", value)
 
 
 def kernels_of(fn):
@@ -150,6 +156,21 @@ def test_fallback_when_cudnn_has_no_plan():
     ref = torch.nn.functional.conv_transpose2d(x, w, None, *args)
     torch.testing.assert_close(out, ref, rtol=1e-9, atol=1e-9)
     assert used_im2col(names), names
+
+
+@pytest.mark.parametrize("bias_mode", ["fused", "separate"])
+@pytest.mark.parametrize("family", ["conv", "conv_transpose"])
+def test_bias_fused_or_separate(family, bias_mode):
+    """CONVX_CUDNN_BIAS: the bias fused into the cuDNN graph or added after it; both right, in
+    both layouts and the low-precision types; a bad value is a clear error."""
+    with env_var("CONVX_CUDNN_BIAS", bias_mode), torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
+        for case in dense_cases(family, 2, 4, "bias", bias=True):
+            for dtype in (torch.float32, torch.float16):
+                check_low(case, dtype)
+    x = torch.randn(1, 2, 5, 5, device=DEV)
+    w = torch.randn(3, 2, 3, 3, device=DEV)
+    with env_var("CONVX_CUDNN_BIAS", "sometimes"), pytest.raises(RuntimeError, match="CONVX_CUDNN_BIAS must be"):
+        torch.ops.convx.conv2d(x, w, torch.randn(3, device=DEV), [1, 1], [0, 0], [1, 1], 1)
 
 
 @pytest.mark.parametrize("path", ["default", "upsample_gemm"])

@@ -18,6 +18,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -511,8 +513,19 @@ void add_bias(const Tensor& out, const Tensor& bias) {
   out.add_(bias.view(shape));
 }
 
+// Whether a bias is fused into the cuDNN graph: CONVX_CUDNN_BIAS (environment, read on every
+// call) is `fused` (default) or `separate` (cuDNN's convolution, then one add kernel, as aten).
+// The benchmark times both; the H100 numbers in docs/performance.md decide the default.
+bool fuse_bias() {
+  const char* e = std::getenv("CONVX_CUDNN_BIAS");
+  if (e == nullptr || std::strcmp(e, "fused") == 0) return true;
+  TORCH_CHECK(std::strcmp(e, "separate") == 0,
+              "convx: CONVX_CUDNN_BIAS must be 'fused', 'separate' or unset, got '", e, "'");
+  return false;
+}
+
 // The shared body: `result` is the tensor the operation writes; the bias (if any) is fused
-// into the graph when cuDNN can, added afterwards otherwise.
+// into the graph when cuDNN can (and fuse_bias() says so), added afterwards otherwise.
 bool run_op(Op op, const ConvArgs& a, const Tensor& x_in, const Tensor& w_in, const Tensor& y_in,
             const Tensor& result, const std::optional<Tensor>& bias) {
   if (!supported_dtype(result.scalar_type())) return false;
@@ -531,7 +544,7 @@ bool run_op(Op op, const ConvArgs& a, const Tensor& x_in, const Tensor& w_in, co
   const Pointers ptr{const_cast<void*>(x.const_data_ptr()), const_cast<void*>(w.const_data_ptr()),
                      const_cast<void*>(y.const_data_ptr()), nullptr};
   const auto opts = result.options();
-  if (b.defined()) {
+  if (b.defined() && fuse_bias()) {
     p.bias = true;
     Pointers fused = ptr;
     fused.bias = b.data_ptr();
