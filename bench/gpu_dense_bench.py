@@ -3,7 +3,8 @@
 Bias included. Same inputs for both; CUDA events; median of --iters runs after warm-up.
 Forward: convx (default path: cuDNN), convx with CONVX_CUDA_DENSE=upsample_gemm (the stride ==
 kernel GEMM where it applies: half types, one group, k == s; elsewhere the same as the default),
-convx with CONVX_CUDNN_BIAS=separate (cuDNN without the fused bias, then one add), aten. Backward: autograd of the functional call (grad of
+convx with CONVX_CUDNN_BIAS=fused and =separate (the bias in the cuDNN graph, or one add after
+it; the default picks per call by the rule these columns measured), aten. Backward: autograd of the functional call (grad of
 input, weight and bias), convx vs aten. Ratios are aten time / convx time (> 1: convx faster);
 TFLOP/s counts 2*N*C_in*C_out/groups*in_pixels*k_pixels per pass (forward), twice that backward.
 
@@ -60,8 +61,8 @@ def forced_path(value):
     return env("CONVX_CUDA_DENSE", value)
 
 
-def separate_bias():
-    return env("CONVX_CUDNN_BIAS", "separate")
+def bias_mode(value):
+    return env("CONVX_CUDNN_BIAS", value)
 
 
 def bench_case(case, dtype_name, layout, iters):
@@ -93,7 +94,9 @@ def bench_case(case, dtype_name, layout, iters):
         row["convx_fwd_ms"] = time_ms(fwd_c, iters)
         with forced_path("upsample_gemm"):
             row["convx_gemm_fwd_ms"] = time_ms(fwd_c, iters)
-        with separate_bias():
+        with bias_mode("fused"):
+            row["convx_fusedbias_fwd_ms"] = time_ms(fwd_c, iters)
+        with bias_mode("separate"):
             row["convx_sepbias_fwd_ms"] = time_ms(fwd_c, iters)
 
     dy = torch.randn_like(ya)
@@ -123,7 +126,7 @@ def main():
     a = ap.parse_args()
     torch.manual_seed(0)
     rows = []
-    hdr = (f"{'case':18} {'dtype':5} {'layout':13} {'aten fwd':>9} {'convx':>8} {'gemm':>8} {'sepbias':>8} "
+    hdr = (f"{'case':18} {'dtype':5} {'layout':13} {'aten fwd':>9} {'convx':>8} {'gemm':>8} {'fused':>8} {'sepbias':>8} "
            f"{'ratio':>6} {'aten bwd':>9} {'convx':>8} {'ratio':>6} {'TFLOP/s':>8} {'err':>8}")
     print(hdr)
     for case in CASES:
@@ -134,7 +137,7 @@ def main():
                 r = bench_case(case, dt, layout, a.iters)
                 rows.append(r)
                 print(f"{r['case']:18} {dt:5} {layout:13} {r['aten_fwd_ms']:9.4f} {r['convx_fwd_ms']:8.4f} "
-                      f"{r['convx_gemm_fwd_ms']:8.4f} {r['convx_sepbias_fwd_ms']:8.4f} {r['fwd_ratio']:6.2f} {r['aten_bwd_ms']:9.4f} "
+                      f"{r['convx_gemm_fwd_ms']:8.4f} {r['convx_fusedbias_fwd_ms']:8.4f} {r['convx_sepbias_fwd_ms']:8.4f} {r['fwd_ratio']:6.2f} {r['aten_bwd_ms']:9.4f} "
                       f"{r['convx_bwd_ms']:8.4f} {r['bwd_ratio']:6.2f} {r['convx_fwd_tflops']:8.1f} "
                       f"{r['max_rel_err_vs_aten']:8.1e}", flush=True)
     meta = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,

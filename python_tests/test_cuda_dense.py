@@ -158,11 +158,12 @@ def test_fallback_when_cudnn_has_no_plan():
     assert used_im2col(names), names
 
 
-@pytest.mark.parametrize("bias_mode", ["fused", "separate"])
+@pytest.mark.parametrize("bias_mode", ["auto", "fused", "separate"])
 @pytest.mark.parametrize("family", ["conv", "conv_transpose"])
 def test_bias_fused_or_separate(family, bias_mode):
-    """CONVX_CUDNN_BIAS: the bias fused into the cuDNN graph or added after it; both right, in
-    both layouts and the low-precision types; a bad value is a clear error."""
+    """CONVX_CUDNN_BIAS: the bias fused into the cuDNN graph, added after it, or chosen by the
+    measured rule (auto): all right, in both layouts and the low-precision types; a bad value
+    is a clear error."""
     with env_var("CONVX_CUDNN_BIAS", bias_mode), torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
         for case in dense_cases(family, 2, 4, "bias", bias=True):
             for dtype in (torch.float32, torch.float16):

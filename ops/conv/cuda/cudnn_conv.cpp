@@ -513,19 +513,24 @@ void add_bias(const Tensor& out, const Tensor& bias) {
   out.add_(bias.view(shape));
 }
 
-// Whether a bias is fused into the cuDNN graph: CONVX_CUDNN_BIAS (environment, read on every
-// call) is `fused` (default) or `separate` (cuDNN's convolution, then one add kernel, as aten).
-// The benchmark times both; the H100 numbers in docs/performance.md decide the default.
-bool fuse_bias() {
+// Whether the bias is fused into the cuDNN graph or added after it by one kernel (as aten does).
+// Measured on the H100 (bench/gpu_dense_bench.py, "sepbias" column; docs/performance.md): the
+// fused graph wins (10-15%) only for 16-bit channels-last convolutions of one group and rank
+// <= 2 with more than a few output channels; elsewhere cuDNN's fused engines were as fast or far
+// slower (channels-last, 4 groups, fp32/fp16: 5-9x; 3 output channels: 3x). CONVX_CUDNN_BIAS
+// (environment, read on every call) = fused | separate | auto (the default) overrides.
+bool fuse_bias(const ConvArgs& a, const Tensor& result, bool channels_last) {
   const char* e = std::getenv("CONVX_CUDNN_BIAS");
-  if (e == nullptr || std::strcmp(e, "fused") == 0) return true;
-  TORCH_CHECK(std::strcmp(e, "separate") == 0,
-              "convx: CONVX_CUDNN_BIAS must be 'fused', 'separate' or unset, got '", e, "'");
-  return false;
+  if (e != nullptr && std::strcmp(e, "fused") == 0) return true;
+  if (e != nullptr && std::strcmp(e, "separate") == 0) return false;
+  TORCH_CHECK(e == nullptr || std::strcmp(e, "auto") == 0,
+              "convx: CONVX_CUDNN_BIAS must be 'fused', 'separate', 'auto' or unset, got '", e, "'");
+  const bool half = result.scalar_type() == at::kHalf || result.scalar_type() == at::kBFloat16;
+  return half && channels_last && a.groups == 1 && a.rank <= 2 && result.size(1) >= 8;
 }
 
 // The shared body: `result` is the tensor the operation writes; the bias (if any) is fused
-// into the graph when cuDNN can (and fuse_bias() says so), added afterwards otherwise.
+// into the graph when fuse_bias says so and cuDNN can, added afterwards otherwise.
 bool run_op(Op op, const ConvArgs& a, const Tensor& x_in, const Tensor& w_in, const Tensor& y_in,
             const Tensor& result, const std::optional<Tensor>& bias) {
   if (!supported_dtype(result.scalar_type())) return false;
@@ -544,7 +549,7 @@ bool run_op(Op op, const ConvArgs& a, const Tensor& x_in, const Tensor& w_in, co
   const Pointers ptr{const_cast<void*>(x.const_data_ptr()), const_cast<void*>(w.const_data_ptr()),
                      const_cast<void*>(y.const_data_ptr()), nullptr};
   const auto opts = result.options();
-  if (b.defined() && fuse_bias()) {
+  if (b.defined() && fuse_bias(a, result, *cl)) {
     p.bias = true;
     Pointers fused = ptr;
     fused.bias = b.data_ptr();
