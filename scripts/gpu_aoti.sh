@@ -5,6 +5,7 @@
 # mobilenet_v3_large and the decoder (convx, convx with C shims, and aten without convx), checks
 # them against aten at batch 1 and 64 and times them against eager. Logs and results go to
 # ${OUT:-bench/results/h100}: aoti_build.log, aoti_bench.log, aoti_bench.json, aoti_runner.log.
+# MODELS=a,b picks the models (default mobilenet_v3_large,decoder).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT_DIR=${OUT:-bench/results/h100}
@@ -22,7 +23,7 @@ rm -rf "$work"
 
 status=0
 python3 bench/aoti_bench.py --runner build-gpu/aoti/convx_run_aoti --out "$work" --device cuda \
-  --models mobilenet_v3_large,decoder --batches 1,64 --repeat 50 --compile-timeout 300 2>&1 |
+  --models "${MODELS:-mobilenet_v3_large,decoder}" --batches 1,64 --repeat 50 --compile-timeout 300 2>&1 |
   grep -v '^W[0-9]' | tee "$OUT_DIR/aoti_bench.log" || status=1
 cp "$work/aoti_bench.json" "$OUT_DIR/aoti_bench.json" 2>/dev/null || status=1
 cp "$work/runner.log" "$OUT_DIR/aoti_runner.log" 2>/dev/null || status=1
