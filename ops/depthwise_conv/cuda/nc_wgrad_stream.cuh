@@ -24,12 +24,14 @@ namespace convx::cuda {
 
 constexpr int kStreamThreads = 256;
 
-// Output columns and rows of a thread's micro-tile: 1 x 8 for one-row filters (1-D), else 4 x 4
-// (at most 49 tap sums + 16 dy + 13 x values in registers for 7 x 7).
+// Output columns and rows of a thread's micro-tile: 8 columns x 1 row for one-row filters (1-D),
+// 4 x 4 for 3-row filters, 4 x 2 for taller ones (fewer live dy values next to 25-49 tap sums).
+// ptxas, sm_90: 3 x 3: 64-72 registers, 5 x 5: 80-97, 7 x 7: 150-165 (the unrolled row loads
+// are hoisted; capping at 128 spills), 1-D: 48-113; no spills.
 template <int KH>
 constexpr int stream_cols() { return KH == 1 ? 8 : 4; }
 template <int KH>
-constexpr int stream_rows() { return KH == 1 ? 1 : 4; }
+constexpr int stream_rows() { return KH == 1 ? 1 : KH == 3 ? 4 : 2; }
 
 struct NcStream {
   int items;          // micro-tiles per plane (bands x column groups)
