@@ -165,6 +165,19 @@ def test_depthwise_weight_grad_deterministic(layout, dtype):
         poison()
         b = op(x, [64, 1, 7, 7], gy, [1, 1], [3, 3], [1, 1], 64)
     assert torch.equal(a, b)
+
+
+def test_depthwise_nc_weight_grad_2d_bitwise_repeatable():
+    """The streaming NC weight-grad on planes split into several chunks: same bits every run."""
+    gen = torch.Generator().manual_seed(6)
+    x = torch.randn(16, 24, 28, 28, generator=gen).to(DEV, torch.float16)
+    gy = torch.randn(16, 24, 28, 28, generator=gen).to(DEV, torch.float16)
+    op = torch.ops.convx.conv2d_weight_grad
+    with deterministic():
+        a = op(x, [24, 1, 5, 5], gy, [1, 1], [2, 2], [1, 1], 24)
+        poison()
+        b = op(x, [24, 1, 5, 5], gy, [1, 1], [2, 2], [1, 1], 24)
+    assert torch.equal(a, b)
     ref = torch.nn.grad.conv2d_weight(x.double(), [64, 1, 7, 7], gy.double(), 1, 3, 1, 64)
     torch.testing.assert_close(a.double(), ref, rtol=LOW[dtype] * 10, atol=LOW[dtype] * float(ref.abs().max()))
 
@@ -297,6 +310,15 @@ FAST_PATHS = [
     (3, 2, 4, 1, (5, 9, 10), (3, 3, 3), 1, 1, 1, True),   # 3-D k3
     (3, 1, 8, 1, (6, 8, 9), (5, 3, 3), 1, (2, 1, 1), 1, False),  # 3-D k5x3x3
     (3, 2, 4, 1, (7, 9, 8), (3, 3, 3), 2, 1, 1, True),    # 3-D stride 2 (8 phases)
+    # NC weight-grad (nc_wgrad_stream.cuh): more micro-tiles than threads, 2 chunks of planes;
+    # planes stepped across depth; 1-D in 3 chunks; several chunks of small planes; no padding
+    # with a multiplier; padding wider than the filter
+    (2, 4, 2, 1, (70, 69), (3, 3), 1, 1, 1, False),
+    (3, 7, 2, 1, (5, 9, 10), (3, 3, 3), 1, 1, 1, False),
+    (1, 6, 2, 1, (2100,), (3,), 1, 1, 1, False),
+    (2, 16, 4, 1, (28, 28), (5, 5), 1, 2, 1, False),
+    (2, 3, 2, 2, (9, 11), (7, 7), 2, 0, 1, False),
+    (2, 2, 2, 1, (6, 7), (5, 5), 1, 4, 1, False),
 ]
 FP_IDS = [f"r{c[0]}_k{'x'.join(map(str, c[5]))}_s{c[6]}_m{c[3]}_n{c[1]}" + ("_d2" if c[8] != 1 else "") for c in FAST_PATHS]
 

@@ -11,6 +11,7 @@
 
 #include "nc_tiled.cuh"
 #include "cl_tiled.cuh"
+#include "nc_wgrad_stream.cuh"
 namespace convx::cuda {
 namespace {
 constexpr int kThreads = 256;
@@ -82,16 +83,33 @@ Tensor ncw_run(const T* x, const T* gy, const Plan& P) {
   launch(dim3{3}, dim3{unsigned(L.TX * L.TY * L.TZ)}, [&] { nc_wgrad<T, KH, KW, S, R>(x, gy, pp, P, L, chunk, chunks); });
   return part.sum(1);
 }
+// ---- streaming NC weight-grad (nc_wgrad_stream.cuh), mirrors run_stream of nc_wgrad.cu ----
+// Grid of at most 3 blocks so that the kernel's block loop is walked too.
+template <typename T, int KH, int KW, int S>
+Tensor ncws_run(const T* x, const T* gy, const Plan& P) {
+  NcStream L{};
+  if (!choose_nc_stream(L, P, stream_cols<KH>(), stream_rows<KH>(), S, KH, KW)) return Tensor();
+  const int64_t taps = int64_t(P.k[0]) * KH * KW;
+  Tensor part = at::full({P.out_c, int64_t(L.chunks), taps}, NAN, at::kFloat);
+  float* pp = part.data_ptr<float>();
+  const unsigned grid = unsigned(std::min<int64_t>(P.out_c * L.chunks, 3));
+  launch(dim3{grid}, dim3{unsigned(L.threads)}, [&] { nc_wgrad_stream<T, KH, KW, S>(x, gy, pp, P, L); });
+  return part.sum(1);
+}
+// The NC weight-grad as nc_wgrad.cu dispatches it; *which names the kernel.
 template <typename T>
-Tensor ncw_dispatch(const T* x, const T* gy, const Plan& P) {
+Tensor ncw_dispatch(const T* x, const T* gy, const Plan& P, const char** which) {
   const int kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
-#define C_(KH, KW, S, R) if (kh == KH && kw == KW && s == S) return ncw_run<T, KH, KW, S, R>(x, gy, P);
-  C_(1, 2, 1, 4) C_(1, 3, 1, 4) C_(1, 4, 1, 4) C_(1, 15, 1, 8) C_(1, 31, 1, 8) C_(3, 3, 1, 4) C_(5, 5, 1, 4)
-  C_(7, 7, 1, 4) C_(3, 3, 2, 4) C_(5, 5, 2, 4) C_(7, 7, 2, 4)
+  *which = "wgrad nc stream";
+#define C_(KH, KW, S) if (kh == KH && kw == KW && s == S) return ncws_run<T, KH, KW, S>(x, gy, P);
+  C_(1, 2, 1) C_(1, 3, 1) C_(1, 4, 1) C_(1, 15, 1) C_(1, 31, 1) C_(3, 3, 1) C_(5, 5, 1) C_(7, 7, 1) C_(3, 3, 2)
+  C_(5, 5, 2) C_(7, 7, 2)
 #undef C_
+  *which = "wgrad nc tiled";
   if (kw == 31 && s == 1) return ncw_run<T, 0, 31, 1, 8>(x, gy, P);
   return Tensor();
 }
+// ---- end streaming NC weight-grad ----
 template <typename T, int KH, int KW, int S>
 Tensor clw_run(const T* x, const T* gy, const Plan& P) {
   constexpr int VW = wgrad_channels_per_lane<T, (KH > 0 ? KH : 1) * KW>();
@@ -204,8 +222,8 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
   {  // weight-grad
     Plan P{}; Prep Q{};
     forward_plan(g, P, Q);
-    Tensor r = ncw_dispatch<float>(x.data_ptr<float>(), gy.data_ptr<float>(), P);
-    if (r.defined()) check("wgrad nc", r.view(gw_ref.sizes()), gw_ref, name);
+    Tensor r = ncw_dispatch<float>(x.data_ptr<float>(), gy.data_ptr<float>(), P, &which);
+    if (r.defined()) check(which, r.view(gw_ref.sizes()), gw_ref, name);
     if (m == 1) {
       Tensor xc = to_cl(x), gc = to_cl(gy);
       Tensor rc = clw_dispatch<float>(xc.data_ptr<float>(), gc.data_ptr<float>(), P);
@@ -240,6 +258,13 @@ int main() {
   run_case(3, 1, 8, 1, {6, 8, 9}, {5, 3, 3}, {1, 1, 1}, {2, 1, 1});
   run_case(3, 2, 4, 1, {7, 9, 8}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1});
   run_case(2, 1, 256, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1});
+  // streaming NC weight-grad: more micro-tiles than threads and 2 chunks; planes stepped across
+  // depth (sample groups 28 over 5 depths); 1-D in 3 chunks; no padding; padding beyond the filter
+  run_case(2, 4, 2, 1, {70, 69}, {3, 3}, {1, 1}, {1, 1});
+  run_case(3, 7, 2, 1, {5, 9, 10}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1});
+  run_case(1, 6, 2, 1, {2100}, {3}, {1}, {1});
+  run_case(2, 3, 2, 2, {9, 11}, {7, 7}, {2, 2}, {0, 0});
+  run_case(2, 2, 2, 1, {6, 7}, {5, 5}, {1, 1}, {4, 4});
   std::printf("failures: %d\n", failures);
   return failures != 0;
 }

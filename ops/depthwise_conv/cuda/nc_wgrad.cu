@@ -1,6 +1,8 @@
-// Launcher of the one-pass NC(D)HW weight-grad and the ordered sum of its per-block partials.
+// Launchers of the NC(D)HW weight-grads (streaming, nc_wgrad_stream.cuh; 31-row filters: the
+// shared-tile kernel of nc_tiled.cuh) and the ordered sum of their per-block partials.
 #include "ops/depthwise_conv/cuda/launch.h"
 #include "ops/depthwise_conv/cuda/nc_tiled.cuh"
+#include "ops/depthwise_conv/cuda/nc_wgrad_stream.cuh"
 
 #include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAException.h>
@@ -26,6 +28,25 @@ __global__ void sum_slots(const at::opmath_type<T>* __restrict__ part, T* __rest
     for (int64_t k = 0; k < slots; ++k) s += p[k * taps];
     gw[i] = static_cast<T>(s);
   }
+}
+
+template <typename T, int KH, int KW, int S>
+bool run_stream(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
+  using acc_t = at::opmath_type<T>;
+  NcStream L{};
+  if (!choose_nc_stream(L, P, stream_cols<KH>(), stream_rows<KH>(), S, KH, KW)) return false;
+  const int64_t taps = int64_t(P.k[0]) * KH * KW;
+  const at::Tensor part = at::empty({P.out_c, int64_t(L.chunks), taps},
+                                    like.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
+  const int64_t blocks = P.out_c * L.chunks;
+  nc_wgrad_stream<T, KH, KW, S><<<static_cast<unsigned>(std::min<int64_t>(blocks, int64_t(1) << 30)), L.threads, 0,
+                                  stream>>>(x, gy, part.mutable_data_ptr<acc_t>(), P, L);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  const int64_t n = P.out_c * taps;
+  sum_slots<T><<<static_cast<unsigned>(std::clamp<int64_t>(ceil_div(n, 256), 1, 1 << 20)), 256, 0, stream>>>(
+      part.const_data_ptr<acc_t>(), gw, P.out_c, L.chunks, taps);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return true;
 }
 
 template <typename T, int KH, int KW, int S, int R>
@@ -70,19 +91,20 @@ bool launch_nc_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::Te
     return false;  // float64 is for correctness only: the generic kernel
   } else {
     const int kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
-#define CONVX_CASE(KH, KW, S, R) \
-  if (kh == KH && kw == KW && s == S) return run<T, KH, KW, S, R>(x, gy, gw, P, like, stream);
-    CONVX_CASE(1, 2, 1, 4)
-    CONVX_CASE(1, 3, 1, 4)
-    CONVX_CASE(1, 4, 1, 4)
-    CONVX_CASE(1, 15, 1, 8)
-    CONVX_CASE(1, 31, 1, 8)
-    CONVX_CASE(3, 3, 1, 4)
-    CONVX_CASE(5, 5, 1, 4)
-    CONVX_CASE(7, 7, 1, 4)
-    CONVX_CASE(3, 3, 2, 4)
-    CONVX_CASE(5, 5, 2, 4)
-    CONVX_CASE(7, 7, 2, 4)
+    // false (32-bit bounds not met): the generic kernel of depthwise_conv.cu.
+#define CONVX_CASE(KH, KW, S) \
+  if (kh == KH && kw == KW && s == S) return run_stream<T, KH, KW, S>(x, gy, gw, P, like, stream);
+    CONVX_CASE(1, 2, 1)
+    CONVX_CASE(1, 3, 1)
+    CONVX_CASE(1, 4, 1)
+    CONVX_CASE(1, 15, 1)
+    CONVX_CASE(1, 31, 1)
+    CONVX_CASE(3, 3, 1)
+    CONVX_CASE(5, 5, 1)
+    CONVX_CASE(7, 7, 1)
+    CONVX_CASE(3, 3, 2)
+    CONVX_CASE(5, 5, 2)
+    CONVX_CASE(7, 7, 2)
 #undef CONVX_CASE
     if (kw == 31 && s == 1) return run<T, 0, 31, 1, 8>(x, gy, gw, P, like, stream);
     return false;
