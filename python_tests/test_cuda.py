@@ -319,6 +319,12 @@ FAST_PATHS = [
     (2, 16, 4, 1, (28, 28), (5, 5), 1, 2, 1, False),
     (2, 3, 2, 2, (9, 11), (7, 7), 2, 0, 1, False),
     (2, 2, 2, 1, (6, 7), (5, 5), 1, 4, 1, False),
+    # channels-last tiles (cl_wgrad.cu, cl_tiled.cuh): blocks with idle channel lanes, two
+    # channel tiles, strips and row bands cut by the edges, no padding
+    (2, 2, 144, 1, (13, 11), (3, 3), 1, 1, 1, True),
+    (2, 1, 600, 1, (9, 10), (3, 3), 2, 1, 1, False),
+    (2, 2, 96, 1, (11, 9), (7, 7), 1, 3, 1, True),
+    (2, 2, 240, 1, (10, 9), (5, 5), 2, 0, 1, False),
 ]
 FP_IDS = [f"r{c[0]}_k{'x'.join(map(str, c[5]))}_s{c[6]}_m{c[3]}_n{c[1]}" + ("_d2" if c[8] != 1 else "") for c in FAST_PATHS]
 
@@ -396,3 +402,19 @@ def test_depthwise_weight_grad_bitwise_repeatable(layout, k):
         poison()
         b = op(x, [32, 1, k], gy, [1], [k // 2], [1], 32)
     assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("k", [3, 7], ids=lambda k: f"k{k}")
+def test_depthwise_cl_weight_grad_2d_bitwise_repeatable(k):
+    """The channels-last 2-D weight-grad over many blocks and chunks: same bits on every run."""
+    gen = torch.Generator().manual_seed(6)
+    x = torch.randn(8, 144, 28, 28, generator=gen).to(DEV, torch.float16, memory_format=torch.channels_last)
+    gy = torch.randn(8, 144, 28, 28, generator=gen).to(DEV, torch.float16, memory_format=torch.channels_last)
+    op = torch.ops.convx.conv2d_weight_grad
+    with deterministic():
+        a = op(x, [144, 1, k, k], gy, [1, 1], [k // 2, k // 2], [1, 1], 144)
+        poison()
+        b = op(x, [144, 1, k, k], gy, [1, 1], [k // 2, k // 2], [1, 1], 144)
+    assert torch.equal(a, b)
+    ref = torch.nn.grad.conv2d_weight(x.double(), (144, 1, k, k), gy.double(), 1, k // 2, 1, 144)
+    torch.testing.assert_close(a.double(), ref, rtol=2e-2, atol=2e-2 * float(ref.abs().max()))

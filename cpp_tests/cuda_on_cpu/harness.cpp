@@ -26,6 +26,7 @@ using namespace convx;
 using namespace convx::cuda;
 using at::Tensor;
 static int failures = 0;
+static int64_t cl_out_numel = 0;  // elements written by the channels-last gather under test
 
 template <typename T, int KH, int KW, int S, int R>
 bool nc_run(const T* in, const float* w, const T* bias, T* out, const Plan& P) {
@@ -50,9 +51,16 @@ bool nc_dispatch(const T* in, const float* w, const T* bias, T* out, const Plan&
 }
 template <typename T, int KH, int KW, int S>
 bool cl_run(const T* in, const float* w, const T* bias, T* out, const Plan& P) {
-  constexpr int R = cl_outputs_per_thread<KW>();
-  const ClTile L = choose_cl_tile(P, cl_vec_width<T>(), R);
-  launch(dim3{3}, dim3{unsigned(L.CB * L.PX * L.PY)}, [&] { cl_gather<T, KH, KW, S, R>(in, w, bias, out, P, L); });
+  constexpr int R = cl_outputs_per_thread<KW>(), TH = cl_band_rows<T, KH, KW>();
+  ClTile L = choose_cl_tile(P, cl_vec_width<T>(), R, TH);
+  launch(dim3{3}, dim3{cl_block_threads(L)}, [&] { cl_gather<T, KH, KW, S, R, TH>(in, w, bias, out, P, L); });
+  L.i32 = false;  // the 64-bit block decomposition, which only huge shapes take
+  std::vector<T> first(out, out + cl_out_numel), again(cl_out_numel, T(NAN));
+  launch(dim3{3}, dim3{cl_block_threads(L)}, [&] { cl_gather<T, KH, KW, S, R, TH>(in, w, bias, again.data(), P, L); });
+  if (std::memcmp(first.data(), again.data(), cl_out_numel * sizeof(T)) != 0) {
+    std::printf("cl_gather: 64-bit block decomposition differs\n");
+    ++failures;
+  }
   return true;
 }
 template <typename T>
@@ -111,29 +119,29 @@ Tensor ncw_dispatch(const T* x, const T* gy, const Plan& P, const char** which) 
 }
 // ---- end streaming NC weight-grad ----
 template <typename T, int KH, int KW, int S>
-Tensor clw_run(const T* x, const T* gy, const Plan& P) {
-  constexpr int VW = wgrad_channels_per_lane<T, (KH > 0 ? KH : 1) * KW>();
+Tensor clw_run(const T* x, const T* gy, const Plan& P, bool wide_index) {
+  constexpr int TAPS = (KH > 0 ? KH : 1) * KW;
+  constexpr int VW = wgrad_channels_per_lane<T, TAPS>(), R = wgrad_strip<TAPS, VW>();
   if (P.out_c % VW != 0) return Tensor();
-  const int64_t pixels = P.N * P.q[0] * P.q[1] * P.q[2];
-  const int64_t ctiles = ceil_div(P.out_c, int64_t(kLanes) * VW);
-  int64_t chunks = std::clamp<int64_t>(ceil_div(1024, ctiles), 1, std::max<int64_t>(1, pixels / 64));
-  chunks = std::min<int64_t>(chunks, 65535);
-  const int64_t chunk = ceil_div(pixels, chunks);
-  chunks = ceil_div(pixels, chunk);
+  ClwTile L{};
+  int64_t ctiles = 0, chunks = 0;
+  if (!choose_clw_tile(L, P, VW, R, ctiles, chunks)) return Tensor();
+  if (wide_index) L.i32 = false;  // the 64-bit item decomposition, which only huge shapes take
   const int64_t taps = int64_t(P.k[0]) * P.k[1] * KW, n = P.out_c * taps;
   Tensor part = at::full({chunks, n}, NAN, at::kFloat);
   float* pp = part.data_ptr<float>();
-  launch(dim3{unsigned(ctiles), unsigned(chunks)}, dim3{256}, [&] { cl_wgrad_partial<T, KH, KW, S, VW>(x, gy, pp, P, pixels, chunk); });
+  const unsigned threads = unsigned(ceil_div(int64_t(L.CT) * L.G, 32) * 32);
+  launch(dim3{unsigned(ctiles), unsigned(chunks)}, dim3{threads}, [&] { cl_wgrad_partial<T, KH, KW, S, VW, R>(x, gy, pp, P, L); });
   return part.sum(0);
 }
 template <typename T>
-Tensor clw_dispatch(const T* x, const T* gy, const Plan& P) {
+Tensor clw_dispatch(const T* x, const T* gy, const Plan& P, bool wide_index) {
   const int kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
-#define C_(KH, KW, S) if (kh == KH && kw == KW && s == S) return clw_run<T, KH, KW, S>(x, gy, P);
+#define C_(KH, KW, S) if (kh == KH && kw == KW && s == S) return clw_run<T, KH, KW, S>(x, gy, P, wide_index);
   C_(1, 2, 1) C_(1, 3, 1) C_(1, 4, 1) C_(1, 15, 1) C_(1, 31, 1) C_(3, 3, 1) C_(5, 5, 1) C_(7, 7, 1) C_(3, 3, 2)
   C_(5, 5, 2) C_(7, 7, 2)
 #undef C_
-  if (kw == 31 && s == 1) return clw_run<T, 0, 31, 1>(x, gy, P);
+  if (kw == 31 && s == 1) return clw_run<T, 0, 31, 1>(x, gy, P, wide_index);
   return Tensor();
 }
 
@@ -200,6 +208,7 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
     if (m == 1 && C % 4 == 0) {
       Tensor wt = prep(w, P, Q, true);
       Tensor xc = to_cl(x), oc = at::full(to_cl(y).sizes(), NAN);
+      cl_out_numel = oc.numel();
       if (cl_dispatch<float>(xc.data_ptr<float>(), wt.data_ptr<float>(), b.data_ptr<float>(), oc.data_ptr<float>(), P))
         check("fwd cl", from_cl(oc), y, name);
     }
@@ -214,6 +223,7 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
       if (m == 1 && C % 4 == 0) {
         Tensor wt = prep(w, P, Q, true);
         Tensor gc = to_cl(gy), oc = at::full(to_cl(x).sizes(), NAN);
+        cl_out_numel = oc.numel();
         if (cl_dispatch<float>(gc.data_ptr<float>(), wt.data_ptr<float>(), nullptr, oc.data_ptr<float>(), P))
           check("dgrad cl", from_cl(oc), gx_ref, name);
       }
@@ -226,8 +236,10 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
     if (r.defined()) check(which, r.view(gw_ref.sizes()), gw_ref, name);
     if (m == 1) {
       Tensor xc = to_cl(x), gc = to_cl(gy);
-      Tensor rc = clw_dispatch<float>(xc.data_ptr<float>(), gc.data_ptr<float>(), P);
-      if (rc.defined()) check("wgrad cl", rc.view(gw_ref.sizes()), gw_ref, name);
+      for (bool wide : {false, true}) {
+        Tensor rc = clw_dispatch<float>(xc.data_ptr<float>(), gc.data_ptr<float>(), P, wide);
+        if (rc.defined()) check(wide ? "wgrad cl64" : "wgrad cl", rc.view(gw_ref.sizes()), gw_ref, name);
+      }
     }
   }
 }
@@ -265,6 +277,14 @@ int main() {
   run_case(1, 6, 2, 1, {2100}, {3}, {1}, {1});
   run_case(2, 3, 2, 2, {9, 11}, {7, 7}, {2, 2}, {0, 0});
   run_case(2, 2, 2, 1, {6, 7}, {5, 5}, {1, 1}, {4, 4});
+  // --- channels-last weight-grad (cl_wgrad.cu): channel tiles of 36 / 75 lanes with idle
+  // threads, strips cut by the right edge, no padding, wide rows ---
+  run_case(2, 2, 144, 1, {13, 11}, {3, 3}, {1, 1}, {1, 1});
+  run_case(2, 1, 600, 1, {9, 10}, {3, 3}, {2, 2}, {1, 1});
+  run_case(2, 2, 96, 1, {11, 9}, {7, 7}, {1, 1}, {3, 3});
+  run_case(2, 2, 12, 1, {10, 9}, {5, 5}, {2, 2}, {0, 0});
+  run_case(1, 3, 40, 1, {37}, {15}, {1}, {7});
+  // --- end channels-last weight-grad ---
   std::printf("failures: %d\n", failures);
   return failures != 0;
 }

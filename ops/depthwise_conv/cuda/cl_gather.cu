@@ -16,10 +16,10 @@ namespace {
 template <typename T, int KH, int KW, int S>
 bool run(const T* in, const at::opmath_type<T>* w, const T* bias, T* out, const Plan& P,
          cudaStream_t stream) {
-  constexpr int R = cl_outputs_per_thread<KW>();
-  const ClTile L = choose_cl_tile(P, cl_vec_width<T>(), R);
+  constexpr int R = cl_outputs_per_thread<KW>(), TH = cl_band_rows<T, KH, KW>();
+  const ClTile L = choose_cl_tile(P, cl_vec_width<T>(), R, TH);
   const unsigned grid = static_cast<unsigned>(std::min<int64_t>(L.blocks, int64_t(1) << 30));
-  cl_gather<T, KH, KW, S, R><<<grid, L.CB * L.PX * L.PY, 0, stream>>>(in, w, bias, out, P, L);
+  cl_gather<T, KH, KW, S, R, TH><<<grid, cl_block_threads(L), 0, stream>>>(in, w, bias, out, P, L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return true;
 }
