@@ -326,7 +326,7 @@ FAST_PATHS = [
     (2, 2, 96, 1, (11, 9), (7, 7), 1, 3, 1, True),
     (2, 2, 240, 1, (10, 9), (5, 5), 2, 0, 1, False),
 ]
-FP_IDS = [f"r{c[0]}_k{'x'.join(map(str, c[5]))}_s{c[6]}_m{c[3]}_n{c[1]}" + ("_d2" if c[8] != 1 else "") for c in FAST_PATHS]
+FP_IDS = [f"r{c[0]}_k{'x'.join(map(str, c[5]))}_s{c[6]}_m{c[3]}_n{c[1]}_c{c[2]}" + ("_d2" if c[8] != 1 else "") for c in FAST_PATHS]
 
 
 def _held(t, layout):

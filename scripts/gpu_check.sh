@@ -55,7 +55,7 @@ PYTORCH_NO_CUDA_MEMORY_CACHING=1 stage memcheck "$OUT_DIR/sanitizer.log" 120 $SA
   -k "(test_float64_matches_aten_cuda and (depthwise_conv2d or conv_transpose1d or conv3d_weight_grad)) or (test_depthwise_fast_paths and fp32 and (r2_k3x3 or r2_k4x4_s2 or r2_k7x7 or r2_k31 or r1_k4 or r1_k31 or r3_k3))"
 stage racecheck "$OUT_DIR/sanitizer.log" 60 $SAN --tool racecheck \
   python3 -m pytest python_tests/test_cuda.py -q -x \
-  -k "(bitwise_repeatable and k3 and not k31) or (test_depthwise_fast_paths and fp32 and contiguous and (r2_k3x3_s1_m1_n2 or r2_k4x4_s2_m1_n2))"
+  -k "(bitwise_repeatable and k3 and not k31) or (test_depthwise_fast_paths and fp32 and contiguous and (r2_k3x3_s1_m1_n2_c8 or r2_k4x4_s2_m1_n2_c4))"
 
 fi
 
