@@ -13,6 +13,7 @@ for f in nc_tiled.cuh cl_tiled.cuh; do
   sed -e 's/extern __shared__ __align__(16) unsigned char smem_raw\[\];/unsigned char* smem_raw = g_smem;/' \
       -e 's/#pragma unroll(KH > 0 ? KH : 1)//' "$src/$f" >"$tmp/$f"
 done
+cp "$src/nc_stream.cuh" "$tmp/nc_stream.cuh"
 # the kernels of cl_wgrad.cu (up to its launcher) and the plans of depthwise_conv.cu
 sed -n '/^namespace convx::cuda {/,/^template <typename T, int KH, int KW, int S>$/p' "$src/cl_wgrad.cu" | sed '$d' |
   sed -e 's/__shared__ acc_t red/static acc_t red/' >"$tmp/cl_wgrad_k.inc"
