@@ -43,9 +43,11 @@ inline bool stream_items(NcStream& L, const Plan& P, int R, int TH) {
   return true;
 }
 
-// w: prepared weights [phases][wrows][k0][KH][KW] in the opmath type.
+// w: prepared weights [phases][wrows][k0][KH][KW] in the opmath type. Two blocks per SM (at most
+// 128 registers): unbounded, the compiler hoists every load of the band into registers (up to
+// 255, one block per SM); the cap keeps 16 warps per SM, each with many loads in flight.
 template <typename T, int KH, int KW, int S, int R, int TH>
-__global__ void __launch_bounds__(kStreamThreads)
+__global__ void __launch_bounds__(kStreamThreads, 2)
 nc_stream(const T* __restrict__ in, const at::opmath_type<T>* __restrict__ w,
           const T* __restrict__ bias, T* __restrict__ out, const Plan P, const NcStream L) {
   using acc_t = at::opmath_type<T>;
