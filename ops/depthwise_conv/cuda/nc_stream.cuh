@@ -81,12 +81,16 @@ nc_stream(const T* __restrict__ in, const at::opmath_type<T>* __restrict__ w,
 #pragma unroll
     for (int r = 0; r < R; ++r) acc[b][r] = acc_t(0);
   }
+  // What the store needs, computed before the loops so that n, co, qd need not stay live.
+  const acc_t b0 = bias ? static_cast<acc_t>(bias[co]) : acc_t(0);
+  T* const oplane = out + ((n * P.out_c + co) * P.out[0] + int64_t(qd) * P.os[0] + P.r[0][pd]) * P.out[1] * P.out[2];
   const int64_t in_plane = P.in[0] * IH * IW, taps = int64_t(P.k[0]) * KH * KW;
-  for (int64_t j = 0; j < P.J; ++j) {
-    const T* src = in + (n * P.in_c + (co / P.in_div) * P.J + j) * in_plane;
-    const acc_t* wj = w + ph * P.wphase + (co * P.J + j) * taps;
+  const T* src = in + (n * P.in_c + (co / P.in_div) * P.J) * in_plane;
+  const acc_t* wj = w + ph * P.wphase + co * P.J * taps;
+  const int64_t id0 = int64_t(qd) * P.S[0] - P.pad[0][pd];
+  for (int64_t j = 0; j < P.J; ++j, src += in_plane, wj += taps) {
     for (int kd = 0; kd < P.k[0]; ++kd) {
-      const int64_t id = int64_t(qd) * P.S[0] - P.pad[0][pd] + kd;
+      const int64_t id = id0 + kd;
       if (id < 0 || id >= P.in[0]) continue;
       acc_t wv[KH * KW];
 #pragma unroll
@@ -114,9 +118,6 @@ nc_stream(const T* __restrict__ in, const at::opmath_type<T>* __restrict__ w,
     }
   }
 
-  const acc_t b0 = bias ? static_cast<acc_t>(bias[co]) : acc_t(0);
-  const int64_t od = int64_t(qd) * P.os[0] + P.r[0][pd];
-  T* oplane = out + ((n * P.out_c + co) * P.out[0] + od) * P.out[1] * P.out[2];
   const int64_t qwn = P.qn[2][pw], ow = P.os[2], rw = P.r[2][pw];
   const bool full = ow == 1 && qx0 + R <= qwn;
 #pragma unroll
