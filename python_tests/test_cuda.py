@@ -325,6 +325,14 @@ FAST_PATHS = [
     (2, 1, 600, 1, (9, 10), (3, 3), 2, 1, 1, False),
     (2, 2, 96, 1, (11, 9), (7, 7), 1, 3, 1, True),
     (2, 2, 240, 1, (10, 9), (5, 5), 2, 0, 1, False),
+    # nc_stream: 7x7 planes (bands of 4), widths multiple of 4 (vector stores) and not, heights
+    # not a multiple of the band, transposed-conv phases on odd sizes, a one-row plane.
+    (2, 3, 16, 1, (7, 7), (3, 3), 1, 1, 1, True),
+    (2, 1, 4, 1, (24, 32), (3, 3), 1, 1, 1, False),
+    (2, 1, 4, 1, (33, 40), (5, 5), 2, 2, 1, True),
+    (2, 3, 4, 1, (14, 14), (7, 7), 1, 3, 1, False),
+    (2, 3, 4, 1, (15, 13), (4, 4), 2, 1, 1, True),
+    (2, 4, 4, 1, (1, 37), (3, 3), 1, 1, 1, True),
 ]
 FP_IDS = [f"r{c[0]}_k{'x'.join(map(str, c[5]))}_s{c[6]}_m{c[3]}_n{c[1]}_c{c[2]}" + ("_d2" if c[8] != 1 else "") for c in FAST_PATHS]
 

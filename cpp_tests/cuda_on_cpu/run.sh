@@ -15,6 +15,7 @@ for f in nc_tiled.cuh cl_tiled.cuh; do
 done
 # the streaming NC weight-grad: its block-static reduction scratch becomes a function static
 sed -e 's/__shared__ acc_t red/static acc_t red/' "$src/nc_wgrad_stream.cuh" >"$tmp/nc_wgrad_stream.cuh"
+cp "$src/nc_stream.cuh" "$tmp/nc_stream.cuh"
 # the kernels of cl_wgrad.cu (up to its launcher) and the plans of depthwise_conv.cu
 sed -n '/^namespace convx::cuda {/,/^template <typename T, int KH, int KW, int S>$/p' "$src/cl_wgrad.cu" | sed '$d' |
   sed -e 's/__shared__ acc_t red/static acc_t red/' >"$tmp/cl_wgrad_k.inc"

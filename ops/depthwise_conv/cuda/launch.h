@@ -18,6 +18,12 @@ template <typename T>
 bool launch_nc_gather(const T* in, const at::opmath_type<T>* w, const T* bias, T* out,
                       const Plan& P, cudaStream_t stream);
 
+// The same, streaming without shared memory (nc_stream.cuh): filters up to 7x7; false when not
+// specialised (the caller then uses launch_nc_gather).
+template <typename T>
+bool launch_nc_stream(const T* in, const at::opmath_type<T>* w, const T* bias, T* out,
+                      const Plan& P, cudaStream_t stream);
+
 // Channels-last forward / data-grad, channel multiplier 1: w is [phases][taps][wrows].
 template <typename T>
 bool launch_cl_gather(const T* in, const at::opmath_type<T>* w, const T* bias, T* out,
