@@ -121,8 +121,8 @@ Tensor ncw_run(const T* x, const T* gy, const Plan& P) {
 // Grid of at most 3 blocks so that the kernel's block loop is walked too.
 template <typename T, int KH, int KW, int S>
 Tensor ncws_run(const T* x, const T* gy, const Plan& P) {
-  NcStream L{};
-  if (!choose_nc_stream(L, P, stream_cols<KH>(), stream_rows<KH>(), S, KH, KW)) return Tensor();
+  NcWgradTile L{};
+  if (!choose_nc_wgrad(L, P, wgrad_cols<KH>(), wgrad_rows<KH>(), S, KH, KW)) return Tensor();
   const int64_t taps = int64_t(P.k[0]) * KH * KW;
   Tensor part = at::full({P.out_c, int64_t(L.chunks), taps}, NAN, at::kFloat);
   float* pp = part.data_ptr<float>();

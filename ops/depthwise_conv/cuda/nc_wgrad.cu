@@ -33,8 +33,8 @@ __global__ void sum_slots(const at::opmath_type<T>* __restrict__ part, T* __rest
 template <typename T, int KH, int KW, int S>
 bool run_stream(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
   using acc_t = at::opmath_type<T>;
-  NcStream L{};
-  if (!choose_nc_stream(L, P, stream_cols<KH>(), stream_rows<KH>(), S, KH, KW)) return false;
+  NcWgradTile L{};
+  if (!choose_nc_wgrad(L, P, wgrad_cols<KH>(), wgrad_rows<KH>(), S, KH, KW)) return false;
   const int64_t taps = int64_t(P.k[0]) * KH * KW;
   const at::Tensor part = at::empty({P.out_c, int64_t(L.chunks), taps},
                                     like.options().dtype(c10::CppTypeToScalarType<acc_t>::value));

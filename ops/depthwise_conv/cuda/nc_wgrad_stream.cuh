@@ -22,18 +22,18 @@
 
 namespace convx::cuda {
 
-constexpr int kStreamThreads = 256;
+constexpr int kWgradThreads = 256;
 
 // Output columns and rows of a thread's micro-tile: 8 columns x 1 row for one-row filters (1-D),
 // 4 x 4 for 3-row filters, 4 x 2 for taller ones (fewer live dy values next to 25-49 tap sums).
 // ptxas, sm_90: 3 x 3: 64-72 registers, 5 x 5: 80-97, 7 x 7: 150-165 (the unrolled row loads
 // are hoisted; capping at 128 spills), 1-D: 48-113; no spills.
 template <int KH>
-constexpr int stream_cols() { return KH == 1 ? 8 : 4; }
+constexpr int wgrad_cols() { return KH == 1 ? 8 : 4; }
 template <int KH>
-constexpr int stream_rows() { return KH == 1 ? 1 : KH == 3 ? 4 : 2; }
+constexpr int wgrad_rows() { return KH == 1 ? 1 : KH == 3 ? 4 : 2; }
 
-struct NcStream {
+struct NcWgradTile {
   int items;          // micro-tiles per plane (bands x column groups)
   int cgroups;        // column groups of R outputs per band
   int IS, SP;         // thread t < IS * SP: tiles t % IS (+ k * IS), planes t / IS (+ k * SP)
@@ -43,7 +43,7 @@ struct NcStream {
 
 // The launch layout from the shapes alone; false when a plane's 32-bit index arithmetic could
 // overflow (the caller then takes the generic kernel).
-inline bool choose_nc_stream(NcStream& L, const Plan& P, int R, int TH, int S, int KH, int KW) {
+inline bool choose_nc_wgrad(NcWgradTile& L, const Plan& P, int R, int TH, int S, int KH, int KW) {
   constexpr int64_t lim = std::numeric_limits<int32_t>::max() / 2;
   // Every in-plane offset the kernel forms lies within these bounds (padding included).
   const int64_t bh = P.in[1] + (P.q[1] + TH) * S + KH + P.pad[1][0];
@@ -56,12 +56,12 @@ inline bool choose_nc_stream(NcStream& L, const Plan& P, int R, int TH, int S, i
   const int64_t cg = ceil_div(P.q[2], R), items = cg * ceil_div(P.q[1], TH);
   L.cgroups = static_cast<int>(cg);
   L.items = static_cast<int>(items);
-  if (items >= kStreamThreads) {
-    L.IS = kStreamThreads;
+  if (items >= kWgradThreads) {
+    L.IS = kWgradThreads;
     L.SP = 1;
   } else {
     L.IS = static_cast<int>(items);
-    L.SP = static_cast<int>(std::min<int64_t>(kStreamThreads / items, npl));
+    L.SP = static_cast<int>(std::min<int64_t>(kWgradThreads / items, npl));
   }
   L.threads = static_cast<int>(ceil_div(int64_t(L.IS) * L.SP, 32) * 32);
   // Enough blocks to fill the GPU several times over, each thread walking at least 2 planes.
@@ -75,7 +75,7 @@ inline bool choose_nc_stream(NcStream& L, const Plan& P, int R, int TH, int S, i
 // dst[i] = sum of v[i] over the block, in a fixed order: butterfly within each warp, then the
 // warps in order through red (shared, warps x NV). Block-uniform call.
 template <int NV, typename acc_t>
-__device__ __forceinline__ void stream_block_sum(acc_t (&v)[NV], acc_t* red, acc_t* __restrict__ dst) {
+__device__ __forceinline__ void wgrad_block_sum(acc_t (&v)[NV], acc_t* red, acc_t* __restrict__ dst) {
 #pragma unroll
   for (int off = 16; off > 0; off /= 2) {
 #pragma unroll
@@ -101,7 +101,7 @@ template <typename T, int KH, int KW, int S, typename acc_t>
 __device__ __forceinline__ void stream_plane(const T* __restrict__ xp, const T* __restrict__ gp, int xo, int go,
                                              int IW, int QW, uint64_t xcols, uint32_t xrows, uint32_t gcols,
                                              uint32_t grows, acc_t (&v)[KH * KW]) {
-  constexpr int R = stream_cols<KH>(), TH = stream_rows<KH>();
+  constexpr int R = wgrad_cols<KH>(), TH = wgrad_rows<KH>();
   constexpr int NX = (R - 1) * S + KW, NR = (TH - 1) * S + KH;
   acc_t g[TH][R];
 #pragma unroll
@@ -136,18 +136,18 @@ __device__ __forceinline__ void stream_plane(const T* __restrict__ xp, const T* 
 
 // part[co][chunk][kd * KH * KW + tap]: the block's sum over its chunk of planes for channel co.
 template <typename T, int KH, int KW, int S>
-__global__ void __launch_bounds__(kStreamThreads)
+__global__ void __launch_bounds__(kWgradThreads)
 nc_wgrad_stream(const T* __restrict__ x, const T* __restrict__ gy, at::opmath_type<T>* __restrict__ part,
-                const Plan P, const NcStream L) {
+                const Plan P, const NcWgradTile L) {
   using acc_t = at::opmath_type<T>;
-  constexpr int R = stream_cols<KH>(), TH = stream_rows<KH>();
+  constexpr int R = wgrad_cols<KH>(), TH = wgrad_rows<KH>();
   constexpr int NV = KH * KW, NX = (R - 1) * S + KW, NR = (TH - 1) * S + KH;
   static_assert(NX <= 64 && NR <= 32, "micro-tile masks");
-  __shared__ acc_t red[(kStreamThreads / 32) * NV];
+  __shared__ acc_t red[(kWgradThreads / 32) * NV];
   const int tid = threadIdx.x;
   const bool active = tid < L.IS * L.SP;
   const int sg = tid / L.IS, i0 = tid - sg * L.IS;
-  // 32-bit within a plane and for plane counters (choose_nc_stream proved it fits).
+  // 32-bit within a plane and for plane counters (choose_nc_wgrad proved it fits).
   const int IH = static_cast<int>(P.in[1]), IW = static_cast<int>(P.in[2]), ID = static_cast<int>(P.in[0]);
   const int QH = static_cast<int>(P.q[1]), QW = static_cast<int>(P.q[2]), QD = static_cast<int>(P.q[0]);
   const int npl = static_cast<int>(P.N) * QD;
@@ -198,7 +198,7 @@ nc_wgrad_stream(const T* __restrict__ x, const T* __restrict__ gy, at::opmath_ty
           }
         }
       }
-      stream_block_sum<NV>(v, red, part + (co * L.chunks + ck) * taps + kd * NV);
+      wgrad_block_sum<NV>(v, red, part + (co * L.chunks + ck) * taps + kd * NV);
     }
   }
 }
