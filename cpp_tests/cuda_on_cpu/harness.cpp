@@ -101,7 +101,7 @@ bool cl_dispatch(const T* in, const float* w, const T* bias, T* out, const Plan&
 }
 template <typename T, int KH, int KW, int S, int R>
 Tensor ncw_run(const T* x, const T* gy, const Plan& P) {
-  constexpr int NV = KH > 0 ? KH * KW : KW;
+  constexpr int NV = KW;
   NcTile L{};
   const int kh = P.k[1];
   const int64_t fixed = (kTileThreads / 32) * NV * 4;

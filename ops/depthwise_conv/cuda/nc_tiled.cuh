@@ -239,23 +239,25 @@ __device__ __forceinline__ void group_sum_into(acc_t (&v)[NV], acc_t* red, acc_t
   __syncthreads();
 }
 
-// Weight-grad, one pass: block (channel group, tile, chunk of (sample, depth) planes); each
-// z-group owns one channel co and walks its planes, staging x tiles in shared memory and keeping
-// the tap sums in registers (KH > 0: all KH*KW taps; KH == 0: one filter row at a time, summed
-// into shared accumulators per plane). Per block, per channel: one partial per tap in
-// part[co][slot][taps], slot = (tile, chunk). Fixed order everywhere: deterministic.
+// Weight-grad of tall filters (31x31; every other specialised filter takes the streaming kernel
+// of nc_wgrad_stream.cuh), one pass: block (channel group, tile, chunk of (sample, depth)
+// planes); each z-group owns one channel co and walks its planes, staging x tiles in shared
+// memory; per filter row the row's KW tap sums are formed in registers and summed into shared
+// accumulators per plane. Per block, per channel: one partial per tap in part[co][slot][taps],
+// slot = (tile, chunk). Fixed order everywhere: deterministic. KH must be 0 (rows at run time).
 template <typename T, int KH, int KW, int S, int R>
 __global__ void __launch_bounds__(kTileThreads, 2)
 nc_wgrad(const T* __restrict__ x, const T* __restrict__ gy, at::opmath_type<T>* __restrict__ part,
          const Plan P, const NcTile L, int64_t chunk, int64_t chunks) {
   using acc_t = at::opmath_type<T>;
-  constexpr int NV = KH > 0 ? KH * KW : KW;
+  static_assert(KH == 0, "filters with compile-time rows take nc_wgrad_stream.cuh");
+  constexpr int NV = KW;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const int G = L.TX * L.TY, tid = threadIdx.x;
   const int tz = tid / G, gt = tid - tz * G, tx = gt % L.TX, ty = gt / L.TX;
   acc_t* tiles = reinterpret_cast<acc_t*>(smem_raw);
   acc_t* sm = tiles + tz * L.rows * L.cols;
-  const int kh_n = KH > 0 ? KH : P.k[1];
+  const int kh_n = P.k[1];
   const int64_t taps = int64_t(P.k[0]) * kh_n * KW;
   acc_t* red = tiles + int64_t(L.TZ) * L.rows * L.cols;  // 8 warps x NV
   acc_t* sacc = red + (kTileThreads / 32) * NV + tz * kh_n * KW;  // per group: one depth slice
@@ -295,32 +297,18 @@ nc_wgrad(const T* __restrict__ x, const T* __restrict__ gy, at::opmath_type<T>* 
         __syncthreads();
         const acc_t* s = sm + ty * S * L.cols + tx * R * S;
         constexpr int NX = (R - 1) * S + KW;
-        if constexpr (KH > 0) {
+        for (int kh = 0; kh < kh_n; ++kh) {
+          acc_t xv[(NX + 3) / 4 * 4];
+          load_row<NX>(s + kh * L.cols, xv);
 #pragma unroll
-          for (int kh = 0; kh < KH; ++kh) {
-            acc_t xv[(NX + 3) / 4 * 4];
-            load_row<NX>(s + kh * L.cols, xv);
+          for (int kw = 0; kw < KW; ++kw) {
+            v[kw] = acc_t(0);
 #pragma unroll
-            for (int kw = 0; kw < KW; ++kw) {
-#pragma unroll
-              for (int r = 0; r < R; ++r) v[kh * KW + kw] += g[r] * xv[r * S + kw];
-            }
+            for (int r = 0; r < R; ++r) v[kw] += g[r] * xv[r * S + kw];
           }
-        } else {
-          for (int kh = 0; kh < kh_n; ++kh) {
-            acc_t xv[(NX + 3) / 4 * 4];
-            load_row<NX>(s + kh * L.cols, xv);
-#pragma unroll
-            for (int kw = 0; kw < KW; ++kw) {
-              v[kw] = acc_t(0);
-#pragma unroll
-              for (int r = 0; r < R; ++r) v[kw] += g[r] * xv[r * S + kw];
-            }
-            group_sum_into<NV>(v, red, sacc + kh * KW, G, gt);
-          }
+          group_sum_into<NV>(v, red, sacc + kh * KW, G, gt);
         }
       }
-      if constexpr (KH > 0) group_sum_into<NV>(v, red, sacc, G, gt);
       __syncthreads();
       if (ch_ok) {
         const int64_t slot = (thi * L.tilesW + twi) * chunks + ck;

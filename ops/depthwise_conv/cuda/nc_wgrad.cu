@@ -49,11 +49,12 @@ bool run_stream(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorB
   return true;
 }
 
+// The shared-tile kernel (nc_tiled.cuh) for tall filters whose rows are known at run time.
 template <typename T, int KH, int KW, int S, int R>
 bool run(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like,
          cudaStream_t stream) {
   using acc_t = at::opmath_type<T>;
-  constexpr int NV = KH > 0 ? KH * KW : KW;
+  constexpr int NV = KW;  // the tap sums of one filter row
   NcTile L{};
   const int kh = P.k[1];
   const int64_t fixed = (kTileThreads / 32) * NV * int64_t(sizeof(acc_t));
