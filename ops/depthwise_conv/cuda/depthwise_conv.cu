@@ -1,7 +1,8 @@
 // Depthwise convolution on CUDA: entry points, and the generic kernels for what the tiled fast
-// paths (plan.cuh, nc_stream.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu) do not cover: dilation > 1, strides > 4 in the
-// data-grad, channels-last with a channel multiplier or unaligned channels, filters without a
-// specialisation in channels-last and in the weight-grad, and float64 outside NC(D)HW.
+// paths (plan.cuh, nc_stream.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu, nc_wgrad_stream.cuh)
+// do not cover: dilation > 1, strides > 4 in the data-grad, channels-last with a channel
+// multiplier or unaligned channels, filters without a specialisation in channels-last and in the
+// weight-grad, and float64 outside NC(D)HW.
 //
 // Generic kernels: forward and data-grad share one "direct gather" kernel per layout. Each output element of the
 // launch reads the other tensor at position  (o*sn + base + k*step) / sd  along every spatial dim:

@@ -1,5 +1,7 @@
-// Launcher of the NC(D)HW phased-correlation kernel (forward and data-grad) and its
-// compile-time specialisations.
+// Launcher of the shared-memory NC(D)HW phased-correlation kernel (forward and data-grad): the
+// wide 1-D rows (15, 31 taps) and 31x31 filters, and, generic, everything nc_stream.cu does not
+// take (other filters and strides, float64, more than 2^31 streaming work items). Filters up to
+// 7 wide are specialised in nc_stream.cu only.
 #include "ops/depthwise_conv/cuda/launch.h"
 #include "ops/depthwise_conv/cuda/nc_tiled.cuh"
 
@@ -38,19 +40,8 @@ bool launch_nc_gather(const T* in, const at::opmath_type<T>* w, const T* bias, T
   if constexpr (!std::is_same_v<T, double>) {
 #define CONVX_CASE(KH, KW, S, R) \
   if (kh == KH && kw == KW && s == S) return run<T, KH, KW, S, R>(in, w, bias, out, P, stream);
-    CONVX_CASE(1, 2, 1, 4)
-    CONVX_CASE(1, 3, 1, 4)
-    CONVX_CASE(1, 4, 1, 4)
     CONVX_CASE(1, 15, 1, 8)
     CONVX_CASE(1, 31, 1, 8)
-    CONVX_CASE(2, 2, 1, 4)
-    CONVX_CASE(3, 3, 1, 4)
-    CONVX_CASE(4, 4, 1, 4)
-    CONVX_CASE(5, 5, 1, 4)
-    CONVX_CASE(7, 7, 1, 4)
-    CONVX_CASE(3, 3, 2, 4)
-    CONVX_CASE(5, 5, 2, 4)
-    CONVX_CASE(7, 7, 2, 4)
 #undef CONVX_CASE
     if (kw == 31 && s == 1) return run<T, 0, 31, 1, 8>(in, w, bias, out, P, stream);
   }

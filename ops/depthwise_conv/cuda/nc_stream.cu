@@ -5,10 +5,14 @@
 #include "ops/depthwise_conv/cuda/nc_stream.cuh"
 
 #include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAMacros.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 #include <cuda_runtime_api.h>
 
+#include <array>
+#include <atomic>
 #include <type_traits>
 
 namespace convx::cuda {
@@ -16,15 +20,18 @@ namespace {
 
 constexpr int kStreamR = 4;  // outputs per thread along W
 
-// Threads that fill the GPU once (2048 per SM), for choosing the band height.
+// Threads that fill the current GPU once (2048 per SM), for choosing the band height. The SM
+// count is asked of the driver once per device, not on every launch (0: not asked yet; two
+// threads asking at once store the same value).
 int64_t resident_threads() {
-  int dev = 0, sms = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
-    (void)cudaGetLastError();
-    sms = 132;
+  static std::array<std::atomic<int>, C10_COMPILE_TIME_MAX_GPUS> sms{};
+  const c10::DeviceIndex dev = c10::cuda::current_device();
+  int n = sms[dev].load(std::memory_order_relaxed);
+  if (n == 0) {
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
+    sms[dev].store(n, std::memory_order_relaxed);
   }
-  return int64_t(sms) * 2048;
+  return int64_t(n) * 2048;
 }
 
 template <typename T, int KH, int KW, int S, int TH>
