@@ -5,8 +5,9 @@ backward time (input-grad + weight-grad, each library's own operators), aten/con
 the fraction of the copy bandwidth measured in the same run that each achieves (bytes: forward
 x + y + w, backward x + dy + dx + dw, each tensor counted once). Cases: issue #4's table (every
 row in fp32/fp16/bf16 x NCHW/channels_last) and the depthwise 1-D / 3-D rows of issue #9 (1-D in
-both layouts: NCL and the (N, L, C)-held layout; 3-D in NCDHW and channels_last_3d). Causal 1-D
-rows pad k-1 on both sides and keep the first L outputs, as causal sequence models do.
+both layouts: NCL and the (N, L, C)-held layout; 3-D in NCDHW and channels_last_3d). The
+backward's output gradient is held in the input's layout. Causal 1-D rows pad k-1 on both sides
+and keep the first L outputs, as causal sequence models do.
 Writes JSON (and a PNG plot when matplotlib is installed) next to --out.
 
     CONVX_LIBRARY=build-gpu/libconvx.so PYTHONPATH=python python3 bench/gpu_bench.py [--quick]
@@ -68,6 +69,16 @@ def make_input(N, C, spatial, dtype, layout):
     return torch.randn(N, C, *spatial, device="cuda", dtype=dtype)
 
 
+def grad_like(y, layout):
+    """A random output gradient in the layout the activations are held in: a model that keeps
+    (N, L, C) / channels-last activations hands back gradients in that layout too. (aten's 1-D
+    output of an (N, L, C)-strided input is NCL-contiguous; randn_like would give an NCL dy and
+    time a layout copy in both libraries.)"""
+    if layout in CHANNELS_LAST:
+        return torch.randn(y.shape[0], *y.shape[2:], y.shape[1], device=y.device, dtype=y.dtype).movedim(-1, 1)
+    return torch.randn_like(y, memory_format=torch.contiguous_format)
+
+
 def bench_case(case, dn, layout, iters):
     name, group, N, C, spatial, k, s, p, transposed = case[:9]
     dtype = DTYPES[dn]
@@ -109,7 +120,7 @@ def bench_case(case, dn, layout, iters):
         # Backward = input-grad + weight-grad through each library's own operators, with the
         # full (uncropped) output's gradient.
         yfull = conv_a(x, w, None, s, pad, 1, C)
-        dy = torch.randn_like(yfull)
+        dy = grad_like(yfull, layout)
         ig = getattr(ops, f"conv{rank}d_input_grad")
         wg = getattr(ops, f"conv{rank}d_weight_grad")
 

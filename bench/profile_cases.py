@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 import convx  # noqa: F401  (loads the operator library)
-from gpu_bench import CASES, DTYPES, make_input
+from gpu_bench import CASES, DTYPES, grad_like, make_input
 
 
 def calls(case, dn, layout):
@@ -34,7 +34,7 @@ def calls(case, dn, layout):
         return fc, fa, None, None
     fc = lambda: getattr(ops, f"depthwise_conv{rank}d")(x, w, None, st, pad, dil)  # noqa: E731
     fa = lambda: conv_a(x, w, None, s, pad, 1, C)  # noqa: E731
-    dy = torch.randn_like(fa())
+    dy = grad_like(fa(), layout)
     ig = getattr(ops, f"conv{rank}d_input_grad")
     wg = getattr(ops, f"conv{rank}d_weight_grad")
 
