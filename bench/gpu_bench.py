@@ -1,7 +1,8 @@
 """convx vs aten depthwise convolution on one GPU, side by side in one process.
 
-Same inputs for both; CUDA events; median of up to --iters runs after warm-up. Forward time and
-backward time (input-grad + weight-grad, each library's own operators), aten/convx ratios, and
+Same inputs for both; CUDA-event device time (bench/timing.py: the GPU kept busy while the host
+enqueues; forward host time per call in the JSON); median of up to --iters runs after warm-up.
+Forward time and backward time (input-grad + weight-grad, each library's own operators), aten/convx ratios, and
 the fraction of the copy bandwidth measured in the same run that each achieves (bytes: forward
 x + y + w, backward x + dy + dx + dw, each tensor counted once). Cases: issue #4's table (every
 row in fp32/fp16/bf16 x NCHW/channels_last) and the depthwise 1-D / 3-D rows of issue #9 (1-D in
@@ -22,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 import convx  # noqa: F401  (loads the operator library)
-from timing import time_ms
+from timing import host_us, time_ms
 
 ALL_DT = ("fp32", "fp16", "bf16")
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
@@ -116,6 +117,8 @@ def bench_case(case, dn, layout, iters):
     res["fwd_bytes"] = nbytes(x, y, w)
     res["fwd_convx_ms"] = time_ms(fwd_c, iters)
     res["fwd_aten_ms"] = time_ms(fwd_a, iters)
+    res["fwd_convx_host_us"] = host_us(fwd_c)
+    res["fwd_aten_host_us"] = host_us(fwd_a)
     if not transposed:
         # Backward = input-grad + weight-grad through each library's own operators, with the
         # full (uncropped) output's gradient.

@@ -1,6 +1,7 @@
 """convx vs aten dense transposed convolutions on one GPU, side by side in one process.
 
-Bias included. Same inputs for both; CUDA events; median of --iters runs after warm-up.
+Bias included. Same inputs for both; CUDA-event device time (bench/timing.py: the GPU kept busy
+while the host enqueues) and forward host time per call; median of --iters runs after warm-up.
 Forward: convx (default path: cuDNN), convx with CONVX_CUDA_DENSE=upsample_gemm (the stride ==
 kernel GEMM where it applies: half types, one group, k == s; elsewhere the same as the default),
 convx with CONVX_CUDNN_BIAS=fused and =separate (the bias in the cuDNN graph, or one add after
@@ -19,7 +20,7 @@ import torch
 import torch.nn.functional as F
 
 import convx  # noqa: F401  (loads the operator library)
-from timing import time_ms
+from timing import host_us, time_ms
 
 # name, rank, N, C_in, C_out, spatial, k, stride, padding, output_padding, groups, dtypes
 HALF_AND_FLOAT = ("fp32", "fp16", "bf16")
@@ -92,6 +93,8 @@ def bench_case(case, dtype_name, layout, iters):
     with torch.no_grad():
         row["aten_fwd_ms"] = time_ms(fwd_a, iters)
         row["convx_fwd_ms"] = time_ms(fwd_c, iters)
+        row["aten_fwd_host_us"] = host_us(fwd_a)
+        row["convx_fwd_host_us"] = host_us(fwd_c)
         with forced_path("upsample_gemm"):
             row["convx_gemm_fwd_ms"] = time_ms(fwd_c, iters)
         with bias_mode("fused"):
@@ -139,7 +142,8 @@ def main():
                 print(f"{r['case']:18} {dt:5} {layout:13} {r['aten_fwd_ms']:9.4f} {r['convx_fwd_ms']:8.4f} "
                       f"{r['convx_gemm_fwd_ms']:8.4f} {r['convx_fusedbias_fwd_ms']:8.4f} {r['convx_sepbias_fwd_ms']:8.4f} {r['fwd_ratio']:6.2f} {r['aten_bwd_ms']:9.4f} "
                       f"{r['convx_bwd_ms']:8.4f} {r['bwd_ratio']:6.2f} {r['convx_fwd_tflops']:8.1f} "
-                      f"{r['max_rel_err_vs_aten']:8.1e}", flush=True)
+                      f"{r['max_rel_err_vs_aten']:8.1e} {r['aten_fwd_host_us']:8.1f}/{r['convx_fwd_host_us']:.1f}",
+                      flush=True)
     meta = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
             "cudnn": torch.backends.cudnn.version(), "iters": a.iters,
             "tf32_conv": torch.backends.cudnn.allow_tf32}
