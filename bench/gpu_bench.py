@@ -182,6 +182,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="a subset of cases, fp32/fp16 and the 1-D / 3-D dtype")
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--only", default="", help="comma-separated case names")
+    ap.add_argument("--layouts", default="", help="comma-separated layouts (e.g. nhwc,nlc,ndhwc)")
+    ap.add_argument("--dtypes", default="", help="comma-separated dtypes (fp32,fp16,bf16)")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "gpu_depthwise.json"))
     args = ap.parse_args()
     torch.backends.cudnn.benchmark = True  # aten at its best
@@ -193,6 +195,8 @@ def main():
     print(hdr)
     print("-" * len(hdr))
     only = set(filter(None, args.only.split(",")))
+    layouts = set(filter(None, args.layouts.split(",")))
+    dtypes = set(filter(None, args.dtypes.split(",")))
     for case in CASES:
         if (args.quick and case[0] not in QUICK) or (only and case[0] not in only):
             continue
@@ -200,6 +204,8 @@ def main():
             if args.quick and dn == "bf16" and case[1] == "2d":
                 continue
             for layout in case[10]:
+                if (layouts and layout not in layouts) or (dtypes and dn not in dtypes):
+                    continue
                 r = bench_case(case, dn, layout, args.iters)
                 r["fwd_speedup"] = r["fwd_aten_ms"] / r["fwd_convx_ms"]
                 r["fwd_bw_frac_convx"] = r["fwd_bytes"] / (r["fwd_convx_ms"] * 1e-3) / bw
