@@ -5,7 +5,8 @@
 // So T = X [N*in, C_in] x W [C_in, (taps, C_out)] (cuBLAS, at::mm / at::bmm) holds every output
 // value once, and the output is a permutation of T's rows and columns, written with the bias in
 // one elementwise pass. In 1-D with channels-last operands that permutation is the identity:
-// the GEMM (with cuBLASLt's bias epilogue) writes the output directly.
+// the GEMM (with cuBLASLt's bias epilogue) writes the output directly; in 2-D channels-last, one
+// strided batched GEMM per kernel row writes it directly (the bias added after).
 #include "ops/conv/cuda/dense_paths.h"
 
 #include <ATen/ops/add.h>
@@ -66,6 +67,23 @@ void upsample_gemm(const ConvArgs& a, const Tensor& grad_output, const Tensor& w
     } else {
       at::mm_out(out, x_rows(), w);
     }
+    return;
+  }
+
+  if (r == 2 && x_cl && y_cl) {
+    // y (N, C_out, H*k0, W*k1) stored as [N][H][a][W][b][C_out]. For one kernel row a, the
+    // outputs of input row (n, h) are a [W, (b, C_out)] block with contiguous rows, and the
+    // blocks of consecutive (n, h) lie one input row's worth of output (k0*W*k1*C_out) apart:
+    // one strided batched GEMM per kernel row writes them in place, no temporary.
+    const int64_t H = in[0], W = in[1], k0 = k[0], k1 = k[1], cols = k1 * Cout;
+    const Tensor xb = x_rows().view({N * H, W, Cin});
+    for (int64_t a = 0; a < k0; ++a) {
+      const Tensor wa = weight.select(2, a).permute({0, 2, 1}).reshape({Cin, cols});
+      Tensor out = grad_input.as_strided({N * H, W, cols}, {k0 * W * cols, cols, 1},
+                                         grad_input.storage_offset() + a * W * cols);
+      at::bmm_out(out, xb, wa.expand({N * H, Cin, cols}));
+    }
+    if (has_bias) grad_input.add_(b.view({1, Cout, 1, 1}));
     return;
   }
 
