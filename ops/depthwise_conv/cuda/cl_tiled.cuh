@@ -199,6 +199,13 @@ cl_gather(const T* __restrict__ in, const at::opmath_type<T>* __restrict__ wt,
     // the pointer before the row: only the columns of `cols` are read.
     const T* x0 = in + ((n * P.in[0] + iz + kd0) * P.in[1] + iy + kh0) * rs + ix * P.in_c + co0;
     const acc_t* w0 = wt + ph * P.wphase + (int64_t(kd0) * kh_n + kh0) * KW * P.wrows + co0;
+    // The strip's first output and how many of its R outputs exist, computed before the loops
+    // so that the block indices are dead during them (fewer live registers).
+    const int64_t od = int64_t(qd) * P.os[0] + P.r[0][pd], oy = qy * P.os[1] + P.r[1][phh];
+    T* o0 = out + ((n * P.out[0] + od) * P.out[1] + oy) * P.out[2] * P.out_c + co0 +
+            (qx0 * P.os[2] + P.r[2][pw]) * P.out_c;
+    const int64_t ostep = int64_t(P.os[2]) * P.out_c;
+    const int nout = static_cast<int>(P.qn[2][pw] - qx0 < R ? P.qn[2][pw] - qx0 : R);
     // Taps [kc0, kc0 + NK) of every filter row.
     auto taps = [&](auto nk, int kc0) {
       constexpr int NK = decltype(nk)::value;
@@ -222,16 +229,13 @@ cl_gather(const T* __restrict__ in, const at::opmath_type<T>* __restrict__ wt,
     for (int kc0 = 0; kc0 + KC <= KW; kc0 += KC) taps(std::integral_constant<int, KC>{}, kc0);
     if constexpr (KR != 0) taps(std::integral_constant<int, KR>{}, KW - KR);
 
-    const int64_t od = int64_t(qd) * P.os[0] + P.r[0][pd];
-    const int64_t oy = qy * P.os[1] + P.r[1][phh];
-    T* orow = out + ((n * P.out[0] + od) * P.out[1] + oy) * P.out[2] * P.out_c + co0;
 #pragma unroll
     for (int r = 0; r < R; ++r) {
-      if (qx0 + r >= P.qn[2][pw]) break;
+      if (r >= nout) break;
       Pack<T, V> o;
 #pragma unroll
       for (int v = 0; v < V; ++v) o.v[v] = static_cast<T>(acc[r][v]);
-      *reinterpret_cast<Pack<T, V>*>(orow + ((qx0 + r) * P.os[2] + P.r[2][pw]) * P.out_c) = o;
+      *reinterpret_cast<Pack<T, V>*>(o0 + r * ostep) = o;
     }
   }
 }
