@@ -6,12 +6,12 @@
 // kClTapChunk at a time: wide filters go in chunks) and then streams the row segment
 // ((R - 1) * S + taps vectors) one vector at a time, applying each vector to every output of the
 // strip it touches. Only the accumulators, one filter row and one input vector live in
-// registers, so that the kernel runs at 37.5-50% occupancy (cl_min_blocks; the previous design
-// held every tap of a band of rows: 123-144 registers, 12.5-25%, latency-bound) and hides the
-// load latency with warps instead of with a thread's own state; the rows shared by neighbouring
-// outputs are re-read from L1 by the threads of the block (one thread per output row). The
-// filter is read in fp32, laid out [tap][channel] so that a warp's channel lanes read
-// consecutive weights; accumulation is in fp32 (the opmath type).
+// registers, so that the kernel runs at 37.5-50% occupancy (cl_min_blocks; 25% for the R = 8
+// variant; the previous design held every tap of a band of rows: 123-144 registers, 12.5-25%,
+// latency-bound) and hides the load latency with warps instead of with a thread's own state;
+// the rows shared by neighbouring outputs are re-read from L1 by the threads of the block (one
+// thread per output row). The filter is read in fp32, laid out [tap][channel] so that a warp's
+// channel lanes read consecutive weights; accumulation is in fp32 (the opmath type).
 #pragma once
 
 #include "ops/depthwise_conv/cuda/plan.cuh"
@@ -24,11 +24,6 @@
 #include <type_traits>
 
 namespace convx::cuda {
-
-template <typename T>
-constexpr int cl_vec_width() {
-  return sizeof(T) >= 8 ? 2 : (sizeof(T) == 4 ? 4 : 8);
-}
 
 template <typename T, int V>
 struct alignas(sizeof(T) * V) Pack {
