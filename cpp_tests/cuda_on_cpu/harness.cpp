@@ -74,28 +74,34 @@ bool st_dispatch(const Plan& P, const char** which, F&& f) {
 #undef C_
   return false;
 }
-template <typename T, int KH, int KW, int S>
+// cl_gather.cu's specialisations: f(tile, run) for each tile variant the launcher may pick
+// (CONVX_CL_TILE) for the filter; false when the launcher does not take it.
+template <typename T, int KH, int KW, int S, int TILE>
 bool cl_run(const T* in, const float* w, const T* bias, T* out, const Plan& P) {
-  constexpr int R = cl_outputs_per_thread<KW>(), TH = cl_band_rows<T, KH, KW>();
-  ClTile L = choose_cl_tile(P, cl_vec_width<T>(), R, TH);
-  launch(dim3{3}, dim3{cl_block_threads(L)}, [&] { cl_gather<T, KH, KW, S, R, TH>(in, w, bias, out, P, L); });
+  constexpr int V = cl_tile_vec<T, TILE>(), R = cl_tile_outputs<TILE>(), MB = cl_min_blocks<T, KW, TILE>();
+  ClTile L = choose_cl_tile(P, V, R);
+  launch(dim3{3}, dim3{cl_block_threads(L)}, [&] { cl_gather<T, KH, KW, S, V, R, MB>(in, w, bias, out, P, L); });
   L.i32 = false;  // the 64-bit block decomposition, which only huge shapes take
   std::vector<T> first(out, out + cl_out_numel), again(cl_out_numel, T(NAN));
-  launch(dim3{3}, dim3{cl_block_threads(L)}, [&] { cl_gather<T, KH, KW, S, R, TH>(in, w, bias, again.data(), P, L); });
+  launch(dim3{3}, dim3{cl_block_threads(L)}, [&] { cl_gather<T, KH, KW, S, V, R, MB>(in, w, bias, again.data(), P, L); });
   if (std::memcmp(first.data(), again.data(), cl_out_numel * sizeof(T)) != 0) {
     std::printf("cl_gather: 64-bit block decomposition differs\n");
     ++failures;
   }
   return true;
 }
-template <typename T>
-bool cl_dispatch(const T* in, const float* w, const T* bias, T* out, const Plan& P) {
+template <typename T, typename F>
+bool cl_dispatch(const Plan& P, F&& f) {
   const int kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
-#define C_(KH, KW, S) if (kh == KH && kw == KW && s == S) return cl_run<T, KH, KW, S>(in, w, bias, out, P);
-  C_(1, 2, 1) C_(1, 3, 1) C_(1, 4, 1) C_(1, 15, 1) C_(1, 31, 1) C_(2, 2, 1) C_(3, 3, 1) C_(4, 4, 1) C_(5, 5, 1)
-  C_(7, 7, 1) C_(3, 3, 2) C_(5, 5, 2) C_(7, 7, 2)
+#define C_(KH, KW, S) if (kh == KH && kw == KW && s == S) return f(0, cl_run<T, KH, KW, S, 0>), true;
+  C_(1, 2, 1) C_(1, 3, 1) C_(1, 4, 1) C_(1, 15, 1) C_(1, 31, 1)
 #undef C_
-  if (kw == 31 && s == 1) return cl_run<T, 0, 31, 1>(in, w, bias, out, P);
+#define C_(KH, KW, S)                                                                                     \
+  if (kh == KH && kw == KW && s == S)                                                                     \
+    return f(0, cl_run<T, KH, KW, S, 0>), f(1, cl_run<T, KH, KW, S, 1>), f(2, cl_run<T, KH, KW, S, 2>), true;
+  C_(2, 2, 1) C_(3, 3, 1) C_(4, 4, 1) C_(5, 5, 1) C_(7, 7, 1) C_(3, 3, 2) C_(5, 5, 2) C_(7, 7, 2)
+#undef C_
+  if (kw == 31 && s == 1) return f(0, cl_run<T, 0, 31, 1, 0>), true;
   return false;
 }
 template <typename T, int KH, int KW, int S, int R>
@@ -254,10 +260,20 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
     });
     if (m == 1 && C % 4 == 0) {
       Tensor wt = prep(w, P, Q, true);
-      Tensor xc = to_cl(x), oc = at::full(to_cl(y).sizes(), NAN);
-      cl_out_numel = oc.numel();
-      if (cl_dispatch<float>(xc.data_ptr<float>(), wt.data_ptr<float>(), b.data_ptr<float>(), oc.data_ptr<float>(), P))
-        check("fwd cl", from_cl(oc), y, name);
+      Tensor xc = to_cl(x), xch = to_cl(xh);
+      cl_dispatch<float>(P, [&](int tile, auto run) {
+        Tensor oc = at::full(to_cl(y).sizes(), NAN);
+        cl_out_numel = oc.numel();
+        if (run(xc.data_ptr<float>(), wt.data_ptr<float>(), b.data_ptr<float>(), oc.data_ptr<float>(), P))
+          check(("fwd cl T" + std::to_string(tile)).c_str(), from_cl(oc), y, name);
+      });
+      if (C % 8 == 0)  // 16-bit channels-last takes 16-byte aligned channel rows
+        cl_dispatch<at::Half>(P, [&](int tile, auto run) {
+          Tensor oc = at::full(to_cl(y).sizes(), NAN, at::kHalf);
+          cl_out_numel = oc.numel();
+          if (run(xch.data_ptr<at::Half>(), wt.data_ptr<float>(), bh.data_ptr<at::Half>(), oc.data_ptr<at::Half>(), P))
+            check(("fwd16 cl T" + std::to_string(tile)).c_str(), from_cl(oc), yh, name, 2e-3);
+        });
     }
   }
   {  // data-grad
@@ -274,10 +290,24 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
       });
       if (m == 1 && C % 4 == 0) {
         Tensor wt = prep(w, P, Q, true);
-        Tensor gc = to_cl(gy), oc = at::full(to_cl(x).sizes(), NAN);
-        cl_out_numel = oc.numel();
-        if (cl_dispatch<float>(gc.data_ptr<float>(), wt.data_ptr<float>(), nullptr, oc.data_ptr<float>(), P))
-          check("dgrad cl", from_cl(oc), gx_ref, name);
+        Tensor gc = to_cl(gy);
+        cl_dispatch<float>(P, [&](int tile, auto run) {
+          Tensor oc = at::full(to_cl(x).sizes(), NAN);
+          cl_out_numel = oc.numel();
+          if (run(gc.data_ptr<float>(), wt.data_ptr<float>(), nullptr, oc.data_ptr<float>(), P))
+            check(("dgrad cl T" + std::to_string(tile)).c_str(), from_cl(oc), gx_ref, name);
+        });
+        if (C % 8 == 0) {  // half storage: against float64 on the same half-rounded gradient
+          Tensor gh = gy.to(at::kHalf), gch = to_cl(gh);
+          auto gr = at::convolution_backward(gh.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble), std::nullopt, s, p,
+                                             dil, false, op, C, {true, false, false});
+          cl_dispatch<at::Half>(P, [&](int tile, auto run) {
+            Tensor oc = at::full(to_cl(x).sizes(), NAN, at::kHalf);
+            cl_out_numel = oc.numel();
+            if (run(gch.data_ptr<at::Half>(), wt.data_ptr<float>(), nullptr, oc.data_ptr<at::Half>(), P))
+              check(("dgrad16 cl T" + std::to_string(tile)).c_str(), from_cl(oc), std::get<0>(gr), name, 2e-3);
+          });
+        }
       }
     }
   }
@@ -350,6 +380,22 @@ int main() {
   run_case(3, 1, 4, 1, {5, 7, 9}, {5, 5, 5}, {2, 2, 2}, {2, 2, 2});
   run_case(3, 1, 4, 2, {4, 6, 7}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1});
   run_case(2, 0, 4, 1, {12, 13}, {3, 3}, {1, 1}, {1, 1});
+  // --- channels-last forward / data-grad tiles (cl_tiled.cuh), every CONVX_CL_TILE variant in
+  // fp32 and fp16: 8 and 16 channels (one or two 16-byte vectors), odd sizes, strips and rows cut
+  // by the edges, padding on every border, 3-D, equal channel tiles (960 fp32: 4 x 60 lanes) and
+  // unequal ones (268 fp32: 67 lanes in 3 tiles of 32) ---
+  run_case(2, 2, 16, 1, {15, 12}, {5, 5}, {1, 1}, {2, 2});
+  run_case(2, 1, 8, 1, {17, 16}, {5, 5}, {2, 2}, {2, 2});
+  run_case(2, 1, 8, 1, {20, 23}, {7, 7}, {2, 2}, {3, 3});
+  run_case(2, 2, 8, 1, {9, 11}, {2, 2}, {1, 1}, {0, 0});
+  run_case(2, 2, 8, 1, {16, 15}, {4, 4}, {2, 2}, {1, 1});
+  run_case(2, 2, 8, 1, {11, 9}, {4, 4}, {1, 1}, {1, 1});
+  run_case(2, 1, 16, 1, {7, 7}, {7, 7}, {1, 1}, {3, 3});
+  run_case(3, 1, 8, 1, {5, 9, 10}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1});
+  run_case(3, 1, 8, 1, {7, 9, 8}, {3, 3, 3}, {2, 2, 2}, {1, 1, 1});
+  run_case(1, 2, 16, 1, {37}, {3}, {1}, {1});
+  run_case(2, 1, 960, 1, {5, 6}, {3, 3}, {1, 1}, {1, 1});
+  run_case(2, 1, 268, 1, {6, 5}, {5, 5}, {1, 1}, {2, 2});
   std::printf("failures: %d\n", failures);
   return failures != 0;
 }

@@ -1,13 +1,17 @@
 // Register-tiled depthwise forward / data-grad for channels-last tensors (NHWC, NDHWC and the
 // (N, L, C) layout of rank 1), channel multiplier 1, channels a multiple of the vector width.
 //
-// Each thread computes V channels (16 bytes of the tensor: 4 fp32, 8 fp16/bf16) of R
-// consecutive outputs along W. It streams the input row segment once, as 16-byte vector loads,
-// and applies each input vector to every output of its strip that it touches, so one load
-// serves up to min(R, KW) taps. The filter is read in the opmath type, laid out [tap][channel]
-// so that a warp's channel lanes read consecutive weights. A block is CB channel lanes x a tile
-// of PY bands (of TH rows each, one thread per band) by PX strips: a thread loads each input row
-// of its band once, and neighbouring bands of one block reuse each other's inputs in L1.
+// Each thread computes V channels (4 fp32, or 4 / 8 fp16-bf16: 8- or 16-byte loads) of R
+// consecutive outputs of one output row. Per input row it loads that filter row's taps (at most
+// kClTapChunk at a time: wide filters go in chunks) and then streams the row segment
+// ((R - 1) * S + taps vectors) one vector at a time, applying each vector to every output of the
+// strip it touches. Only the accumulators, one filter row and one input vector live in
+// registers, so that the kernel runs at 37.5-50% occupancy (cl_min_blocks; 25% for the R = 8
+// variant; the previous design held every tap of a band of rows: 123-144 registers, 12.5-25%,
+// latency-bound) and hides the load latency with warps instead of with a thread's own state;
+// the rows shared by neighbouring outputs are re-read from L1 by the threads of the block (one
+// thread per output row). The filter is read in fp32, laid out [tap][channel] so that a warp's
+// channel lanes read consecutive weights; accumulation is in fp32 (the opmath type).
 #pragma once
 
 #include "ops/depthwise_conv/cuda/plan.cuh"
@@ -15,54 +19,79 @@
 #include <ATen/OpMathType.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
 
 namespace convx::cuda {
-
-template <typename T>
-constexpr int cl_vec_width() {
-  return sizeof(T) >= 8 ? 2 : (sizeof(T) == 4 ? 4 : 8);
-}
 
 template <typename T, int V>
 struct alignas(sizeof(T) * V) Pack {
   T v[V];
 };
 
-// Outputs per thread along W.
-template <int KW>
-constexpr int cl_outputs_per_thread() {
-  return KW >= 15 ? 2 : 4;
+// Tile variants, chosen at run time by CONVX_CL_TILE (cl_gather.cu; a temporary tuning knob):
+//   0 (default): V = 4 channels (fp16/bf16: 8-byte loads), R = 4 outputs;
+//   1: fp32 V = 4, R = 2; fp16/bf16 V = 8 (16-byte loads), R = 2;
+//   2: V = 4, R = 8 (fewer loads per output, more registers).
+constexpr int kClTiles = 3;
+
+template <typename T, int TILE>
+constexpr int cl_tile_vec() {
+  return TILE == 1 && sizeof(T) == 2 ? 8 : 4;
 }
 
-// Output rows per thread (a band): each input row segment is loaded once for the band and
-// applied to every band row it meets, and the block's index arithmetic is shared by TH*R
-// outputs. R*TH*V accumulators stay at 32 (nvcc -Xptxas -v: more need > 128 registers); filters of one row
-// (1xK, rank 1) and the runtime-height 31x31 keep one row.
-template <typename T, int KH, int KW>
-constexpr int cl_band_rows() {
-  if (KH <= 1) return 1;
-  const int th = 32 / (cl_outputs_per_thread<KW>() * cl_vec_width<T>());
-  return th < 1 ? 1 : (th > 4 ? 4 : th);
+template <int TILE>
+constexpr int cl_tile_outputs() {
+  return TILE == 1 ? 2 : (TILE == 2 ? 8 : 4);
+}
+
+// Filter taps of one row held in registers at a time (1x15, 1x31, 31x31 go in chunks).
+constexpr int kClTapChunk = 8;
+
+// Blocks of 256 threads per SM asked of ptxas (__launch_bounds__): 4 = 64 registers (50%
+// occupancy), 3 = 80, 2 = 128. From -Xptxas -v over every specialisation (sm_90): the
+// row loop (filter row + streamed inputs + accumulators) spills nothing at 64 registers while
+// (KC + R) * V <= 32 and at 80 beyond that, except R = 8, which needs 128 (the row loop of
+// 3x3 s2 spills at 80). What spills at those caps is block set-up state (indices, pointers),
+// reloaded once per output strip, not per row.
+template <typename T, int KW, int TILE>
+constexpr int cl_min_blocks() {
+  constexpr int V = cl_tile_vec<T, TILE>(), R = cl_tile_outputs<TILE>();
+  constexpr int KC = KW < kClTapChunk ? KW : kClTapChunk;
+  return R >= 8 ? 2 : ((KC + R) * V <= 32 ? 4 : 3);
 }
 
 struct ClTile {
-  int CB, PX, PY;  // channel lanes, strips along W, bands of rows; threads = CB * PX * PY
+  int CB, PX, PY;  // channel lanes, strips along W, output rows; threads = CB * PX * PY
   bool i32;        // block indices fit in 32 bits
   int64_t chunks, tilesW, tilesH, blocks;
 };
 
-// A block: CB channel lanes x PY bands (of TH rows) x PX strips (of R outputs), as close to 256
-// threads as the channel lanes allow (the launch rounds up to whole warps).
-inline ClTile choose_cl_tile(const Plan& P, int V, int R, int TH) {
+// A block: CB channel lanes x PY output rows x PX strips (of R outputs), as close to 256 threads
+// as the channel lanes allow (the launch rounds up to whole warps). Beyond 64 lanes the channels
+// are cut into equal tiles of 32-64 lanes when the count allows it (C = 960 fp32: 4 x 60, not
+// 7.5 x 32).
+inline ClTile choose_cl_tile(const Plan& P, int V, int R) {
   ClTile L{};
   const int64_t groups = P.out_c / V;
-  L.CB = static_cast<int>(groups <= 64 ? groups : 32);
+  L.CB = 32;
+  if (groups <= 64) {
+    L.CB = static_cast<int>(groups);
+  } else {
+    for (int cb = 64; cb >= 32; --cb) {
+      if (groups % cb == 0) {
+        L.CB = cb;
+        break;
+      }
+    }
+  }
   L.chunks = ceil_div(groups, L.CB);
   const int pix = std::max(1, 256 / L.CB);
-  L.PY = static_cast<int>(std::min<int64_t>(ceil_div(P.q[1], TH), pix));
+  L.PY = static_cast<int>(std::min<int64_t>(P.q[1], pix));
   L.PX = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(ceil_div(P.q[2], R), pix / L.PY)));
   L.tilesW = ceil_div(P.q[2], int64_t(L.PX) * R);
-  L.tilesH = ceil_div(P.q[1], int64_t(L.PY) * TH);
+  L.tilesH = ceil_div(P.q[1], int64_t(L.PY));
   L.blocks = P.N * P.q[0] * L.tilesH * L.tilesW * L.chunks * P.phases;
   L.i32 = L.blocks <= int64_t(1) << 30;  // the launch caps the grid at 2^30 blocks
   return L;
@@ -72,19 +101,55 @@ inline unsigned cl_block_threads(const ClTile& L) {
   return static_cast<unsigned>(ceil_div(int64_t(L.CB) * L.PX * L.PY, 32) * 32);
 }
 
-// KH == 0: the filter height is read from the plan (a runtime loop, for tall filters; TH = 1).
-template <typename T, int KH, int KW, int S, int R, int TH>
-__global__ void __launch_bounds__(256)
+// The launcher only takes channel counts up to this, so that offsets within a filter row
+// (tap * channels) and within a row segment (column * channels) are 32-bit.
+constexpr int64_t kClMaxChannels = int64_t(1) << 24;
+
+// NK taps of one filter row on the thread's strip: w -> the first tap's weights (stride ws per
+// tap), row -> the segment's first input vector (stride cs per column), cols bit c set when
+// column c of the segment lies inside the input row (outside it reads zero).
+template <int NK, int S, int R, int V, typename T, typename acc_t>
+__device__ __forceinline__ void cl_row(acc_t (&acc)[R][V], const T* __restrict__ row,
+                                       const acc_t* __restrict__ w, int cs, int ws, uint32_t cols) {
+  constexpr int NX = (R - 1) * S + NK;
+  Pack<acc_t, V> wv[NK];
+#pragma unroll
+  for (int k = 0; k < NK; ++k) wv[k] = *reinterpret_cast<const Pack<acc_t, V>*>(w + k * ws);
+#pragma unroll
+  for (int c = 0; c < NX; ++c) {
+    // Loaded as 32-bit words (zero outside the row) and only then viewed as T: element-wise
+    // 16-bit selects cost a byte permute per element and registers.
+    Pack<uint32_t, sizeof(T) * V / 4> raw{};
+    if ((cols >> c) & 1u) raw = *reinterpret_cast<const Pack<uint32_t, sizeof(T) * V / 4>*>(row + c * cs);
+    Pack<T, V> xv;
+    memcpy(&xv, &raw, sizeof(xv));
+    acc_t xf[V];
+#pragma unroll
+    for (int v = 0; v < V; ++v) xf[v] = static_cast<acc_t>(xv.v[v]);
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const int k = c - r * S;
+      if (k < 0 || k >= NK) continue;
+#pragma unroll
+      for (int v = 0; v < V; ++v) acc[r][v] += wv[k].v[v] * xf[v];
+    }
+  }
+}
+
+// KH == 0: the filter height is read from the plan (a runtime loop, for tall filters).
+template <typename T, int KH, int KW, int S, int V, int R, int MINB>
+__global__ void __launch_bounds__(256, MINB)
 cl_gather(const T* __restrict__ in, const at::opmath_type<T>* __restrict__ wt,
           const T* __restrict__ bias, T* __restrict__ out, const Plan P, const ClTile L) {
-  static_assert(KH > 0 || TH == 1, "runtime filter heights take one row per thread");
   using acc_t = at::opmath_type<T>;
-  constexpr int V = cl_vec_width<T>();
-  constexpr int NX = (R - 1) * S + KW;
+  constexpr int KC = KW < kClTapChunk ? KW : kClTapChunk, KR = KW % KC;
+  static_assert((R - 1) * S + KC <= 32, "a row segment's columns are a 32-bit mask");
   const int tid = threadIdx.x;
   const int cl = tid % L.CB, p = tid / L.CB, px = p % L.PX, py = p / L.PX;
   const int kh_n = KH > 0 ? KH : P.k[1];
-  const int nj = (TH - 1) * S + kh_n;  // input rows of a band
+  const int cs = static_cast<int>(P.in_c), ws = static_cast<int>(P.wrows);
+  const int64_t rs = P.in[2] * P.in_c, ds = P.in[1] * rs;  // elements per input row, plane
+  const int64_t wrow = int64_t(KW) * P.wrows;                 // weights per filter row
   for (int64_t b = blockIdx.x; b < L.blocks; b += gridDim.x) {
     int ph, chunk, twi, thi, qd;
     int64_t n;
@@ -105,72 +170,67 @@ cl_gather(const T* __restrict__ in, const at::opmath_type<T>* __restrict__ wt,
     }
     const int pw = ph % P.os[2], phh = (ph / P.os[2]) % P.os[1], pd = ph / (P.os[2] * P.os[1]);
     const int64_t co0 = (int64_t(chunk) * L.CB + cl) * V;
-    const int64_t qy0 = (int64_t(thi) * L.PY + py) * TH, qx0 = (int64_t(twi) * L.PX + px) * R;
-    if (py >= L.PY || co0 >= P.out_c || qd >= P.qn[0][pd] || qy0 >= P.qn[1][phh] || qx0 >= P.qn[2][pw]) continue;
+    const int64_t qy = int64_t(thi) * L.PY + py, qx0 = (int64_t(twi) * L.PX + px) * R;
+    if (py >= L.PY || co0 >= P.out_c || qd >= P.qn[0][pd] || qy >= P.qn[1][phh] || qx0 >= P.qn[2][pw]) continue;
 
-    acc_t acc[TH][R][V];
+    acc_t acc[R][V];
     {
       Pack<T, V> bv{};
       if (bias) bv = *reinterpret_cast<const Pack<T, V>*>(bias + co0);
 #pragma unroll
-      for (int t = 0; t < TH; ++t) {
-#pragma unroll
-        for (int r = 0; r < R; ++r) {
-#pragma unroll
-          for (int v = 0; v < V; ++v) acc[t][r][v] = bias ? static_cast<acc_t>(bv.v[v]) : acc_t(0);
-        }
-      }
-    }
-    const int64_t iy = qy0 * S - P.pad[1][phh], ix = qx0 * S - P.pad[2][pw];
-    const acc_t* wph = wt + ph * P.wphase + co0;
-    for (int kd = 0; kd < P.k[0]; ++kd) {
-      const int64_t id = int64_t(qd) * P.S[0] - P.pad[0][pd] + kd;
-      if (id < 0 || id >= P.in[0]) continue;
-      const T* plane = in + (n * P.in[0] + id) * P.in[1] * P.in[2] * P.in_c + co0;
-      const acc_t* wd = wph + int64_t(kd) * kh_n * KW * P.wrows;
-      // Input row iy + j: filter row j - t*S of band row t. Not unrolled: only the weight row
-      // depends on j (register indices do not), and an unrolled loop loads every row at once.
-#pragma unroll 1
-      for (int j = 0; j < nj; ++j) {
-        const int64_t ih = iy + j;
-        if (ih < 0 || ih >= P.in[1]) continue;
-        const T* row = plane + ih * P.in[2] * P.in_c;
-#pragma unroll
-        for (int c = 0; c < NX; ++c) {
-          const int64_t iw = ix + c;
-          Pack<T, V> xv{};
-          if (iw >= 0 && iw < P.in[2]) xv = *reinterpret_cast<const Pack<T, V>*>(row + iw * P.in_c);
-#pragma unroll
-          for (int t = 0; t < TH; ++t) {
-            const int kh = j - t * S;
-            if (kh < 0 || kh >= kh_n) continue;
-            const acc_t* wrow = wd + int64_t(kh) * KW * P.wrows;
-#pragma unroll
-            for (int r = 0; r < R; ++r) {
-              const int kw = c - r * S;
-              if (kw < 0 || kw >= KW) continue;
-              const Pack<acc_t, V> wv = *reinterpret_cast<const Pack<acc_t, V>*>(wrow + kw * P.wrows);
-#pragma unroll
-              for (int v = 0; v < V; ++v) acc[t][r][v] += wv.v[v] * static_cast<acc_t>(xv.v[v]);
-            }
-          }
-        }
-      }
-    }
-    const int64_t od = int64_t(qd) * P.os[0] + P.r[0][pd];
-#pragma unroll
-    for (int t = 0; t < TH; ++t) {
-      if (qy0 + t >= P.qn[1][phh]) break;
-      const int64_t oy = (qy0 + t) * P.os[1] + P.r[1][phh];
-      T* orow = out + ((n * P.out[0] + od) * P.out[1] + oy) * P.out[2] * P.out_c + co0;
-#pragma unroll
       for (int r = 0; r < R; ++r) {
-        if (qx0 + r >= P.qn[2][pw]) break;
-        Pack<T, V> o;
 #pragma unroll
-        for (int v = 0; v < V; ++v) o.v[v] = static_cast<T>(acc[t][r][v]);
-        *reinterpret_cast<Pack<T, V>*>(orow + ((qx0 + r) * P.os[2] + P.r[2][pw]) * P.out_c) = o;
+        for (int v = 0; v < V; ++v) acc[r][v] = bias ? static_cast<acc_t>(bv.v[v]) : acc_t(0);
       }
+    }
+    const int64_t iy = qy * S - P.pad[1][phh], ix = qx0 * S - P.pad[2][pw];
+    const int64_t iz = int64_t(qd) * P.S[0] - P.pad[0][pd];
+    // Filter rows (and depths) whose input row exists: no per-row border test in the loops.
+    const int kh0 = static_cast<int>(iy < 0 ? -iy : 0);
+    const int kh1 = static_cast<int>(P.in[1] - iy < kh_n ? P.in[1] - iy : kh_n);
+    const int kd0 = static_cast<int>(iz < 0 ? -iz : 0);
+    const int kd1 = static_cast<int>(P.in[0] - iz < P.k[0] ? P.in[0] - iz : P.k[0]);
+    // Input (iz + kd0, iy + kh0, ix) and its weights; the column may lie left of the row and
+    // the pointer before the row: only the columns of `cols` are read.
+    const T* x0 = in + ((n * P.in[0] + iz + kd0) * P.in[1] + iy + kh0) * rs + ix * P.in_c + co0;
+    const acc_t* w0 = wt + ph * P.wphase + (int64_t(kd0) * kh_n + kh0) * KW * P.wrows + co0;
+    // The strip's first output and how many of its R outputs exist, computed before the loops
+    // so that the block indices are dead during them (fewer live registers).
+    const int64_t od = int64_t(qd) * P.os[0] + P.r[0][pd], oy = qy * P.os[1] + P.r[1][phh];
+    T* o0 = out + ((n * P.out[0] + od) * P.out[1] + oy) * P.out[2] * P.out_c + co0 +
+            (qx0 * P.os[2] + P.r[2][pw]) * P.out_c;
+    const int64_t ostep = int64_t(P.os[2]) * P.out_c;
+    const int nout = static_cast<int>(P.qn[2][pw] - qx0 < R ? P.qn[2][pw] - qx0 : R);
+    // Taps [kc0, kc0 + NK) of every filter row.
+    auto taps = [&](auto nk, int kc0) {
+      constexpr int NK = decltype(nk)::value;
+      constexpr int NX = (R - 1) * S + NK;
+      uint32_t cols = 0;
+#pragma unroll
+      for (int c = 0; c < NX; ++c) {
+        const int64_t iw = ix + kc0 + c;
+        cols |= (iw >= 0 && iw < P.in[2]) ? 1u << c : 0u;
+      }
+#pragma unroll 1
+      for (int kd = kd0; kd < kd1; ++kd) {
+        const T* row = x0 + (kd - kd0) * ds + kc0 * cs;
+        const acc_t* w = w0 + (int64_t(kd - kd0) * kh_n * KW + kc0) * P.wrows;
+#pragma unroll 1
+        for (int kh = kh0; kh < kh1; ++kh, row += rs, w += wrow)
+          cl_row<NK, S, R, V>(acc, row, w, cs, ws, cols);
+      }
+    };
+#pragma unroll 1
+    for (int kc0 = 0; kc0 + KC <= KW; kc0 += KC) taps(std::integral_constant<int, KC>{}, kc0);
+    if constexpr (KR != 0) taps(std::integral_constant<int, KR>{}, KW - KR);
+
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      if (r >= nout) break;
+      Pack<T, V> o;
+#pragma unroll
+      for (int v = 0; v < V; ++v) o.v[v] = static_cast<T>(acc[r][v]);
+      *reinterpret_cast<Pack<T, V>*>(o0 + r * ostep) = o;
     }
   }
 }
