@@ -7,6 +7,8 @@ caching-allocator blocks and under ``torch.use_deterministic_algorithms(True)`` 
 """
 
 import os
+import subprocess
+import sys
 import warnings
 
 # cuBLAS (the dense fallback's GEMMs) refuses to run under use_deterministic_algorithms without
@@ -457,3 +459,58 @@ def test_depthwise_cl_weight_grad_2d_bitwise_repeatable(k):
     assert torch.equal(a, b)
     ref = torch.nn.grad.conv2d_weight(x.double(), (144, 1, k, k), gy.double(), 1, k // 2, 1, 144)
     torch.testing.assert_close(a.double(), ref, rtol=2e-2, atol=2e-2 * float(ref.abs().max()))
+
+
+# Every 16-bit channels-last weight-grad tile of cl_wgrad.cu (ClwShape): 5x5 (2 channels per
+# lane, strips of 7: exact and cut by the edge), 7x7 (two passes of 4 + 3 filter rows), the
+# stride-2 ones, 3x3, 1-D k4 (8 channels per lane), 31x31 (runtime rows).
+CLW_TILE_CASES = [  # (rank, N, C, size, k, stride, padding)
+    (2, 2, 48, (28, 28), 5, 1, 2),
+    (2, 3, 40, (13, 11), 5, 1, 2),
+    (2, 2, 32, (14, 15), 7, 1, 3),
+    (2, 2, 384, (7, 7), 7, 1, 3),  # 3 channel tiles of 64 lanes
+    (2, 2, 24, (15, 16), 7, 2, 3),
+    (2, 2, 16, (17, 12), 5, 2, 2),
+    (2, 2, 64, (9, 10), 3, 1, 1),
+    (2, 2, 64, (11, 9), 3, 2, 1),
+    (1, 2, 64, (301,), 4, 1, 3),
+    (2, 1, 16, (40, 37), 31, 1, 15),
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+def test_depthwise_cl_weight_grad_tiles(dtype):
+    """The channels-last weight-grad with this process's CONVX_CLW_TILE (the test below runs the
+    others) against float64 on the same 16-bit data, on poisoned memory; same bits twice."""
+    for i, (rank, N, C, size, k, s, p) in enumerate(CLW_TILE_CASES):
+        gen = torch.Generator().manual_seed(40 + i)
+        x = _held(torch.randn(N, C, *size, generator=gen), "channels_last").to(DEV, dtype)
+        gy_shape = [N, C] + [(n + 2 * p - k) // s + 1 for n in size]
+        gy = _held(torch.randn(gy_shape, generator=gen), "channels_last").to(DEV, dtype)
+        op = getattr(torch.ops.convx, f"conv{rank}d_weight_grad")
+        args = (x, [C, 1] + [k] * rank, gy, [s] * rank, [p] * rank, [1] * rank, C)
+        poison()
+        with deterministic():
+            a = op(*args)
+            poison()
+            b = op(*args)
+        assert torch.equal(a, b), f"case {i}: not bitwise repeatable"
+        xr = x.double().requires_grad_()
+        wr = torch.zeros(C, 1, *[k] * rank, dtype=torch.float64, device=DEV, requires_grad=True)
+        conv = {1: torch.nn.functional.conv1d, 2: torch.nn.functional.conv2d}[rank]
+        (ref,) = torch.autograd.grad(conv(xr, wr, None, s, p, 1, C), wr, gy.double())
+        scale = max(1.0, float(ref.abs().max()))
+        assert not torch.isnan(a).any(), f"case {i}: NaN (unwritten element)"
+        torch.testing.assert_close(a.double() / scale, ref / scale, rtol=2e-2, atol=1e-2, msg=lambda m: f"case {i}: {m}")
+
+
+@pytest.mark.parametrize("tile", ["1", "2"])
+def test_depthwise_cl_weight_grad_every_tile(tile):
+    """The test above in a process with CONVX_CLW_TILE=tile (the knob is read once per process)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, CONVX_CLW_TILE=tile)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+                           os.path.join(here, "test_cuda.py"), "-k", "test_depthwise_cl_weight_grad_tiles"],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "2 passed" in proc.stdout

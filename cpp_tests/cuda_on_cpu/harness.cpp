@@ -149,31 +149,51 @@ Tensor ncw_dispatch(const T* x, const T* gy, const Plan& P, const char** which) 
   return Tensor();
 }
 // ---- end streaming NC weight-grad ----
-template <typename T, int KH, int KW, int S>
-Tensor clw_run(const T* x, const T* gy, const Plan& P, bool wide_index) {
-  constexpr int TAPS = (KH > 0 ? KH : 1) * KW;
-  constexpr int VW = wgrad_channels_per_lane<T, TAPS>(), R = wgrad_strip<TAPS, VW>();
+// cl_wgrad.cu's run<>: the partial kernel, then sum_chunks (both on poisoned buffers). Every tile
+// (ClwShape, wide and narrow: CONVX_CLW_TILE) with both grid targets.
+template <typename T, int KH, int KW, int S, bool kNarrow>
+Tensor clw_run(const T* x, const T* gy, const Plan& P, bool wide_index, int64_t target_blocks) {
+  using Shape = ClwShape<T, KH, KW, kNarrow>;
+  constexpr int VW = Shape::VW, R = Shape::R, RH = Shape::RH;
   if (P.out_c % VW != 0) return Tensor();
   ClwTile L{};
   int64_t ctiles = 0, chunks = 0;
-  if (!choose_clw_tile(L, P, VW, R, ctiles, chunks)) return Tensor();
+  if (!choose_clw_tile(L, P, VW, R, (R - 1) * S + KW, target_blocks, ctiles, chunks)) return Tensor();
   if (wide_index) L.i32 = false;  // the 64-bit item decomposition, which only huge shapes take
   const int64_t taps = int64_t(P.k[0]) * P.k[1] * KW, n = P.out_c * taps;
   Tensor part = at::full({chunks, n}, NAN, at::kFloat);
   float* pp = part.data_ptr<float>();
   const unsigned threads = unsigned(ceil_div(int64_t(L.CT) * L.G, 32) * 32);
-  launch(dim3{unsigned(ctiles), unsigned(chunks)}, dim3{threads}, [&] { cl_wgrad_partial<T, KH, KW, S, VW, R>(x, gy, pp, P, L); });
-  return part.sum(0);
+  launch(dim3{unsigned(ctiles), unsigned(chunks)}, dim3{threads}, [&] { cl_wgrad_partial<T, KH, KW, S, VW, R, RH>(x, gy, pp, P, L); });
+  const auto dt = std::is_same_v<T, float> ? at::kFloat : at::kHalf;
+  Tensor gw = at::full({n}, NAN, dt);
+  T* gp = reinterpret_cast<T*>(gw.data_ptr());
+  dim3 sgrid, sblock;
+  sgrid.x = unsigned(ceil_div(n, kSumCols)), sblock.x = unsigned(kSumCols * kSumSlices);
+  launch(sgrid, sblock, [&] { sum_chunks<T>(pp, gp, chunks, n); });
+  return gw;
 }
-template <typename T>
-Tensor clw_dispatch(const T* x, const T* gy, const Plan& P, bool wide_index) {
+// Runs every tile and grid target that cl_wgrad.cu's launcher can pick for the shape; f(tag, result).
+template <typename T, typename F>
+void clw_dispatch(const T* x, const T* gy, const Plan& P, bool wide_index, F&& f) {
   const int kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
-#define C_(KH, KW, S) if (kh == KH && kw == KW && s == S) return clw_run<T, KH, KW, S>(x, gy, P, wide_index);
+  auto all = [&](auto wide, auto narrow) {
+    f("", wide(kWgradWave));
+    f(" 4w", wide(4 * kWgradWave));
+    Tensor r = narrow();
+    if (r.defined()) f(" nar", r);
+  };
+#define C_(KH, KW, S)                                                                                     \
+  if ((kh == KH || (KH == 0 && kh != 1)) && kw == KW && s == S) {                                                                   \
+    using Wd = ClwShape<T, KH, KW, false>;                                                                \
+    using Nr = ClwShape<T, KH, KW, true>;                                                                 \
+    constexpr bool differs = Wd::VW != Nr::VW || Wd::R != Nr::R || Wd::RH != Nr::RH;                      \
+    return all([&](int64_t tb) { return clw_run<T, KH, KW, S, false>(x, gy, P, wide_index, tb); },        \
+               [&] { return differs ? clw_run<T, KH, KW, S, true>(x, gy, P, wide_index, kWgradWave) : Tensor(); }); \
+  }
   C_(1, 2, 1) C_(1, 3, 1) C_(1, 4, 1) C_(1, 15, 1) C_(1, 31, 1) C_(3, 3, 1) C_(5, 5, 1) C_(7, 7, 1) C_(3, 3, 2)
-  C_(5, 5, 2) C_(7, 7, 2)
+  C_(5, 5, 2) C_(7, 7, 2) C_(0, 31, 1)
 #undef C_
-  if (kw == 31 && s == 1) return clw_run<T, 0, 31, 1>(x, gy, P, wide_index);
-  return Tensor();
 }
 
 Tensor prep(const Tensor& w, Plan& P, Prep& Q, bool cl) {
@@ -319,9 +339,19 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
     if (m == 1) {
       Tensor xc = to_cl(x), gc = to_cl(gy);
       for (bool wide : {false, true}) {
-        Tensor rc = clw_dispatch<float>(xc.data_ptr<float>(), gc.data_ptr<float>(), P, wide);
-        if (rc.defined()) check(wide ? "wgrad cl64" : "wgrad cl", rc.view(gw_ref.sizes()), gw_ref, name);
+        const std::string tag = wide ? "wgrad cl64" : "wgrad cl";
+        clw_dispatch<float>(xc.data_ptr<float>(), gc.data_ptr<float>(), P, wide, [&](const char* t, const Tensor& rc) {
+          if (rc.defined()) check((tag + t).c_str(), rc.view(gw_ref.sizes()), gw_ref, name);
+        });
       }
+      // Half storage, float accumulation: against float64 on the same half-rounded data.
+      Tensor xh = xc.to(at::kHalf), gh = gc.to(at::kHalf);
+      auto gr = at::convolution_backward(from_cl(gh).to(at::kDouble), from_cl(xh).to(at::kDouble), w.to(at::kDouble),
+                                         std::nullopt, s, p, dil, false, op, C, {false, true, false});
+      const Tensor gw16_ref = std::get<1>(gr);
+      clw_dispatch<at::Half>(xh.data_ptr<at::Half>(), gh.data_ptr<at::Half>(), P, false, [&](const char* t, const Tensor& rc) {
+        if (rc.defined()) check((std::string("wgrad16 cl") + t).c_str(), rc.view(gw16_ref.sizes()), gw16_ref, name, 2e-3);
+      });
     }
   }
 }
@@ -366,6 +396,10 @@ int main() {
   run_case(2, 2, 96, 1, {11, 9}, {7, 7}, {1, 1}, {3, 3});
   run_case(2, 2, 12, 1, {10, 9}, {5, 5}, {2, 2}, {0, 0});
   run_case(1, 3, 40, 1, {37}, {15}, {1}, {7});
+  // 16-bit tiles: 18 chunks (6 of sum_chunks' 8 slices used), strips of 7 exact; 3 channel tiles
+  // of 64 lanes (fp16 C 384) with a 7x7 in two row passes
+  run_case(2, 2, 256, 1, {18, 14}, {5, 5}, {1, 1}, {2, 2});
+  run_case(2, 1, 384, 1, {7, 7}, {7, 7}, {1, 1}, {3, 3});
   // --- end channels-last weight-grad ---
   // Streaming kernel: aligned widths (vector stores), planes of 7 and 14, bands cut by the height,
   // transposed-conv phases on odd sizes, multiplier 2 through the data-grad, 3-D stride 2 k5.

@@ -16,8 +16,8 @@ done
 # the streaming NC weight-grad: its block-static reduction scratch becomes a function static
 sed -e 's/__shared__ acc_t red/static acc_t red/' "$src/nc_wgrad_stream.cuh" >"$tmp/nc_wgrad_stream.cuh"
 cp "$src/nc_stream.cuh" "$tmp/nc_stream.cuh"
-# the kernels of cl_wgrad.cu (up to its launcher) and the plans of depthwise_conv.cu
-sed -n '/^namespace convx::cuda {/,/^template <typename T, int KH, int KW, int S>$/p' "$src/cl_wgrad.cu" | sed '$d' |
+# the kernels of cl_wgrad.cu (up to its '// ---- host launch' line) and the plans of depthwise_conv.cu
+sed -n '/^namespace convx::cuda {/,/^\/\/ ---- host launch/p' "$src/cl_wgrad.cu" | sed '$d' |
   sed -e 's/__shared__ acc_t red/static acc_t red/' >"$tmp/cl_wgrad_k.inc"
 echo "}}" >>"$tmp/cl_wgrad_k.inc"
 sed -n '/^\/\/ -* tiled fast paths/,/^bool cl_vector_ok/p' "$src/depthwise_conv.cu" | sed '$d' >"$tmp/plans.inc"

@@ -1,16 +1,20 @@
 // Channels-last depthwise weight-grad, one pass over x and grad_output, deterministic.
 //
 // Work item: a strip of R consecutive outputs along W of one output row. A thread owns VW
-// consecutive channels (one vector load) and keeps the sums of every tap of one filter depth
-// slice (31x31: of one filter row) in registers. Per item it loads the R grad_output vectors once,
-// then streams each input row segment ((R-1)*S + KW vectors) once, applying every input vector to
-// all the taps it meets (taps, strip and vector positions are compile-time: static register
-// indices, no per-tap index arithmetic or border test beyond the row/column ones).
+// consecutive channels (one vector load) and keeps the sums of RH filter rows of one filter depth
+// slice in registers (a pass: taller filters take several passes over the items, 31x31 one row
+// per pass). Per item it loads the R grad_output vectors once, then streams each input row
+// segment ((R-1)*S + KW vectors) once, applying every input vector to all the taps it meets
+// (taps, strip and vector positions are compile-time: static register indices). Inside an item,
+// addresses are the row's pointer plus 32-bit multiples of C and the columns outside the input
+// are a bit mask made once per item: a load costs about two integer instructions. (The first
+// version let nvcc rebuild a 64-bit index per load, about four integer instructions per FMA:
+// instruction-bound, so fp16 took as long as fp32 while cuDNN's fp16 kernel takes half.)
 // A block is CT channel lanes x G groups (threads t: lane t % CT, group t / CT; a warp spans
 // consecutive pixels' channels, which are consecutive in memory); the groups walk the block's
 // items in an interleaved order. The G groups' sums are added in group order through shared
 // memory and written as the block's partial [chunk][channel][tap]; a second kernel adds the chunks
-// in order. No atomics: the result depends only on the shapes.
+// in a fixed order. No atomics: the result depends only on the shapes (and CONVX_CLW_TILE).
 #include "ops/depthwise_conv/cuda/cl_tiled.cuh"
 #include "ops/depthwise_conv/cuda/launch.h"
 
@@ -18,9 +22,13 @@
 #include <c10/core/ScalarType.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/util/BFloat16.h>
+#include <c10/util/Exception.h>
 #include <c10/util/Half.h>
+#include <cuda_fp16.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -28,21 +36,45 @@ namespace convx::cuda {
 namespace {
 
 constexpr int kWgradThreads = 256;
+constexpr int kWgradBlocksPerSm = 2;  // __launch_bounds__: at most 128 registers
+// Blocks of one full wave on an H100 (132 SMs x 2): every block gets the same number of items
+// and none waits for a second wave. A constant, so that the chunks (and the bits of the result)
+// depend on the shapes only.
+constexpr int64_t kWgradWave = 132 * kWgradBlocksPerSm;
 
-// Channels per thread: a vector of up to 16 bytes, with at most 64 tap accumulators (32 for the
-// wide rows, whose KW + R - 1 input vectors are loaded together). Beyond that, nvcc spills.
-template <typename T, int TAPS>
-constexpr int wgrad_channels_per_lane() {
-  int v = static_cast<int>(16 / sizeof(T));
-  while (v > 1 && TAPS * v > (TAPS >= 15 ? 32 : 64)) v /= 2;
-  return v;
-}
-// Outputs per work item: R*VW grad_output values stay in registers, next to the tap sums and
-// the strip's input vectors (loaded together); larger strips spill (nvcc -Xptxas -v).
-template <int TAPS, int VW>
-constexpr int wgrad_strip() {
-  return TAPS * VW <= 32 && VW <= 4 && TAPS < 31 ? 8 : (TAPS * VW > 56 ? 2 : 4);
-}
+// The per-thread tile: VW channels (one vector load), RH filter rows per pass, strips of R
+// outputs. kNarrow: the first version's tile (CONVX_CLW_TILE=1), kept while the new one is
+// measured.
+template <typename T, int KH, int KW, bool kNarrow>
+struct ClwShape {
+  static constexpr int rows = KH > 0 ? KH : 1;  // filter rows of one depth slice held at once
+  // 16-bit 2-D filters: at least two channels per lane (a 32-bit load, conversions and
+  // addresses shared by two channels) and at most 64 tap sums, splitting the rows into passes.
+  static constexpr bool wide = !kNarrow && sizeof(T) == 2 && KH > 1;
+  static constexpr int VW = [] {
+    int v = static_cast<int>(16 / sizeof(T));
+    if (wide) {
+      while (v > 2 && rows * KW * v > 64) v /= 2;
+    } else {
+      // at most 64 tap accumulators (32 for the wide rows, whose KW + R - 1 input vectors are
+      // loaded together). Beyond that, nvcc spills.
+      while (v > 1 && rows * KW * v > (rows * KW >= 15 ? 32 : 64)) v /= 2;
+    }
+    return v;
+  }();
+  static constexpr int RH = [] {
+    int r = rows;
+    while (wide && r > 1 && r * KW * VW > 64) r = (r + 1) / 2;
+    return r;
+  }();
+  // Strip length. Wide: 7, which divides the 112/56/28/14/7 maps of ImageNet networks (no idle
+  // strip positions) and keeps R*VW grad_output values + the segment's input vectors next to
+  // the tap sums within 128 registers (nvcc -Xptxas -v). Otherwise: R*VW grad_output values stay
+  // in registers, next to the tap sums and the strip's input vectors; larger strips spill.
+  static constexpr int R = wide ? 7
+                                : (RH * KW * VW <= 32 && VW <= 4 && RH * KW < 31 ? 8
+                                                                                   : (RH * KW * VW > 56 ? 2 : 4));
+};
 
 struct ClwTile {
   int CT, G;              // channel lanes per block, pixel groups per block
@@ -51,32 +83,97 @@ struct ClwTile {
   int64_t items, chunk;   // work items in all, per block (blockIdx.y)
 };
 
-// KH == 0: tall filters (31x31); one filter row per pass over the items (the inputs are read
-// once per filter row, from L2), the row's taps in registers.
-template <typename T, int KH, int KW, int S, int VW, int R>
-__global__ void __launch_bounds__(kWgradThreads, 2)
+// Bits [lo, hi) of the SEG input columns iw0 .. iw0 + SEG - 1 that lie inside [0, IW).
+template <int SEG, typename M>
+__device__ __forceinline__ M column_mask(int iw0, int IW) {
+  static_assert(SEG < int(8 * sizeof(M)), "mask too narrow");
+  const int lo = iw0 < 0 ? -iw0 : 0;
+  const int hi = IW - iw0 < SEG ? IW - iw0 : SEG;
+  return hi > lo ? ((M(1) << (hi - lo)) - 1) << lo : M(0);
+}
+
+// p, as a value nvcc must keep in registers: without it, under the 128-register bound, nvcc
+// rebuilds each load's address from the 64-bit item index (about 10 integer instructions a load).
+template <typename V>
+__device__ __forceinline__ const V* held(const V* p) {
+#ifdef __CUDA_ARCH__
+  asm volatile("" : "+l"(p));
+#endif
+  return p;
+}
+
+// out = the VW values at p in the opmath type, or zeros when !ok. On the GPU: one load through the
+// read-only path (held() hides from nvcc that p is global memory) and conversions from the
+// loaded 32-bit words (two 16-bit values each; no repacking into c10::Half / BFloat16 first).
+template <typename T, int VW>
+__device__ __forceinline__ void load_acc(const T* p, bool ok, at::opmath_type<T> (&out)[VW]) {
+#ifdef __CUDA_ARCH__
+  constexpr int B = int(sizeof(T)) * VW;
+  if constexpr (sizeof(T) == 2 && VW == 1) {
+    const unsigned short u = ok ? __ldg(reinterpret_cast<const unsigned short*>(p)) : 0;
+    if constexpr (std::is_same_v<T, c10::Half>) {
+      out[0] = __half2float(__ushort_as_half(u));
+    } else {
+      out[0] = __uint_as_float(unsigned(u) << 16);
+    }
+  } else {
+    constexpr int NW = B / 4;  // 32-bit words
+    using W = std::conditional_t<NW == 1, unsigned, std::conditional_t<NW == 2, uint2, uint4>>;
+    static_assert(sizeof(W) == B, "vector of 4, 8 or 16 bytes");
+    W w{};
+    if (ok) w = __ldg(reinterpret_cast<const W*>(p));
+    unsigned u[NW];
+    memcpy(u, &w, B);
+#pragma unroll
+    for (int k = 0; k < NW; ++k) {
+      if constexpr (std::is_same_v<T, float>) {
+        out[k] = __uint_as_float(u[k]);
+      } else if constexpr (std::is_same_v<T, c10::Half>) {
+        __half2 h;
+        memcpy(&h, &u[k], 4);
+        const float2 f = __half22float2(h);
+        out[2 * k] = f.x, out[2 * k + 1] = f.y;
+      } else {
+        out[2 * k] = __uint_as_float(u[k] << 16), out[2 * k + 1] = __uint_as_float(u[k] & 0xffff0000u);
+      }
+    }
+  }
+#else
+  Pack<T, VW> v{};
+  if (ok) v = *reinterpret_cast<const Pack<T, VW>*>(p);
+  for (int k = 0; k < VW; ++k) out[k] = static_cast<at::opmath_type<T>>(v.v[k]);
+#endif
+}
+
+// KH == 0: tall filters (31x31); one filter row per pass over the items (RH == 1; the inputs are
+// read once per filter row, from L2). KH > RH: ceil(KH / RH) passes of RH rows.
+template <typename T, int KH, int KW, int S, int VW, int R, int RH>
+__global__ void __launch_bounds__(kWgradThreads, kWgradBlocksPerSm)
 cl_wgrad_partial(const T* __restrict__ x, const T* __restrict__ gy, at::opmath_type<T>* __restrict__ part,
                  const Plan P, const ClwTile L) {
   using acc_t = at::opmath_type<T>;
-  constexpr int RH = KH > 0 ? KH : 1;  // filter rows per pass
-  constexpr int TAPS = RH * KW;
+  static_assert(KH > 0 || RH == 1, "runtime filter heights take one row per pass");
+  constexpr int TAPS = RH * KW;          // tap sums per pass
   constexpr int SEG = (R - 1) * S + KW;  // input vectors per strip and filter row
+  using mask_t = std::conditional_t<(SEG >= 32), uint64_t, uint32_t>;
   // Taps reduced per shared-memory round (about 24 KB).
   constexpr int TB0 = 24576 / int(kWgradThreads * VW * sizeof(acc_t));
   constexpr int TB = TB0 < 1 ? 1 : (TB0 > TAPS ? TAPS : TB0);
   __shared__ acc_t red[TB][kWgradThreads * VW];
   const int t = threadIdx.x, lane = t % L.CT, grp = t / L.CT;
   const int kh_n = KH > 0 ? KH : P.k[1];
-  const int64_t C = P.out_c;
+  const int C = static_cast<int>(P.out_c);  // the host checked that SEG * C fits in 32 bits
   const int64_t c0 = (static_cast<int64_t>(blockIdx.x) * L.CT + lane) * VW;
   const bool active = grp < L.G && c0 < C;
   const int64_t begin = static_cast<int64_t>(blockIdx.y) * L.chunk;
   const int64_t end = begin + L.chunk < L.items ? begin + L.chunk : L.items;
   const int OW = static_cast<int>(P.q[2]), OH = static_cast<int>(P.q[1]), OD = static_cast<int>(P.q[0]);
   const int IW = static_cast<int>(P.in[2]), IH = static_cast<int>(P.in[1]), ID = static_cast<int>(P.in[0]);
+  const int64_t row_stride = int64_t(IW) * C;
   const int64_t taps = int64_t(P.k[0]) * kh_n * KW;
   for (int kd = 0; kd < P.k[0]; ++kd) {
     for (int kb = 0; kb < kh_n; kb += RH) {
+      const int nrows = kh_n - kb < RH ? kh_n - kb : RH;  // filter rows of this pass
       acc_t acc[TAPS][VW];
 #pragma unroll
       for (int i = 0; i < TAPS; ++i) {
@@ -102,43 +199,32 @@ cl_wgrad_partial(const T* __restrict__ x, const T* __restrict__ gy, at::opmath_t
           const int id = od * P.S[0] - P.pad[0][0] + kd;
           if (id < 0 || id >= ID) continue;
           const int ow0 = ws * R;
-          const T* gp = gy + (((n * OD + od) * OH + oh) * int64_t(OW) + ow0) * C + c0;
+          const int gn = OW - ow0;  // outputs of the strip inside the row (>= 1)
+          const T* gp = held(gy + (((n * OD + od) * OH + oh) * int64_t(OW) + ow0) * C + c0);
           acc_t g[R][VW];
 #pragma unroll
           for (int r = 0; r < R; ++r) {
-            if (ow0 + r < OW) {
-              const Pack<T, VW> gv = *reinterpret_cast<const Pack<T, VW>*>(gp + int64_t(r) * C);
-#pragma unroll
-              for (int v = 0; v < VW; ++v) g[r][v] = static_cast<acc_t>(gv.v[v]);
-            } else {
-#pragma unroll
-              for (int v = 0; v < VW; ++v) g[r][v] = acc_t(0);
-            }
+            load_acc<T, VW>(gp + r * C, r < gn, g[r]);
           }
           const int iw0 = ow0 * S - P.pad[2][0];
-          const T* xs = x + (n * ID + id) * int64_t(IH) * IW * C + c0;
+          const mask_t cols = column_mask<SEG, mask_t>(iw0, IW);
+          const T* xs = x + ((n * ID + id) * int64_t(IH) * IW + iw0) * C + c0;
 #pragma unroll
           for (int kh = 0; kh < RH; ++kh) {
             const int ih = oh * S - P.pad[1][0] + kb + kh;
+            if (kh >= nrows) break;
             if (ih < 0 || ih >= IH) continue;
-            const T* xr = xs + (int64_t(ih) * IW + iw0) * C;
+            const T* xp = xs + ih * row_stride;
 #pragma unroll
-            for (int j = 0; j < SEG; ++j) {
-              const int iw = iw0 + j;
-              Pack<T, VW> xv;
-              if (iw >= 0 && iw < IW) {
-                xv = *reinterpret_cast<const Pack<T, VW>*>(xr + int64_t(j) * C);
-              } else {
-#pragma unroll
-                for (int v = 0; v < VW; ++v) xv.v[v] = T(0);
-              }
+            for (int j = 0; j < SEG; ++j, xp = held(xp + C)) {
+              acc_t xf[VW];
+              load_acc<T, VW>(xp, (cols >> j) & 1, xf);
 #pragma unroll
               for (int kw = 0; kw < KW; ++kw) {
                 // input column j meets tap kw at strip position (j - kw) / S
                 if (j >= kw && (j - kw) % S == 0 && (j - kw) / S < R) {
 #pragma unroll
-                  for (int v = 0; v < VW; ++v)
-                    acc[kh * KW + kw][v] += g[(j - kw) / S][v] * static_cast<acc_t>(xv.v[v]);
+                  for (int v = 0; v < VW; ++v) acc[kh * KW + kw][v] += g[(j - kw) / S][v] * xf[v];
                 }
               }
             }
@@ -147,6 +233,7 @@ cl_wgrad_partial(const T* __restrict__ x, const T* __restrict__ gy, at::opmath_t
       }
       // The groups' sums, added in group order, TB taps per round.
       const int64_t tap0 = (int64_t(kd) * kh_n + kb) * KW;
+      const int ntaps = nrows * KW;
 #pragma unroll
       for (int b = 0; b < TAPS; b += TB) {
 #pragma unroll
@@ -161,7 +248,7 @@ cl_wgrad_partial(const T* __restrict__ x, const T* __restrict__ gy, at::opmath_t
         for (int i = t; i < TB * per; i += blockDim.x) {
           const int tb = i / per, e = i % per;
           const int64_t c = static_cast<int64_t>(blockIdx.x) * per + e;
-          if (b + tb < TAPS && c < C) {
+          if (b + tb < ntaps && c < C) {
             acc_t s = acc_t(0);
             for (int w = 0; w < L.G; ++w) s += red[tb][w * per + e];
             part[(static_cast<int64_t>(blockIdx.y) * C + c) * taps + tap0 + b + tb] = s;
@@ -173,62 +260,119 @@ cl_wgrad_partial(const T* __restrict__ x, const T* __restrict__ gy, at::opmath_t
   }
 }
 
-// gw[i] = sum over chunks, in order, of part[chunk][i].
+// gw[i] = sum over the chunks of part[chunk][i], in a fixed order: a block of 256 threads takes
+// 32 consecutive i (coalesced rows) x 8 slices of the chunks; each thread adds its slice in
+// chunk order, then the 8 slice sums are added in slice order.
+constexpr int kSumCols = 32, kSumSlices = kWgradThreads / kSumCols;
 template <typename T>
-__global__ void sum_chunks(const at::opmath_type<T>* __restrict__ part, T* __restrict__ gw, int64_t chunks, int64_t n) {
+__global__ void __launch_bounds__(kWgradThreads)
+sum_chunks(const at::opmath_type<T>* __restrict__ part, T* __restrict__ gw, int64_t chunks, int64_t n) {
   using acc_t = at::opmath_type<T>;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    acc_t s = acc_t(0);
-    for (int64_t c = 0; c < chunks; ++c) s += part[c * n + i];
-    gw[i] = static_cast<T>(s);
+  __shared__ acc_t red_slices[kSumSlices][kSumCols];
+  const int col = threadIdx.x % kSumCols, slice = threadIdx.x / kSumCols;
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * kSumCols + col;
+  const int64_t per = (chunks + kSumSlices - 1) / kSumSlices;
+  const int64_t c1 = (slice + 1) * per < chunks ? (slice + 1) * per : chunks;
+  acc_t s = acc_t(0);
+  if (i < n) {
+#pragma unroll 4
+    for (int64_t c = slice * per; c < c1; ++c) s += part[c * n + i];
+  }
+  red_slices[slice][col] = s;
+  __syncthreads();
+  if (slice == 0 && i < n) {
+    acc_t r = red_slices[0][col];
+    for (int k = 1; k < kSumSlices; ++k) r += red_slices[k][col];
+    gw[i] = static_cast<T>(r);
   }
 }
 
-// The block shape and the split of the items, from the shapes alone. false: a size is too large.
-inline bool choose_clw_tile(ClwTile& L, const Plan& P, int VW, int R, int64_t& ctiles, int64_t& chunks) {
+// The block shape and the split of the items, from the shapes alone (target_blocks: the grid
+// aimed at). false: a size is too large.
+inline bool choose_clw_tile(ClwTile& L, const Plan& P, int VW, int R, int SEG, int64_t target_blocks,
+                            int64_t& ctiles, int64_t& chunks) {
   constexpr int64_t kSpatialMax = std::numeric_limits<int>::max() / 8;
   for (int d = 0; d < 3; ++d) {
     if (P.in[d] > kSpatialMax || P.q[d] > kSpatialMax) return false;
   }
-  const int64_t lanes = P.out_c / VW;
-  const int64_t ctn = ceil_div(lanes, 128);  // channel tiles of at most 128 lanes, balanced
+  // offsets inside an item are 32-bit multiples of C
+  if (P.out_c * (SEG + R) > std::numeric_limits<int>::max()) return false;
+  // Channel tiles of at most 128 lanes, balanced; of the first few tile counts, the one whose
+  // block CT x G comes closest to 256 threads (C = 384 fp16: 3 tiles of 64 lanes x 4 groups,
+  // not 2 of 96 x 2 = 192 threads: registers allow two blocks per SM whatever their size).
+  const int64_t lanes = P.out_c / VW, first = ceil_div(lanes, 128);
+  const auto used = [&](int64_t tiles) {
+    const int64_t ct = ceil_div(lanes, tiles);
+    return ct * (kWgradThreads / ct);
+  };
+  int64_t ctn = first;
+  for (int64_t c = first + 1; c <= first + 3 && c <= lanes; ++c) {
+    if (used(c) >= used(ctn) + 32) ctn = c;  // a whole warp more, else the wider (coalesced) tile
+  }
   L.CT = static_cast<int>(ceil_div(lanes, ctn));
   L.G = kWgradThreads / L.CT;
   L.strips = static_cast<int>(ceil_div(P.q[2], R));
   L.items = P.N * P.q[0] * P.q[1] * L.strips;
   L.i32 = L.items <= std::numeric_limits<int32_t>::max();
   ctiles = ctn;
-  // About 4 blocks per SM of an H100 in all, each at least 4 items per group.
-  chunks = std::clamp<int64_t>(ceil_div(528, ctiles), 1, std::max<int64_t>(1, L.items / (4 * L.G)));
+  // The target grid in all, each block at least 2 items per group (4 left MobileNetV2's 7x7
+  // layer, 448 items, with 112 blocks for 132 SMs).
+  chunks = std::clamp<int64_t>(ceil_div(target_blocks, ctiles), 1, std::max<int64_t>(1, L.items / (2 * L.G)));
   chunks = std::min<int64_t>(chunks, 65535);
   L.chunk = ceil_div(std::max<int64_t>(L.items, 1), chunks);
   chunks = ceil_div(std::max<int64_t>(L.items, 1), L.chunk);
   return ctiles <= 65535;
 }
 
-template <typename T, int KH, int KW, int S>
-bool run(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
+// ---- host launch (cpp_tests/cuda_on_cpu/run.sh takes the kernels above this line) ----
+template <typename T, int KH, int KW, int S, bool kNarrow>
+bool run(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, int64_t target_blocks,
+         cudaStream_t stream) {
   using acc_t = at::opmath_type<T>;
-  constexpr int VW = wgrad_channels_per_lane<T, (KH > 0 ? KH : 1) * KW>();
-  constexpr int R = wgrad_strip<(KH > 0 ? KH : 1) * KW, VW>();
+  using Shape = ClwShape<T, KH, KW, kNarrow>;
+  constexpr int VW = Shape::VW, R = Shape::R, RH = Shape::RH;
   if (P.out_c % VW != 0 || reinterpret_cast<uintptr_t>(x) % (sizeof(T) * VW) != 0 ||
       reinterpret_cast<uintptr_t>(gy) % (sizeof(T) * VW) != 0) {
     return false;
   }
   ClwTile L{};
   int64_t ctiles = 0, chunks = 0;
-  if (!choose_clw_tile(L, P, VW, R, ctiles, chunks)) return false;
+  if (!choose_clw_tile(L, P, VW, R, (R - 1) * S + KW, target_blocks, ctiles, chunks)) return false;
   const int64_t taps = int64_t(P.k[0]) * P.k[1] * KW, n = P.out_c * taps;
   const at::Tensor part = at::empty({chunks, n}, like.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
   const unsigned threads = static_cast<unsigned>(ceil_div(int64_t(L.CT) * L.G, 32) * 32);
-  cl_wgrad_partial<T, KH, KW, S, VW, R><<<dim3(static_cast<unsigned>(ctiles), static_cast<unsigned>(chunks)),
-                                          threads, 0, stream>>>(x, gy, part.mutable_data_ptr<acc_t>(), P, L);
+  cl_wgrad_partial<T, KH, KW, S, VW, R, RH><<<dim3(static_cast<unsigned>(ctiles), static_cast<unsigned>(chunks)),
+                                              threads, 0, stream>>>(x, gy, part.mutable_data_ptr<acc_t>(), P, L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  sum_chunks<T><<<static_cast<unsigned>(std::clamp<int64_t>(ceil_div(n, 256), 1, 1 << 20)), 256, 0, stream>>>(
-      part.const_data_ptr<acc_t>(), gw, chunks, n);
+  sum_chunks<T><<<static_cast<unsigned>(std::clamp<int64_t>(ceil_div(n, kSumCols), 1, 1 << 30)), kWgradThreads, 0,
+                  stream>>>(part.const_data_ptr<acc_t>(), gw, chunks, n);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return true;
+}
+
+// CONVX_CLW_TILE, a temporary tuning knob (read once) while the tiles are measured on the GPU:
+// unset or 0: the wide 16-bit tile (ClwShape), one wave of blocks; 1: the first version's tile
+// (narrow), one wave; 2: the wide tile, four waves (smaller blocks, a larger partial buffer).
+int clw_tile_choice() {
+  static const int choice = [] {
+    const char* e = std::getenv("CONVX_CLW_TILE");
+    if (!e || !*e || std::strcmp(e, "0") == 0) return 0;
+    if (std::strcmp(e, "1") == 0) return 1;
+    if (std::strcmp(e, "2") == 0) return 2;
+    TORCH_CHECK(false, "convx: CONVX_CLW_TILE must be 0, 1, 2 or unset, got '", e, "'");
+  }();
+  return choice;
+}
+
+template <typename T, int KH, int KW, int S>
+bool run_choice(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
+  const int choice = clw_tile_choice();
+  using Wide = ClwShape<T, KH, KW, false>;
+  using Narrow = ClwShape<T, KH, KW, true>;
+  if constexpr (Wide::VW != Narrow::VW || Wide::R != Narrow::R || Wide::RH != Narrow::RH) {
+    if (choice == 1) return run<T, KH, KW, S, true>(x, gy, gw, P, like, kWgradWave, stream);
+  }
+  return run<T, KH, KW, S, false>(x, gy, gw, P, like, choice == 2 ? 4 * kWgradWave : kWgradWave, stream);
 }
 
 }  // namespace
@@ -242,7 +386,7 @@ bool launch_cl_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::Te
     if (P.in_div != 1) return false;
     const int kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
 #define CONVX_CASE(KH, KW, S) \
-  if (kh == KH && kw == KW && s == S) return run<T, KH, KW, S>(x, gy, gw, P, like, stream);
+  if (kh == KH && kw == KW && s == S) return run_choice<T, KH, KW, S>(x, gy, gw, P, like, stream);
     CONVX_CASE(1, 2, 1)
     CONVX_CASE(1, 3, 1)
     CONVX_CASE(1, 4, 1)
@@ -255,7 +399,7 @@ bool launch_cl_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::Te
     CONVX_CASE(5, 5, 2)
     CONVX_CASE(7, 7, 2)
 #undef CONVX_CASE
-    if (kw == 31 && s == 1) return run<T, 0, 31, 1>(x, gy, gw, P, like, stream);
+    if (kw == 31 && s == 1) return run_choice<T, 0, 31, 1>(x, gy, gw, P, like, stream);
     return false;
   }
 }
