@@ -347,6 +347,8 @@ FAST_PATHS = [
     # nc_stream 16-bit 2-D tiles (8 x 4, 8 x 2 for 7-wide filters): rows of 56 (aligned) and 29
     (2, 3, 4, 1, (20, 56), (3, 3), 1, 1, 1, True),
     (2, 1, 4, 1, (13, 29), (7, 7), 1, 3, 1, False),
+    # fp32 planes up to 8 wide on nc_stream_vec (8 x 2 tiles for 5x5; 3x3 7x7 planes above)
+    (2, 2, 4, 1, (8, 8), (5, 5), 1, 2, 1, True),
 ]
 FP_IDS = [f"r{c[0]}_k{'x'.join(map(str, c[5]))}_s{c[6]}_m{c[3]}_n{c[1]}_c{c[2]}" + ("_d2" if c[8] != 1 else "") for c in FAST_PATHS]
 

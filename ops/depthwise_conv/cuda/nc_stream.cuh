@@ -206,7 +206,9 @@ inline bool stream_vec_items(NcStreamVec& L, const Plan& P, int R, int TH) {
 //    split, bounds and filter loads; 16-byte row loads;
 //  - 16-bit, KH > 1: 8 x 4 (8 x 2 for 5- and 7-wide filters): a strip is one 16-byte vector;
 //    16-byte row loads;
-//  - fp32, KH > 1: 4 x 8, or 4 x 4 when 8-row bands give fewer than two waves; scalar loads.
+//  - fp32, KH > 1: 4 x 8, or 4 x 4 when 8-row bands give fewer than two waves; scalar loads
+//    (nc_stream); planes up to 8 outputs wide with 3x3 / 5x5 filters: the 16-bit tiles on
+//    nc_stream_vec (stream_small).
 template <typename T, int KH, int KW>
 constexpr int stream_strip() {
   return KH == 1 ? (KW >= 31 ? 8 : 16) : (sizeof(T) == 2 ? 8 : 4);
@@ -215,13 +217,23 @@ template <typename T, int KH>
 constexpr bool stream_vec() {  // nc_stream_vec (else nc_stream)
   return KH == 1 || sizeof(T) == 2;
 }
+// fp32 2-D filters whose planes up to 8 outputs wide (7x7, 8x8) take nc_stream_vec with the
+// 16-bit tiles (8 x 4, 8 x 2 for 5 wide: one strip per row, half the items of nc_stream's 4 x 4).
+template <typename T, int KH, int KW, int S>
+constexpr bool stream_small() {
+  return sizeof(T) == 4 && S == 1 && ((KH == 3 && KW == 3) || (KH == 5 && KW == 5));
+}
+template <int KW>
+constexpr int stream_vec_band() {  // rows of nc_stream_vec's 2-D tiles (8 outputs wide)
+  return KW >= 5 ? 2 : 4;
+}
 template <typename T, int KH, int KW>
 constexpr int stream_band_tall() {
-  return KH == 1 ? 1 : (sizeof(T) == 2 ? (KW >= 5 ? 2 : 4) : 8);
+  return KH == 1 ? 1 : (sizeof(T) == 2 ? stream_vec_band<KW>() : 8);
 }
 template <typename T, int KH, int KW>
 constexpr int stream_band_short() {
-  return KH == 1 ? 1 : (sizeof(T) == 2 ? (KW >= 5 ? 2 : 4) : 4);
+  return KH == 1 ? 1 : (sizeof(T) == 2 ? stream_vec_band<KW>() : 4);
 }
 // Blocks per SM the register budget of nc_stream_vec is sized for (__launch_bounds__): 3 (80
 // registers) for 1-D rows up to 4 taps and the knob's "th2" 16-bit tiles; else 2 (128: with 3,
