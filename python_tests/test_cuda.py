@@ -349,6 +349,21 @@ FAST_PATHS = [
     (3, 1, 8, 1, (7, 9, 8), (3, 3, 3), 2, 1, 1, True),
     (2, 1, 960, 1, (5, 6), (3, 3), 1, 1, 1, True),
     (2, 1, 268, 1, (6, 5), (5, 5), 1, 2, 1, True),
+    # nc_stream 1-D rows (strips of 16, 16-byte loads at any misalignment): causal-style padding on
+    # an odd length (each row misaligned differently), k15 / k31 rows, a 1x15 2-D filter, the
+    # stride-2 data-grad's phases, a row shorter than one vector
+    (1, 2, 4, 1, (2051,), (4,), 1, 3, 1, True),
+    (1, 2, 4, 1, (517,), (3,), 1, 1, 1, False),
+    (1, 2, 5, 1, (333,), (15,), 1, 14, 1, False),
+    (1, 1, 4, 1, (1000,), (31,), 1, 15, 1, True),
+    (2, 2, 3, 1, (5, 61), (1, 15), 1, (0, 7), 1, True),
+    (1, 2, 4, 1, (67,), (4,), 2, 1, 1, True),
+    (1, 2, 6, 1, (5,), (3,), 1, 1, 1, True),
+    # nc_stream 16-bit 2-D tiles (8 x 4, 8 x 2 for 7-wide filters): rows of 56 (aligned) and 29
+    (2, 3, 4, 1, (20, 56), (3, 3), 1, 1, 1, True),
+    (2, 1, 4, 1, (13, 29), (7, 7), 1, 3, 1, False),
+    # fp32 planes up to 8 wide on nc_stream_vec (8 x 2 tiles for 5x5; 3x3 7x7 planes above)
+    (2, 2, 4, 1, (8, 8), (5, 5), 1, 2, 1, True),
 ]
 FP_IDS = [f"r{c[0]}_k{'x'.join(map(str, c[5]))}_s{c[6]}_m{c[3]}_n{c[1]}_c{c[2]}" + ("_d2" if c[8] != 1 else "") for c in FAST_PATHS]
 

@@ -41,36 +41,59 @@ bool nc_run(const T* in, const float* w, const T* bias, T* out, const Plan& P) {
 }
 template <typename T>
 bool nc_dispatch(const T* in, const float* w, const T* bias, T* out, const Plan& P, const char** which) {
-  const int kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
-#define C_(KH, KW, S, R) if (kh == KH && kw == KW && s == S) { *which = #KH "x" #KW "s" #S; return nc_run<T, KH, KW, S, R>(in, w, bias, out, P); }
-  C_(1, 15, 1, 8) C_(1, 31, 1, 8)
-#undef C_
+  const int kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
   if (kw == 31 && s == 1) { *which = "Rx31"; return nc_run<T, 0, 31, 1, 8>(in, w, bias, out, P); }
   *which = "generic";
   return nc_run<T, 0, 0, 0, 4>(in, w, bias, out, P);
 }
-// nc_stream.cu's specialisations, each with every band height its launcher may pick.
-template <typename T, int KH, int KW, int S, int TH>
+// nc_stream.cu's specialisations, each with every tile its launcher may pick (stream_strip, both
+// fp32 band heights, the knob's 1-D strips of 8 and 16-bit bands of 2, fp32 small planes), through
+// the kernel the launcher uses for it (stream_vec: nc_stream_vec, else nc_stream).
+template <typename T, int KH, int KW, int S, int R, int TH, bool VEC = stream_vec<T, KH>()>
 bool st_run(const T* in, const float* w, const T* bias, T* out, const Plan& P) {
-  NcStream L{};
-  if (!stream_items(L, P, 4, TH)) return false;
-  launch(dim3{unsigned(ceil_div(L.items, kStreamThreads))}, dim3{kStreamThreads},
-         [&] { nc_stream<T, KH, KW, S, 4, TH>(in, w, bias, out, P, L); });
+  if constexpr (VEC) {
+    NcStreamVec L{};
+    if (!stream_vec_items(L, P, R, TH)) return false;
+    launch(dim3{unsigned(ceil_div(L.items, kStreamThreads))}, dim3{kStreamThreads}, [&] {
+      nc_stream_vec<T, KH, KW, S, R, TH, stream_min_blocks<T, KH, KW>(TH)>(in, w, bias, out, P, L);
+    });
+  } else {
+    NcStream L{};
+    if (!stream_items(L, P, R, TH)) return false;
+    launch(dim3{unsigned(ceil_div(L.items, kStreamThreads))}, dim3{kStreamThreads},
+           [&] { nc_stream<T, KH, KW, S, R, TH>(in, w, bias, out, P, L); });
+  }
   return true;
 }
-// Runs f(th, run) for each band height of the filter's specialisation; false when nc_stream
-// does not take the filter.
+// Calls f(tile name, run) for each tile of the filter's specialisation, where run(in, w, bias,
+// out, P) launches it.
+template <typename T, int KH, int KW, int S, int R, int TH, bool VEC = stream_vec<T, KH>(), typename F>
+void st_one(F& f) {
+  const std::string name = "R" + std::to_string(R) + "xTH" + std::to_string(TH) + (VEC ? " vec" : "");
+  f(name, st_run<T, KH, KW, S, R, TH, VEC>);
+}
+template <typename T, int KH, int KW, int S, typename F>
+void st_tiles(F& f) {
+  constexpr int R = stream_strip<T, KH, KW>();
+  constexpr int tall = stream_band_tall<T, KH, KW>(), shrt = stream_band_short<T, KH, KW>();
+  st_one<T, KH, KW, S, R, tall>(f);
+  if constexpr (shrt != tall) st_one<T, KH, KW, S, R, shrt>(f);
+  if constexpr (KH == 1 && KW <= 4) st_one<T, KH, KW, S, 8, 1>(f);
+  if constexpr (KH > 1 && sizeof(T) == 2 && KW <= 4) st_one<T, KH, KW, S, R, 2>(f);
+  // fp32 small planes (stream_small): the launcher takes it for widths <= 8; run on every shape
+  if constexpr (stream_small<T, KH, KW, S>()) st_one<T, KH, KW, S, 8, stream_vec_band<KW>(), true>(f);
+}
 template <typename T, typename F>
 bool st_dispatch(const Plan& P, const char** which, F&& f) {
   const int kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
 #define C_(KH, KW, S)                                                                   \
   if (kh == KH && kw == KW && s == S) {                                                 \
     *which = "st" #KH "x" #KW "s" #S;                                                   \
-    if (KH == 1) return f(1, st_run<T, KH, KW, S, 1>), true;                            \
-    return f(8, st_run<T, KH, KW, S, 8>), f(4, st_run<T, KH, KW, S, 4>), true;          \
+    st_tiles<T, KH, KW, S>(f);                                                          \
+    return true;                                                                        \
   }
-  C_(1, 2, 1) C_(1, 3, 1) C_(1, 4, 1) C_(2, 2, 1) C_(3, 3, 1) C_(4, 4, 1) C_(5, 5, 1) C_(7, 7, 1)
-  C_(3, 3, 2) C_(5, 5, 2) C_(7, 7, 2)
+  C_(1, 2, 1) C_(1, 3, 1) C_(1, 4, 1) C_(1, 15, 1) C_(1, 31, 1) C_(2, 2, 1) C_(3, 3, 1) C_(4, 4, 1)
+  C_(5, 5, 1) C_(7, 7, 1) C_(3, 3, 2) C_(5, 5, 2) C_(7, 7, 2)
 #undef C_
   return false;
 }
@@ -222,7 +245,27 @@ void check(const char* what, const Tensor& out, const Tensor& ref, const std::st
   const double err = (out.to(at::kDouble) - ref).abs().max().item<double>() / scale;
   const bool bad = nan || err > tol;
   if (bad) ++failures;
-  std::printf("%-44s %-10s err %.1e%s\n", name.c_str(), what, err, nan ? " NaN!" : (bad ? " FAIL" : ""));
+  std::printf("%-44s %-34s err %.1e%s\n", name.c_str(), what, err, nan ? " NaN!" : (bad ? " FAIL" : ""));
+}
+
+// Every nc_stream tile and load mode on src (read) as allocated, and on copies of src and of the
+// output one element past a 16-byte boundary (rows and stores misaligned for the vector paths).
+template <typename T>
+void st_check(const char* what, const Plan& P, const Tensor& src, const Tensor& wp, const Tensor& bias, const Tensor& ref,
+              const std::string& name, double tol) {
+  const char* which = "";
+  const auto opts = src.options();
+  Tensor src1 = at::full({src.numel() + 1}, NAN, opts), out1 = at::full({ref.numel() + 1}, NAN, opts);
+  src1.narrow(0, 1, src.numel()).copy_(src.flatten());
+  for (int off : {0, 1}) {
+    const T* ip = off ? src1.data_ptr<T>() + 1 : src.data_ptr<T>();
+    st_dispatch<T>(P, &which, [&](const std::string& tile, auto run) {
+      Tensor o = off ? out1.narrow(0, 1, ref.numel()).view(ref.sizes()) : at::full(ref.sizes(), NAN, opts);
+      o.fill_(NAN);
+      if (run(ip, wp.data_ptr<float>(), bias.defined() ? bias.data_ptr<T>() : nullptr, o.data_ptr<T>(), P))
+        check((std::string(what) + " " + which + " " + tile + (off ? " off1" : "")).c_str(), o, ref, name, tol);
+    });
+  }
 }
 
 void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> size, std::vector<int64_t> k,
@@ -265,19 +308,11 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
     Tensor out = at::full(y.sizes(), NAN);
     nc_dispatch<float>(x.data_ptr<float>(), wp.data_ptr<float>(), b.data_ptr<float>(), out.data_ptr<float>(), P, &which);
     check((std::string("fwd ") + which).c_str(), out, y, name);
-    st_dispatch<float>(P, &which, [&](int th, auto run) {
-      Tensor o = at::full(y.sizes(), NAN);
-      if (run(x.data_ptr<float>(), wp.data_ptr<float>(), b.data_ptr<float>(), o.data_ptr<float>(), P))
-        check((std::string("fwd ") + which + " TH" + std::to_string(th)).c_str(), o, y, name);
-    });
+    st_check<float>("fwd", P, x, wp, b, y, name, 1e-4);
     // Half storage, float accumulation: against float64 on the same half-rounded data.
     Tensor xh = x.to(at::kHalf), bh = b.to(at::kHalf);
     Tensor yh = at::convolution(xh.to(at::kDouble), w.to(at::kDouble), bh.to(at::kDouble), s, p, dil, false, op, C);
-    st_dispatch<at::Half>(P, &which, [&](int th, auto run) {
-      Tensor o = at::full(y.sizes(), NAN, at::kHalf);
-      if (run(xh.data_ptr<at::Half>(), wp.data_ptr<float>(), bh.data_ptr<at::Half>(), o.data_ptr<at::Half>(), P))
-        check((std::string("fwd16 ") + which + " TH" + std::to_string(th)).c_str(), o, yh, name, 2e-3);
-    });
+    st_check<at::Half>("fwd16", P, xh, wp, bh, yh, name, 2e-3);
     if (m == 1 && C % 4 == 0) {
       Tensor wt = prep(w, P, Q, true);
       Tensor xc = to_cl(x), xch = to_cl(xh);
@@ -303,11 +338,11 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
       Tensor out = at::full(x.sizes(), NAN);
       nc_dispatch<float>(gy.data_ptr<float>(), wp.data_ptr<float>(), nullptr, out.data_ptr<float>(), P, &which);
       check((std::string("dgrad ") + which).c_str(), out, gx_ref, name);
-      st_dispatch<float>(P, &which, [&](int th, auto run) {
-        Tensor o = at::full(x.sizes(), NAN);
-        if (run(gy.data_ptr<float>(), wp.data_ptr<float>(), nullptr, o.data_ptr<float>(), P))
-          check((std::string("dgrad ") + which + " TH" + std::to_string(th)).c_str(), o, gx_ref, name);
-      });
+      st_check<float>("dgrad", P, gy, wp, Tensor(), gx_ref, name, 1e-4);
+      Tensor gyh = gy.to(at::kHalf);
+      Tensor gxh = std::get<0>(at::convolution_backward(gyh.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble), std::nullopt,
+                                                        s, p, dil, false, op, C, {true, false, false}));
+      st_check<at::Half>("dgrad16", P, gyh, wp, Tensor(), gxh, name, 2e-3);
       if (m == 1 && C % 4 == 0) {
         Tensor wt = prep(w, P, Q, true);
         Tensor gc = to_cl(gy);
@@ -356,7 +391,31 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
   }
 }
 
+// nc_stream's FastDiv against the hardware division: every divisor up to 2^16 and around powers of
+// two up to 2^31, numerators at the ends of the range and around multiples of the divisor.
+void check_fast_div() {
+  std::vector<uint32_t> ds;
+  for (uint32_t d = 1; d <= (1u << 16); ++d) ds.push_back(d);
+  for (int k = 17; k <= 31; ++k)
+    for (int64_t e = -3; e <= 3; ++e) ds.push_back(uint32_t(std::min<int64_t>((int64_t(1) << k) + e, int64_t(1) << 31)));
+  int64_t bad = 0;
+  for (uint32_t d : ds) {
+    const FastDiv f = fast_div(d);
+    const uint32_t top = (1u << 31) - 1;
+    for (uint32_t n : {0u, 1u, d - 1, d, d + 1, 2 * d - 1 < top ? 2 * d - 1 : top, top, top - 1, top / d * d, top / d * d - 1,
+                       uint32_t(uint64_t(d) * 12345 % (top + 1u)), uint32_t((uint64_t(d) * 2654435761u) % (top + 1u))}) {
+      if (n > top) continue;
+      uint32_t t = n;
+      const uint32_t r = f.split(t);
+      if (t != n / d || r != n % d) ++bad;
+    }
+  }
+  if (bad) ++failures;
+  std::printf("%-44s %-34s %s (%lld wrong)\n", "FastDiv", "divisors 1..2^16, ~2^17..2^31", bad ? "FAIL" : "ok", (long long)bad);
+}
+
 int main() {
+  check_fast_div();
   run_case(2, 2, 8, 1, {13, 17}, {3, 3}, {1, 1}, {1, 1});
   run_case(2, 2, 8, 1, {14, 11}, {3, 3}, {2, 2}, {1, 1});
   run_case(2, 3, 4, 1, {15, 12}, {5, 5}, {1, 1}, {2, 2});
@@ -430,6 +489,20 @@ int main() {
   run_case(1, 2, 16, 1, {37}, {3}, {1}, {1});
   run_case(2, 1, 960, 1, {5, 6}, {3, 3}, {1, 1}, {1, 1});
   run_case(2, 1, 268, 1, {6, 5}, {5, 5}, {1, 1}, {2, 2});
+  // 1-D rows (strips of 16 / 8, 16-byte loads + select network): causal-style padding k-1 on odd
+  // lengths (every row a different misalignment), k15 / k31 rows, a 1xK 2-D filter, the stride-2
+  // data-grad's phases on 1-D rows, rows shorter than a vector
+  run_case(1, 2, 4, 1, {2051}, {4}, {1}, {3});
+  run_case(1, 2, 4, 1, {517}, {3}, {1}, {1});
+  run_case(1, 2, 4, 1, {333}, {15}, {1}, {14});
+  run_case(1, 1, 4, 1, {1000}, {31}, {1}, {15});
+  run_case(2, 2, 3, 1, {5, 61}, {1, 15}, {1, 1}, {0, 7});
+  run_case(1, 2, 4, 1, {67}, {4}, {2}, {1});
+  run_case(1, 2, 4, 1, {5}, {3}, {1}, {1});
+  // 16-bit 2-D tiles of 8 x 4 / 8 x 2: widths multiple of 8 (aligned vectors) and not, 7x7 planes
+  run_case(2, 2, 4, 1, {20, 56}, {3, 3}, {1, 1}, {1, 1});
+  run_case(2, 2, 4, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1});
+  run_case(2, 1, 4, 1, {13, 29}, {7, 7}, {1, 1}, {3, 3});
   std::printf("failures: %d\n", failures);
   return failures != 0;
 }

@@ -18,8 +18,9 @@ template <typename T>
 bool launch_nc_gather(const T* in, const at::opmath_type<T>* w, const T* bias, T* out,
                       const Plan& P, cudaStream_t stream);
 
-// The same, streaming without shared memory (nc_stream.cuh): filters up to 7x7; false when not
-// specialised (the caller then uses launch_nc_gather).
+// The same, streaming without shared memory (nc_stream.cuh): 1-D rows / 1xK filters of 2, 3, 4,
+// 15, 31 taps and square filters up to 7x7; false when not specialised or too large for its
+// 32-bit item split (the caller then uses launch_nc_gather).
 template <typename T>
 bool launch_nc_stream(const T* in, const at::opmath_type<T>* w, const T* bias, T* out,
                       const Plan& P, cudaStream_t stream);

@@ -1,7 +1,7 @@
-// Launcher of the shared-memory NC(D)HW phased-correlation kernel (forward and data-grad): the
-// wide 1-D rows (15, 31 taps) and 31x31 filters, and, generic, everything nc_stream.cu does not
-// take (other filters and strides, float64, more than 2^31 streaming work items). Filters up to
-// 7 wide are specialised in nc_stream.cu only.
+// Launcher of the shared-memory NC(D)HW phased-correlation kernel (forward and data-grad): 31x31
+// filters, and, generic, everything nc_stream.cu does not take (other filters and strides,
+// float64, more than 2^31 streaming work items). 1-D rows and filters up to 7 wide are
+// specialised in nc_stream.cu only.
 #include "ops/depthwise_conv/cuda/launch.h"
 #include "ops/depthwise_conv/cuda/nc_tiled.cuh"
 
@@ -35,14 +35,9 @@ bool run(const T* in, const at::opmath_type<T>* w, const T* bias, T* out, const 
 template <typename T>
 bool launch_nc_gather(const T* in, const at::opmath_type<T>* w, const T* bias, T* out,
                       const Plan& P, cudaStream_t stream) {
-  const int kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
+  const int kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
   // float64 is for correctness only: the generic tiled kernel.
   if constexpr (!std::is_same_v<T, double>) {
-#define CONVX_CASE(KH, KW, S, R) \
-  if (kh == KH && kw == KW && s == S) return run<T, KH, KW, S, R>(in, w, bias, out, P, stream);
-    CONVX_CASE(1, 15, 1, 8)
-    CONVX_CASE(1, 31, 1, 8)
-#undef CONVX_CASE
     if (kw == 31 && s == 1) return run<T, 0, 31, 1, 8>(in, w, bias, out, P, stream);
   }
   return run<T, 0, 0, 0, 4>(in, w, bias, out, P, stream);

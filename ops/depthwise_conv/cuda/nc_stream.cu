@@ -1,6 +1,7 @@
 // Launcher of the streaming NC(D)HW phased-correlation kernel (nc_stream.cuh) and its
-// compile-time specialisations: filters up to 7 wide, where a thread's row segment and filter
-// fit in registers. Wider filters (1x15, 1x31) and everything else stay on nc_gather.
+// compile-time specialisations: 1-D rows / 1xK filters of 2, 3, 4, 15 and 31 taps, square filters
+// up to 7 wide, where a thread's row segment and filter fit in registers. Everything else (31x31,
+// other filters and strides, float64) stays on nc_gather.
 #include "ops/depthwise_conv/cuda/launch.h"
 #include "ops/depthwise_conv/cuda/nc_stream.cuh"
 
@@ -8,17 +9,39 @@
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAMacros.h>
 #include <c10/util/BFloat16.h>
+#include <c10/util/Exception.h>
 #include <c10/util/Half.h>
 #include <cuda_runtime_api.h>
 
 #include <array>
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
 #include <type_traits>
 
 namespace convx::cuda {
 namespace {
 
-constexpr int kStreamR = 4;  // outputs per thread along W
+// CONVX_NC_TILE, a temporary tuning knob (read once per process) until the variants are measured
+// on the GPU: unset or "auto" = the default tiles (nc_stream.cuh: stream_strip, stream_band_*,
+// stream_min_blocks); "r8" = 1-D rows of up to 4 taps in strips of 8 instead of 16; "th2" = 16-bit
+// 2-D filters up to 4 wide in bands of 2 rows capped at 80 registers (3 blocks per SM) instead of 4
+// rows at 128; "nosmall" = fp32 planes up to 8 outputs wide on nc_stream (4 x 4 tiles, scalar
+// loads) instead of nc_stream_vec's 8 x 4 / 8 x 2.
+enum class TileKnob { Auto, R8, Th2, NoSmall };
+
+TileKnob tile_knob() {
+  static const TileKnob knob = [] {
+    const char* e = std::getenv("CONVX_NC_TILE");
+    if (!e || !*e || std::strcmp(e, "auto") == 0) return TileKnob::Auto;
+    if (std::strcmp(e, "r8") == 0) return TileKnob::R8;
+    if (std::strcmp(e, "th2") == 0) return TileKnob::Th2;
+    TORCH_CHECK(std::strcmp(e, "nosmall") == 0, "convx: CONVX_NC_TILE must be 'auto', 'r8', 'th2', 'nosmall' or unset, got '",
+                e, "'");
+    return TileKnob::NoSmall;
+  }();
+  return knob;
+}
 
 // Threads that fill the current GPU once (2048 per SM), for choosing the band height. The SM
 // count is asked of the driver once per device, not on every launch (0: not asked yet; two
@@ -34,30 +57,53 @@ int64_t resident_threads() {
   return int64_t(n) * 2048;
 }
 
-template <typename T, int KH, int KW, int S, int TH>
+template <typename T, int KH, int KW, int S, int R, int TH, bool VEC = stream_vec<T, KH>()>
 bool run(const T* in, const at::opmath_type<T>* w, const T* bias, T* out, const Plan& P,
-         const NcStream& L, cudaStream_t stream) {
-  const unsigned grid = static_cast<unsigned>(ceil_div(L.items, kStreamThreads));
-  nc_stream<T, KH, KW, S, kStreamR, TH><<<grid, kStreamThreads, 0, stream>>>(in, w, bias, out, P, L);
+         cudaStream_t stream) {
+  const unsigned threads = kStreamThreads;
+  if constexpr (VEC) {
+    NcStreamVec L{};
+    if (!stream_vec_items(L, P, R, TH)) return false;
+    nc_stream_vec<T, KH, KW, S, R, TH, stream_min_blocks<T, KH, KW>(TH)>
+        <<<static_cast<unsigned>(ceil_div(L.items, threads)), threads, 0, stream>>>(in, w, bias, out, P, L);
+  } else {
+    NcStream L{};
+    if (!stream_items(L, P, R, TH)) return false;
+    nc_stream<T, KH, KW, S, R, TH><<<static_cast<unsigned>(ceil_div(L.items, threads)), threads, 0, stream>>>(in, w, bias, out, P, L);
+  }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return true;
 }
 
-// Bands of 8 rows (fewer reloads of the KH-1 halo rows) when that still gives two full waves of
-// threads; else 4, so that small planes (7x7, 14x14) keep the GPU busy. One-row filters: 1.
+// The tiles of nc_stream.cuh (stream_strip, stream_band_*): for fp32 2-D the tall band (fewer
+// reloads of the KH-1 halo rows) when that still gives two full waves of threads, else the short
+// one (7x7, 14x14 planes).
 template <typename T, int KH, int KW, int S>
-bool run_banded(const T* in, const at::opmath_type<T>* w, const T* bias, T* out, const Plan& P,
-                cudaStream_t stream) {
-  NcStream L{};
-  if constexpr (KH == 1) {
-    if (!stream_items(L, P, kStreamR, 1)) return false;
-    return run<T, KH, KW, S, 1>(in, w, bias, out, P, L, stream);
-  } else {
-    if (!stream_items(L, P, kStreamR, 8)) return false;
-    if (L.items >= 2 * resident_threads()) return run<T, KH, KW, S, 8>(in, w, bias, out, P, L, stream);
-    if (!stream_items(L, P, kStreamR, 4)) return false;
-    return run<T, KH, KW, S, 4>(in, w, bias, out, P, L, stream);
+bool run_tiled(const T* in, const at::opmath_type<T>* w, const T* bias, T* out, const Plan& P,
+               cudaStream_t stream) {
+  const TileKnob knob = tile_knob();
+  constexpr int R = stream_strip<T, KH, KW>();
+  constexpr int tall = stream_band_tall<T, KH, KW>(), shrt = stream_band_short<T, KH, KW>();
+  if constexpr (KH == 1 && KW <= 4) {
+    if (knob == TileKnob::R8) return run<T, KH, KW, S, 8, 1>(in, w, bias, out, P, stream);
   }
+  if constexpr (KH > 1 && sizeof(T) == 2 && KW <= 4) {
+    if (knob == TileKnob::Th2) return run<T, KH, KW, S, R, 2>(in, w, bias, out, P, stream);
+  }
+  if constexpr (stream_small<T, KH, KW, S>()) {
+    // nc_stream's 4 x 4 tiles waste 23% of a 7x7 plane and issued 36 scalar loads per 16
+    // outputs (MobileNetV2 7x7 fp32: L2 70% busy, DRAM 9%, slower than aten).
+    if (P.q[2] <= 8 && knob != TileKnob::NoSmall) {
+      return run<T, KH, KW, S, 8, stream_vec_band<KW>(), true>(in, w, bias, out, P, stream);
+    }
+  }
+  if constexpr (tall != shrt) {
+    NcStream L{};
+    if (stream_items(L, P, R, tall) && L.items < 2 * resident_threads()) {
+      return run<T, KH, KW, S, R, shrt>(in, w, bias, out, P, stream);
+    }
+  }
+  return run<T, KH, KW, S, R, tall>(in, w, bias, out, P, stream);
 }
 
 }  // namespace
@@ -70,10 +116,12 @@ bool launch_nc_stream(const T* in, const at::opmath_type<T>* w, const T* bias, T
   } else {
     const int kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
 #define CONVX_CASE(KH, KW, S) \
-  if (kh == KH && kw == KW && s == S) return run_banded<T, KH, KW, S>(in, w, bias, out, P, stream);
+  if (kh == KH && kw == KW && s == S) return run_tiled<T, KH, KW, S>(in, w, bias, out, P, stream);
     CONVX_CASE(1, 2, 1)
     CONVX_CASE(1, 3, 1)
     CONVX_CASE(1, 4, 1)
+    CONVX_CASE(1, 15, 1)
+    CONVX_CASE(1, 31, 1)
     CONVX_CASE(2, 2, 1)
     CONVX_CASE(3, 3, 1)
     CONVX_CASE(4, 4, 1)
