@@ -47,15 +47,15 @@ bool nc_dispatch(const T* in, const float* w, const T* bias, T* out, const Plan&
   return nc_run<T, 0, 0, 0, 4>(in, w, bias, out, P);
 }
 // nc_stream.cu's specialisations, each with every tile its launcher may pick (stream_strip, both
-// fp32 band heights, the knob's 1-D strips of 8 and 16-bit bands of 2, fp32 small planes), through
-// the kernel the launcher uses for it (stream_vec: nc_stream_vec, else nc_stream).
+// fp32 band heights), through the kernel the launcher uses for it (stream_vec: nc_stream_vec,
+// else nc_stream).
 template <typename T, int KH, int KW, int S, int R, int TH, bool VEC = stream_vec<T, KH>()>
 bool st_run(const T* in, const float* w, const T* bias, T* out, const Plan& P) {
   if constexpr (VEC) {
     NcStreamVec L{};
     if (!stream_vec_items(L, P, R, TH)) return false;
     launch(dim3{unsigned(ceil_div(L.items, kStreamThreads))}, dim3{kStreamThreads}, [&] {
-      nc_stream_vec<T, KH, KW, S, R, TH, stream_min_blocks<T, KH, KW>(TH)>(in, w, bias, out, P, L);
+      nc_stream_vec<T, KH, KW, S, R, TH, stream_min_blocks<T, KH, KW>()>(in, w, bias, out, P, L);
     });
   } else {
     NcStream L{};
@@ -78,10 +78,6 @@ void st_tiles(F& f) {
   constexpr int tall = stream_band_tall<T, KH, KW>(), shrt = stream_band_short<T, KH, KW>();
   st_one<T, KH, KW, S, R, tall>(f);
   if constexpr (shrt != tall) st_one<T, KH, KW, S, R, shrt>(f);
-  if constexpr (KH == 1 && KW <= 4) st_one<T, KH, KW, S, 8, 1>(f);
-  if constexpr (KH > 1 && sizeof(T) == 2 && KW <= 4) st_one<T, KH, KW, S, R, 2>(f);
-  // fp32 small planes (stream_small): the launcher takes it for widths <= 8; run on every shape
-  if constexpr (stream_small<T, KH, KW, S>()) st_one<T, KH, KW, S, 8, stream_vec_band<KW>(), true>(f);
 }
 template <typename T, typename F>
 bool st_dispatch(const Plan& P, const char** which, F&& f) {

@@ -17,12 +17,13 @@ namespace convx::cuda {
 namespace {
 
 // CONVX_CL_TILE = 0 | 1 | 2 picks the tile variant of cl_tiled.cuh for the square 2x2-7x7
-// filters (stride 1 and 2); unset = 0. A temporary tuning knob, so that one device run measures
-// every variant (docs/performance.md); read once per process.
+// filters (stride 1 and 2); unset = 2, the fastest on every row measured on the H100 (session 4:
+// MobileNetV2 k3 fp32 forward 0.100 ms vs 0.126 with 0 and 0.143 with 1; docs/performance.md).
+// A temporary tuning knob, read once per process.
 int cl_tile() {
   static const int tile = [] {
     const char* e = std::getenv("CONVX_CL_TILE");
-    if (e == nullptr || *e == '\0') return 0;
+    if (e == nullptr || *e == '\0') return 2;
     TORCH_CHECK(std::strlen(e) == 1 && e[0] >= '0' && e[0] < '0' + kClTiles,
                 "CONVX_CL_TILE: expected 0, 1 or 2, got '", e, "'");
     return e[0] - '0';

@@ -31,9 +31,9 @@ struct alignas(sizeof(T) * V) Pack {
 };
 
 // Tile variants, chosen at run time by CONVX_CL_TILE (cl_gather.cu; a temporary tuning knob):
-//   0 (default): V = 4 channels (fp16/bf16: 8-byte loads), R = 4 outputs;
+//   0: V = 4 channels (fp16/bf16: 8-byte loads), R = 4 outputs;
 //   1: fp32 V = 4, R = 2; fp16/bf16 V = 8 (16-byte loads), R = 2;
-//   2: V = 4, R = 8 (fewer loads per output, more registers).
+//   2 (default, fastest on the H100): V = 4, R = 8 (fewer loads per output, more registers).
 constexpr int kClTiles = 3;
 
 template <typename T, int TILE>

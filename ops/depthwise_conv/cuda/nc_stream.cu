@@ -9,39 +9,15 @@
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAMacros.h>
 #include <c10/util/BFloat16.h>
-#include <c10/util/Exception.h>
 #include <c10/util/Half.h>
 #include <cuda_runtime_api.h>
 
 #include <array>
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
 #include <type_traits>
 
 namespace convx::cuda {
 namespace {
-
-// CONVX_NC_TILE, a temporary tuning knob (read once per process) until the variants are measured
-// on the GPU: unset or "auto" = the default tiles (nc_stream.cuh: stream_strip, stream_band_*,
-// stream_min_blocks); "r8" = 1-D rows of up to 4 taps in strips of 8 instead of 16; "th2" = 16-bit
-// 2-D filters up to 4 wide in bands of 2 rows capped at 80 registers (3 blocks per SM) instead of 4
-// rows at 128; "nosmall" = fp32 planes up to 8 outputs wide on nc_stream (4 x 4 tiles, scalar
-// loads) instead of nc_stream_vec's 8 x 4 / 8 x 2.
-enum class TileKnob { Auto, R8, Th2, NoSmall };
-
-TileKnob tile_knob() {
-  static const TileKnob knob = [] {
-    const char* e = std::getenv("CONVX_NC_TILE");
-    if (!e || !*e || std::strcmp(e, "auto") == 0) return TileKnob::Auto;
-    if (std::strcmp(e, "r8") == 0) return TileKnob::R8;
-    if (std::strcmp(e, "th2") == 0) return TileKnob::Th2;
-    TORCH_CHECK(std::strcmp(e, "nosmall") == 0, "convx: CONVX_NC_TILE must be 'auto', 'r8', 'th2', 'nosmall' or unset, got '",
-                e, "'");
-    return TileKnob::NoSmall;
-  }();
-  return knob;
-}
 
 // Threads that fill the current GPU once (2048 per SM), for choosing the band height. The SM
 // count is asked of the driver once per device, not on every launch (0: not asked yet; two
@@ -64,7 +40,7 @@ bool run(const T* in, const at::opmath_type<T>* w, const T* bias, T* out, const 
   if constexpr (VEC) {
     NcStreamVec L{};
     if (!stream_vec_items(L, P, R, TH)) return false;
-    nc_stream_vec<T, KH, KW, S, R, TH, stream_min_blocks<T, KH, KW>(TH)>
+    nc_stream_vec<T, KH, KW, S, R, TH, stream_min_blocks<T, KH, KW>()>
         <<<static_cast<unsigned>(ceil_div(L.items, threads)), threads, 0, stream>>>(in, w, bias, out, P, L);
   } else {
     NcStream L{};
@@ -81,22 +57,8 @@ bool run(const T* in, const at::opmath_type<T>* w, const T* bias, T* out, const 
 template <typename T, int KH, int KW, int S>
 bool run_tiled(const T* in, const at::opmath_type<T>* w, const T* bias, T* out, const Plan& P,
                cudaStream_t stream) {
-  const TileKnob knob = tile_knob();
   constexpr int R = stream_strip<T, KH, KW>();
   constexpr int tall = stream_band_tall<T, KH, KW>(), shrt = stream_band_short<T, KH, KW>();
-  if constexpr (KH == 1 && KW <= 4) {
-    if (knob == TileKnob::R8) return run<T, KH, KW, S, 8, 1>(in, w, bias, out, P, stream);
-  }
-  if constexpr (KH > 1 && sizeof(T) == 2 && KW <= 4) {
-    if (knob == TileKnob::Th2) return run<T, KH, KW, S, R, 2>(in, w, bias, out, P, stream);
-  }
-  if constexpr (stream_small<T, KH, KW, S>()) {
-    // nc_stream's 4 x 4 tiles waste 23% of a 7x7 plane and issued 36 scalar loads per 16
-    // outputs (MobileNetV2 7x7 fp32: L2 70% busy, DRAM 9%, slower than aten).
-    if (P.q[2] <= 8 && knob != TileKnob::NoSmall) {
-      return run<T, KH, KW, S, 8, stream_vec_band<KW>(), true>(in, w, bias, out, P, stream);
-    }
-  }
   if constexpr (tall != shrt) {
     NcStream L{};
     if (stream_items(L, P, R, tall) && L.items < 2 * resident_threads()) {

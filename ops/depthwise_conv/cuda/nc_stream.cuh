@@ -200,28 +200,22 @@ inline bool stream_vec_items(NcStreamVec& L, const Plan& P, int R, int TH) {
   return true;
 }
 
-// The tiles the launcher (nc_stream.cu) uses, shared with the CPU harness.
-//  - one-row filters (1-D rows, 1xK): strips of 16 outputs (8 for 31 taps, where 16 spilled;
-//    the knob's "r8": 8 for k <= 4), TH 1: a thread makes enough outputs to amortise the item
-//    split, bounds and filter loads; 16-byte row loads;
+// The tiles the launcher (nc_stream.cu) uses, shared with the CPU harness. Chosen on the H100
+// (docs/performance.md: the CONVX_NC_TILE tuning run of session 4):
+//  - one-row filters (1-D rows, 1xK): strips of 8 outputs for k <= 4 (16 measured slower: Mamba
+//    k4 bf16 forward 0.52 vs 0.18 ms), 16 for k15, 8 for 31 taps (16 spilled), TH 1; 16-byte
+//    row loads;
 //  - 16-bit, KH > 1: 8 x 4 (8 x 2 for 5- and 7-wide filters): a strip is one 16-byte vector;
-//    16-byte row loads;
+//    16-byte row loads (bands of 2 under an 80-register cap measured within 5%: not kept);
 //  - fp32, KH > 1: 4 x 8, or 4 x 4 when 8-row bands give fewer than two waves; scalar loads
-//    (nc_stream); planes up to 8 outputs wide with 3x3 / 5x5 filters: the 16-bit tiles on
-//    nc_stream_vec (stream_small).
+//    (nc_stream; the 16-bit 8 x 4 tiles on 7x7 fp32 planes measured slower: 0.058 vs 0.043 ms).
 template <typename T, int KH, int KW>
 constexpr int stream_strip() {
-  return KH == 1 ? (KW >= 31 ? 8 : 16) : (sizeof(T) == 2 ? 8 : 4);
+  return KH == 1 ? (KW <= 4 || KW >= 31 ? 8 : 16) : (sizeof(T) == 2 ? 8 : 4);
 }
 template <typename T, int KH>
 constexpr bool stream_vec() {  // nc_stream_vec (else nc_stream)
   return KH == 1 || sizeof(T) == 2;
-}
-// fp32 2-D filters whose planes up to 8 outputs wide (7x7, 8x8) take nc_stream_vec with the
-// 16-bit tiles (8 x 4, 8 x 2 for 5 wide: one strip per row, half the items of nc_stream's 4 x 4).
-template <typename T, int KH, int KW, int S>
-constexpr bool stream_small() {
-  return sizeof(T) == 4 && S == 1 && ((KH == 3 && KW == 3) || (KH == 5 && KW == 5));
 }
 template <int KW>
 constexpr int stream_vec_band() {  // rows of nc_stream_vec's 2-D tiles (8 outputs wide)
@@ -236,11 +230,11 @@ constexpr int stream_band_short() {
   return KH == 1 ? 1 : (sizeof(T) == 2 ? stream_vec_band<KW>() : 4);
 }
 // Blocks per SM the register budget of nc_stream_vec is sized for (__launch_bounds__): 3 (80
-// registers) for 1-D rows up to 4 taps and the knob's "th2" 16-bit tiles; else 2 (128: with 3,
-// the 16-bit 8 x 4 tiles spilled 44-200 bytes, 7x7 500-1000).
+// registers) for 1-D rows up to 4 taps; else 2 (128: with 3, the 16-bit 8 x 4 tiles spilled
+// 44-200 bytes, 7x7 500-1000).
 template <typename T, int KH, int KW>
-constexpr int stream_min_blocks(int TH) {
-  return (KH == 1 && KW <= 4) || (KH > 1 && TH == 2 && KW <= 4) ? 3 : 2;
+constexpr int stream_min_blocks() {
+  return KH == 1 && KW <= 4 ? 3 : 2;
 }
 
 template <typename T>
