@@ -2,6 +2,7 @@
 // The GEMMs, batch chunking and opmath handling are shared with CUDA (ops/conv/gemm.cpp).
 #include "ops/conv/conv.h"
 #include "ops/conv/gemm.h"
+#include "ops/conv/cpu_phases.h"
 
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
@@ -208,6 +209,10 @@ void dense_forward(const ConvArgs& a, const Tensor& input, const Tensor& weight,
 
 void dense_data_grad(const ConvArgs& a, const Tensor& grad_output, const Tensor& weight,
                      const std::optional<Tensor>& bias, const Tensor& grad_input) {
+  const Geometry g = geometry(a, grad_input, weight, grad_output);
+  if (phase_data_grad_applies(g, grad_input)) {
+    return phase_data_grad(g, grad_output, weight, bias, grad_input);
+  }
   gemm_data_grad(kColumns, a, grad_output, weight, bias, grad_input);
 }
 
