@@ -158,8 +158,8 @@ def test_dense_channels_last(k, s, p, op, d, groups):
         torch.testing.assert_close(got, want)
 
 
-# The phase-decomposed transposed convolution (ops/conv/cpu_phases.cpp): channels-last output,
-# groups 1, dilation 1, a stride > 1. Each output phase reads its own taps: several (k4 s2), one
+# The phase-decomposed transposed convolution (ops/conv/cpu_phases.cpp): groups 1, dilation 1,
+# a stride > 1, either layout (NCHW through channels-last temporaries). Each output phase reads its own taps: several (k4 s2), one
 # per phase shared by all phases (k == s, p == 0: one GEMM and a pixel shuffle), none (k < s:
 # bias only), output_padding (k == s with extra phase rows, so not shared), padding beyond the
 # kernel, unequal strides, stride 1 on one dim, ranks 1-3. Sizes give several row blocks.
@@ -186,19 +186,21 @@ def _channels_last(t):
     return t.contiguous(memory_format=torch.channels_last if t.dim() == 4 else torch.channels_last_3d)
 
 
+@pytest.mark.parametrize("cl", [False, True], ids=["contiguous", "channels_last"])
 @pytest.mark.parametrize("bias", [False, True], ids=["nobias", "bias"])
 @pytest.mark.parametrize("rank,k,s,p,op", PHASE_CASES, ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else str(v))
-def test_transposed_phases_float64(rank, k, s, p, op, bias):
+def test_transposed_phases_float64(rank, k, s, p, op, bias, cl):
     g = torch.Generator().manual_seed(sum(k) * 100 + sum(s) * 10 + sum(p) + sum(op) + rank)
     spatial = {1: (301,), 2: (23, 29), 3: (7, 9, 8)}[rank]
-    x = _channels_last(torch.randn(3, 5, *spatial, generator=g, dtype=torch.float64))
+    x = torch.randn(3, 5, *spatial, generator=g, dtype=torch.float64)
+    x = _channels_last(x) if cl else x
     w = torch.randn(5, 7, *k, generator=g, dtype=torch.float64)
     b = torch.randn(7, generator=g, dtype=torch.float64) if bias else None
     x.requires_grad_()
     w.requires_grad_()
     ours = getattr(X, f"conv_transpose{rank}d")(x, w, b, list(s), list(p), list(op), 1, [1] * rank)
     ref = getattr(F, f"conv_transpose{rank}d")(x, w, b, s, p, op, 1, 1)
-    assert _channels_last(ours).stride() == ours.stride()
+    assert ours.stride() == (_channels_last(ours) if cl else ours.contiguous()).stride()
     torch.testing.assert_close(ours, ref)
     gy = torch.randn(ref.shape, generator=g, dtype=torch.float64)
     for got, want in zip(torch.autograd.grad(ours, (x, w), gy), torch.autograd.grad(ref, (x, w), gy)):
@@ -207,10 +209,12 @@ def test_transposed_phases_float64(rank, k, s, p, op, bias):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_transposed_phases_realistic_channels(dtype):
-    # 64 -> 48 channels, k4 s2 p1 and k2 s2, many row blocks; the grad_input of a strided
-    # convolution (conv2d_input_grad) takes the same path.
+    # 64 -> 48 channels, k4 s2 p1 and k2 s2, many row blocks, a non-contiguous input; the
+    # grad_input of a strided convolution (conv2d_input_grad) takes the same path.
     g = torch.Generator().manual_seed(7)
-    x = torch.randn(2, 64, 21, 19, generator=g).to(dtype).contiguous(memory_format=torch.channels_last)
+    x = torch.randn(2, 64, 21, 38, generator=g).to(dtype).contiguous(memory_format=torch.channels_last)
+    x = x[..., ::2]
+    assert not x.is_contiguous() and not x.is_contiguous(memory_format=torch.channels_last)
     for k, s, p in ((4, 2, 1), (2, 2, 0)):
         w = torch.randn(64, 48, k, k, generator=g).to(dtype) / 16
         ours = X.conv_transpose2d(x, w, None, [s, s], [p, p], [0, 0], 1, [1, 1])
@@ -219,5 +223,4 @@ def test_transposed_phases_realistic_channels(dtype):
         assert rel_err(ours, ref) < (1e-5 if dtype == torch.float32 else 2e-2)
         size = [2, 48, ref.shape[2], ref.shape[3]]
         gx = X.conv2d_input_grad(size, w, x, [s, s], [p, p], [1, 1], 1)  # weight [C_out, C_in, k, k]
-        assert gx.is_contiguous(memory_format=torch.channels_last)
         assert rel_err(gx, ref) < (1e-5 if dtype == torch.float32 else 2e-2)

@@ -228,7 +228,7 @@ void run_phases(const Geometry& g, const Tensor& x, const Tensor& weight, const 
 }  // namespace
 
 bool phase_data_grad_applies(const Geometry& g, const Tensor& grad_input) {
-  if (g.groups != 1 || !is_channels_last(grad_input)) return false;
+  if (g.groups != 1) return false;
   bool strided = false;
   for (int i = 0; i < 3; ++i) {
     if (g.dilation[i] != 1) return false;
