@@ -207,6 +207,26 @@ def test_transposed_phases_float64(rank, k, s, p, op, bias, cl):
         torch.testing.assert_close(got, want)
 
 
+@pytest.mark.parametrize("cl", [False, True], ids=["contiguous", "channels_last"])
+@pytest.mark.parametrize("channels", [(5, 7), (300, 37)], ids=["5to7", "300to37"])
+@pytest.mark.parametrize("rank,k,s,p,op", PHASE_CASES, ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else str(v))
+def test_transposed_phases_float32(rank, k, s, p, op, channels, cl):
+    # float32 takes the AVX-512 packed GEMM (ops/conv/cpu_gemm.cpp) where the CPU has it: row
+    # tiles of 1-12, C_out not a multiple of 16 or 32 (masked columns), C_in over one 256-channel
+    # K block (300), taps reading outside the input (the zero row); compared with float64 aten.
+    ci, co = channels
+    g = torch.Generator().manual_seed(sum(k) * 100 + sum(s) * 10 + sum(p) + sum(op) + rank + ci)
+    spatial = {1: (67,), 2: (13, 11), 3: (5, 4, 6)}[rank]
+    x = torch.randn(2, ci, *spatial, generator=g)
+    x = _channels_last(x) if cl else x
+    w = torch.randn(ci, co, *k, generator=g)
+    b = torch.randn(co, generator=g)
+    ours = getattr(X, f"conv_transpose{rank}d")(x, w, b, list(s), list(p), list(op), 1, [1] * rank)
+    ref = getattr(F, f"conv_transpose{rank}d")(x.double(), w.double(), b.double(), s, p, op, 1, 1)
+    assert ours.dtype == torch.float32
+    assert rel_err(ours, ref) < 1e-5
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_transposed_phases_realistic_channels(dtype):
     # 64 -> 48 channels, k4 s2 p1 and k2 s2, many row blocks, a non-contiguous input; the

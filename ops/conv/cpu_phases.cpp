@@ -13,6 +13,8 @@
 // and the result is a pixel shuffle.
 #include "ops/conv/cpu_phases.h"
 
+#include "ops/conv/cpu_gemm.h"
+
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 #include <ATen/ops/cat.h>
@@ -21,6 +23,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
+#include <type_traits>
 #include <vector>
 
 namespace convx::cpu {
@@ -106,25 +110,35 @@ struct Run {
     }
   }
 
+  // The input pixel that GEMM row m of the phase reads through tap t, or null (outside).
+  const T* in_pixel(const Phase& ph, int64_t m, int64_t t) const {
+    const auto& d = ph.d;
+    int64_t q[3];
+    int64_t idx = decode(d, m, q);
+    const int64_t j[3] = {t / (d[1].taps * d[2].taps), t / d[2].taps % d[1].taps, t % d[2].taps};
+    for (int i = 0; i < 3; ++i) {
+      const int64_t ii = q[i] - j[i];
+      if (ii < 0 || ii >= g.output[i]) return nullptr;
+      idx = idx * g.output[i] + ii;
+    }
+    return x + idx * Ci;
+  }
+
+  T* out_row(const Phase& ph, int64_t m) const {
+    int64_t q[3];
+    const int64_t b = decode(ph.d, m, q);
+    return y + out_pixel(ph.d, b, q) * Co;
+  }
+
   // Gathers rows [m0, m0 + n) of the phase's im2col matrix [pixels, taps*C_in] into a.
   void gather(const Phase& ph, int64_t m0, int64_t n, T* a) const {
-    const auto& d = ph.d;
     const int64_t taps = ph.taps();
     for (int64_t m = m0; m < m0 + n; ++m) {
-      int64_t q[3];
-      const int64_t b = decode(d, m, q);
       T* row = a + (m - m0) * taps * Ci;
       for (int64_t t = 0; t < taps; ++t, row += Ci) {
-        const int64_t j[3] = {t / (d[1].taps * d[2].taps), t / d[2].taps % d[1].taps, t % d[2].taps};
-        int64_t idx = b;
-        bool inside = true;
-        for (int i = 0; i < 3; ++i) {
-          const int64_t ii = q[i] - j[i];
-          inside = inside && ii >= 0 && ii < g.output[i];
-          idx = idx * g.output[i] + ii;
-        }
-        if (inside) {
-          std::memcpy(row, x + idx * Ci, Ci * sizeof(T));
+        const T* src = in_pixel(ph, m, t);
+        if (src) {
+          std::memcpy(row, src, Ci * sizeof(T));
         } else {
           std::fill(row, row + Ci, T(0));
         }
@@ -136,9 +150,7 @@ struct Run {
   // columns) to their output pixels; bias (or zeros) alone when res is null.
   void scatter(const Phase& ph, int64_t m0, int64_t n, const T* res, int64_t ld) const {
     for (int64_t m = m0; m < m0 + n; ++m) {
-      int64_t q[3];
-      const int64_t b = decode(ph.d, m, q);
-      T* dst = y + out_pixel(ph.d, b, q) * Co;
+      T* dst = out_row(ph, m);
       if (res) {
         store(dst, res + (m - m0) * ld);
       } else {
@@ -147,6 +159,49 @@ struct Run {
     }
   }
 };
+
+// Float on a CPU with AVX-512: every phase through packed_gemm_rows, which reads the input
+// pixels where they lie (a shared zero row outside the input) and accumulates straight into
+// the output pixels, K blocks of at most 256 channels of one tap at a time.
+void run_phases_packed(const Run<float>& run, const std::vector<Phase>& phases,
+                       const std::function<Tensor(const Phase&)>& phase_weight) {
+  const int64_t Ci = run.Ci, Co = run.Co, B = run.g.batch;
+  constexpr int64_t kRows = 192, kKC = 256;
+  const std::vector<float> zeros(Ci, 0.f);
+  for (const auto& ph : phases) {
+    const int64_t taps = ph.taps(), M = B * ph.pixels();
+    if (taps == 0) {  // no tap reaches these outputs: bias (or zero) only
+      at::parallel_for(0, M, 1024, [&](int64_t begin, int64_t end) {
+        run.scatter(ph, begin, end - begin, nullptr, 0);
+      });
+      continue;
+    }
+    const auto packed = pack_gemm_b(phase_weight(ph));  // [taps*C_in, C_out], packed
+    const float* bp = packed.const_data_ptr<float>();
+    at::parallel_for(0, (M + kRows - 1) / kRows, 1, [&](int64_t begin, int64_t end) {
+      std::vector<const float*> a(kRows);
+      std::vector<float*> c(kRows);
+      for (int64_t blk = begin; blk < end; ++blk) {
+        const int64_t m0 = blk * kRows, n = std::min(kRows, M - m0);
+        for (int64_t i = 0; i < n; ++i) c[i] = run.out_row(ph, m0 + i);
+        for (int64_t t = 0; t < taps; ++t) {
+          for (int64_t i = 0; i < n; ++i) {
+            const float* src = run.in_pixel(ph, m0 + i, t);
+            a[i] = src ? src : zeros.data();
+          }
+          for (int64_t c0 = 0; c0 < Ci; c0 += kKC) {
+            const bool first = t == 0 && c0 == 0;
+            packed_gemm_rows(n, Co, taps * Ci, t * Ci + c0, std::min(kKC, Ci - c0), a.data(), bp,
+                             c.data(), first ? run.bias : nullptr, !first);
+            if (c0 + kKC < Ci) {
+              for (int64_t i = 0; i < n; ++i) a[i] += kKC;
+            }
+          }
+        }
+      }
+    });
+  }
+}
 
 template <typename T>
 void run_phases(const Geometry& g, const Tensor& x, const Tensor& weight, const T* bias,
@@ -176,6 +231,9 @@ void run_phases(const Geometry& g, const Tensor& x, const Tensor& weight, const 
   };
   const Run<T> run{g, x.const_data_ptr<T>(), y.mutable_data_ptr<T>(), bias, Ci, Co};
   const auto opts = x.options();
+  if constexpr (std::is_same_v<T, float>) {
+    if (packed_gemm_available()) return run_phases_packed(run, phases, phase_weight);
+  }
 
   // k == s, p == 0: all phases read the input pixel itself; one GEMM [B*L, C_in] x
   // [C_in, phases*C_out] and a pixel shuffle.
