@@ -244,3 +244,16 @@ def test_transposed_phases_realistic_channels(dtype):
         size = [2, 48, ref.shape[2], ref.shape[3]]
         gx = X.conv2d_input_grad(size, w, x, [s, s], [p, p], [1, 1], 1)  # weight [C_out, C_in, k, k]
         assert rel_err(gx, ref) < (1e-5 if dtype == torch.float32 else 2e-2)
+
+
+@pytest.mark.parametrize("cap", _capabilities())
+def test_transposed_phases_every_isa(cap):
+    """The float32 phase tests in a process whose ATen runs `cap`: the AVX-512 packed GEMM, and
+    BLAS (with gathered input rows and scattered results) below AVX-512."""
+    env = dict(os.environ, ATEN_CPU_CAPABILITY=cap)
+    here = os.path.dirname(os.path.abspath(__file__))
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+                           os.path.join(here, "test_cpu_kernels.py"), "-k", "phases_float32"],
+                          env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert " passed" in proc.stdout

@@ -5,9 +5,10 @@
 // and runs over the K dim in blocks of 256, one broadcast of A feeding two FMAs. On this
 // project's CPU (AMD Zen 4) MKL's sgemm takes its AVX2 "zen" path at ~80-85 GFLOP/s on one
 // core, below oneDNN's AVX-512 JIT that aten's transposed convolution uses; this kernel is
-// compiled for AVX-512 with function target attributes and used only when the CPU has it.
+// compiled for AVX-512 with function target attributes and used only when ATen runs AVX-512.
 #include "ops/conv/cpu_gemm.h"
 
+#include <ATen/Version.h>
 #include <ATen/ops/zeros.h>
 #include <c10/util/Exception.h>
 
@@ -73,7 +74,12 @@ __mmask16 column_mask(int64_t n) {
 
 }  // namespace
 
-bool packed_gemm_available() { return __builtin_cpu_supports("avx512f") != 0; }
+// The ISA ATen itself runs on: it checks the OS's AVX-512 support and honours
+// ATEN_CPU_CAPABILITY (=avx2 or default turns this kernel off, as for the depthwise loops).
+bool packed_gemm_available() {
+  static const bool avx512 = at::get_cpu_capability() == "AVX512";
+  return avx512;
+}
 
 Tensor pack_gemm_b(const Tensor& b) {
   const int64_t K = b.size(0), N = b.size(1), panels = (N + kNR - 1) / kNR;
@@ -103,7 +109,10 @@ void packed_gemm_rows(int64_t M, int64_t N, int64_t K, int64_t k0, int64_t kc,
 #else
 
 bool packed_gemm_available() { return false; }
-Tensor pack_gemm_b(const Tensor&) { TORCH_CHECK(false, "convx: packed_gemm needs x86-64"); }
+Tensor pack_gemm_b(const Tensor&) {
+  TORCH_CHECK(false, "convx: packed_gemm_rows needs x86-64");
+  return Tensor();
+}
 void packed_gemm_rows(int64_t, int64_t, int64_t, int64_t, int64_t, const float* const*,
                       const float*, float* const*, const float*, bool) {
   TORCH_CHECK(false, "convx: packed_gemm_rows needs x86-64");

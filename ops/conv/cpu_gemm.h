@@ -5,7 +5,7 @@
 
 namespace convx::cpu {
 using at::Tensor;
-// Whether this CPU runs packed_gemm (x86-64 with AVX-512F).
+// Whether packed_gemm_rows runs here (x86-64 where ATen's CPU capability is AVX512).
 bool packed_gemm_available();
 // b: a float [K, N] matrix -> the packed form packed_gemm reads.
 Tensor pack_gemm_b(const Tensor& b);
