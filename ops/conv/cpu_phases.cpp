@@ -166,7 +166,7 @@ struct Run {
 void run_phases_packed(const Run<float>& run, const std::vector<Phase>& phases,
                        const std::function<Tensor(const Phase&)>& phase_weight) {
   const int64_t Ci = run.Ci, Co = run.Co, B = run.g.batch;
-  constexpr int64_t kRows = 192, kKC = 256;
+  constexpr int64_t kRows = kImplicitRows;
   const std::vector<float> zeros(Ci, 0.f);
   // One task list over the blocks of every phase, so that threads balance across phases and
   // meet once (DCGAN: 11 blocks per phase alone split 6 / 5 over two threads).
@@ -182,32 +182,17 @@ void run_phases_packed(const Run<float>& run, const std::vector<Phase>& phases,
     if (phases[p].taps() > 0) packed[p] = pack_gemm_b(phase_weight(phases[p]));  // [taps*C_in, C_out]
   }
   at::parallel_for(0, int64_t(tasks.size()), 1, [&](int64_t begin, int64_t end) {
-    std::vector<const float*> a(kRows);
-    std::vector<float*> c(kRows);
     for (int64_t ti = begin; ti < end; ++ti) {
       const auto [p, m0, n] = tasks[ti];
       const Phase& ph = phases[p];
-      const int64_t taps = ph.taps();
-      if (taps == 0) {  // no tap reaches these outputs: bias (or zero) only
+      if (ph.taps() == 0) {  // no tap reaches these outputs: bias (or zero) only
         run.scatter(ph, m0, n, nullptr, 0);
         continue;
       }
-      const float* bp = packed[p].const_data_ptr<float>();
-      for (int64_t i = 0; i < n; ++i) c[i] = run.out_row(ph, m0 + i);
-      for (int64_t t = 0; t < taps; ++t) {
-        for (int64_t i = 0; i < n; ++i) {
-          const float* src = run.in_pixel(ph, m0 + i, t);
-          a[i] = src ? src : zeros.data();
-        }
-        for (int64_t c0 = 0; c0 < Ci; c0 += kKC) {
-          const bool first = t == 0 && c0 == 0;
-          packed_gemm_rows(n, Co, taps * Ci, t * Ci + c0, std::min(kKC, Ci - c0), a.data(), bp,
-                           c.data(), first ? run.bias : nullptr, !first);
-          if (c0 + kKC < Ci) {
-            for (int64_t i = 0; i < n; ++i) a[i] += kKC;
-          }
-        }
-      }
+      implicit_gemm_block(
+          n, ph.taps(), Ci, Co, packed[p].const_data_ptr<float>(), run.bias, zeros.data(),
+          [&](int64_t i) { return run.out_row(ph, m0 + i); },
+          [&](int64_t i, int64_t t) { return run.in_pixel(ph, m0 + i, t); });
     }
   });
 }
