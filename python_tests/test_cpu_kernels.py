@@ -248,12 +248,48 @@ def test_transposed_phases_realistic_channels(dtype):
 
 @pytest.mark.parametrize("cap", _capabilities())
 def test_transposed_phases_every_isa(cap):
-    """The float32 phase tests in a process whose ATen runs `cap`: the AVX-512 packed GEMM, and
-    BLAS (with gathered input rows and scattered results) below AVX-512."""
+    """The float32 phase and direct-forward tests in a process whose ATen runs `cap`: the AVX-512
+    packed GEMM, and BLAS (gathered rows / im2col) below AVX-512."""
     env = dict(os.environ, ATEN_CPU_CAPABILITY=cap)
     here = os.path.dirname(os.path.abspath(__file__))
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
-                           os.path.join(here, "test_cpu_kernels.py"), "-k", "phases_float32"],
+                           os.path.join(here, "test_cpu_kernels.py"), "-k", "phases_float32 or direct_forward"],
                           env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert " passed" in proc.stdout
+
+
+# The implicit-GEMM convolution forward (ops/conv/cpu_direct.cpp): float, groups 1, C_in >= 64,
+# C_out >= 32, on AVX-512 (else the im2col path these same checks cover). Strides, padding,
+# dilation, kernels reaching past the input, ranks 1-3, both layouts, a non-contiguous input,
+# C_in over one 256-channel K block, C_out not a multiple of 16, a 1x1 stride 1 (NCHW: BLAS).
+DIRECT_CASES = [
+    # rank, C_in, C_out, kernel, stride, padding, dilation
+    (2, 64, 32, (3, 3), (1, 1), (1, 1), (1, 1)),
+    (2, 300, 37, (4, 4), (2, 2), (1, 1), (1, 1)),
+    (2, 64, 48, (3, 2), (2, 1), (2, 0), (2, 1)),
+    (2, 96, 33, (1, 1), (1, 1), (0, 0), (1, 1)),
+    (2, 64, 40, (5, 5), (3, 3), (4, 4), (1, 1)),
+    (1, 70, 35, (3,), (2,), (1,), (1,)),
+    (3, 64, 32, (3, 3, 3), (2, 1, 2), (1, 1, 0), (1, 1, 1)),
+]
+
+
+@pytest.mark.parametrize("cl", [False, True], ids=["contiguous", "channels_last"])
+@pytest.mark.parametrize("rank,ci,co,k,s,p,d", DIRECT_CASES, ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else str(v))
+def test_direct_forward_float32(rank, ci, co, k, s, p, d, cl):
+    g = torch.Generator().manual_seed(ci + co + sum(k) * 10 + rank)
+    spatial = {1: (41,), 2: (15, 13), 3: (6, 7, 5)}[rank]
+    x = torch.randn(3, ci, *spatial, generator=g)
+    x = _channels_last(x) if cl else x
+    w = torch.randn(co, ci, *k, generator=g)
+    b = torch.randn(co, generator=g)
+    ours = getattr(X, f"conv{rank}d")(x, w, b, list(s), list(p), list(d), 1)
+    ref = getattr(F, f"conv{rank}d")(x.double(), w.double(), b.double(), s, p, d, 1)
+    assert ours.dtype == torch.float32
+    assert ours.stride() == (_channels_last(ours) if cl else ours.contiguous()).stride()
+    assert rel_err(ours, ref) < 1e-5
+    if rank == 2:  # a non-contiguous input, no bias
+        xs = torch.randn(3, ci, spatial[0], 2 * spatial[1], generator=g)[..., ::2]
+        ours = X.conv2d(xs, w, None, list(s), list(p), list(d), 1)
+        assert rel_err(ours, F.conv2d(xs.double(), w.double(), None, s, p, d, 1)) < 1e-5
