@@ -156,3 +156,140 @@ def test_dense_channels_last(k, s, p, op, d, groups):
     gy = torch.randn(ref.shape, generator=g, dtype=torch.float64)
     for got, want in zip(torch.autograd.grad(y, (x, w), gy), torch.autograd.grad(ref, (x, w), gy)):
         torch.testing.assert_close(got, want)
+
+
+# The phase-decomposed transposed convolution (ops/conv/cpu_phases.cpp): groups 1, dilation 1,
+# a stride > 1, either layout (NCHW through channels-last temporaries). Each output phase reads its own taps: several (k4 s2), one
+# per phase shared by all phases (k == s, p == 0: one GEMM and a pixel shuffle), none (k < s:
+# bias only), output_padding (k == s with extra phase rows, so not shared), padding beyond the
+# kernel, unequal strides, stride 1 on one dim, ranks 1-3. Sizes give several row blocks.
+PHASE_CASES = [
+    # rank, kernel, stride, padding, output_padding
+    (2, (2, 2), (2, 2), (0, 0), (0, 0)),
+    (2, (4, 4), (2, 2), (1, 1), (0, 0)),
+    (2, (3, 3), (2, 2), (1, 1), (1, 1)),
+    (2, (1, 1), (2, 2), (0, 0), (1, 1)),
+    (2, (2, 2), (2, 2), (0, 0), (1, 1)),
+    (2, (5, 3), (3, 2), (2, 0), (2, 1)),
+    (2, (3, 3), (2, 1), (1, 0), (0, 0)),
+    (2, (2, 2), (3, 3), (2, 2), (0, 0)),
+    (1, (4,), (2,), (1,), (0,)),
+    (1, (2,), (2,), (0,), (0,)),
+    (3, (2, 2, 2), (2, 2, 2), (0, 0, 0), (0, 0, 0)),
+    (3, (3, 3, 2), (2, 2, 1), (1, 1, 0), (1, 0, 0)),
+]
+
+
+def _channels_last(t):
+    if t.dim() == 3:  # rank 1: an (N, L, C) tensor viewed as (N, C, L)
+        return t.transpose(1, 2).contiguous().transpose(1, 2)
+    return t.contiguous(memory_format=torch.channels_last if t.dim() == 4 else torch.channels_last_3d)
+
+
+@pytest.mark.parametrize("cl", [False, True], ids=["contiguous", "channels_last"])
+@pytest.mark.parametrize("bias", [False, True], ids=["nobias", "bias"])
+@pytest.mark.parametrize("rank,k,s,p,op", PHASE_CASES, ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else str(v))
+def test_transposed_phases_float64(rank, k, s, p, op, bias, cl):
+    g = torch.Generator().manual_seed(sum(k) * 100 + sum(s) * 10 + sum(p) + sum(op) + rank)
+    spatial = {1: (301,), 2: (23, 29), 3: (7, 9, 8)}[rank]
+    x = torch.randn(3, 5, *spatial, generator=g, dtype=torch.float64)
+    x = _channels_last(x) if cl else x
+    w = torch.randn(5, 7, *k, generator=g, dtype=torch.float64)
+    b = torch.randn(7, generator=g, dtype=torch.float64) if bias else None
+    x.requires_grad_()
+    w.requires_grad_()
+    ours = getattr(X, f"conv_transpose{rank}d")(x, w, b, list(s), list(p), list(op), 1, [1] * rank)
+    ref = getattr(F, f"conv_transpose{rank}d")(x, w, b, s, p, op, 1, 1)
+    assert ours.stride() == (_channels_last(ours) if cl else ours.contiguous()).stride()
+    torch.testing.assert_close(ours, ref)
+    gy = torch.randn(ref.shape, generator=g, dtype=torch.float64)
+    for got, want in zip(torch.autograd.grad(ours, (x, w), gy), torch.autograd.grad(ref, (x, w), gy)):
+        torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize("cl", [False, True], ids=["contiguous", "channels_last"])
+@pytest.mark.parametrize("channels", [(5, 7), (300, 37)], ids=["5to7", "300to37"])
+@pytest.mark.parametrize("rank,k,s,p,op", PHASE_CASES, ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else str(v))
+def test_transposed_phases_float32(rank, k, s, p, op, channels, cl):
+    # float32 takes the AVX-512 packed GEMM (ops/conv/cpu_gemm.cpp) where the CPU has it: row
+    # tiles of 1-12, C_out not a multiple of 16 or 32 (masked columns), C_in over one 256-channel
+    # K block (300), taps reading outside the input (the zero row); compared with float64 aten.
+    ci, co = channels
+    g = torch.Generator().manual_seed(sum(k) * 100 + sum(s) * 10 + sum(p) + sum(op) + rank + ci)
+    spatial = {1: (67,), 2: (13, 11), 3: (5, 4, 6)}[rank]
+    x = torch.randn(2, ci, *spatial, generator=g)
+    x = _channels_last(x) if cl else x
+    w = torch.randn(ci, co, *k, generator=g)
+    b = torch.randn(co, generator=g)
+    ours = getattr(X, f"conv_transpose{rank}d")(x, w, b, list(s), list(p), list(op), 1, [1] * rank)
+    ref = getattr(F, f"conv_transpose{rank}d")(x.double(), w.double(), b.double(), s, p, op, 1, 1)
+    assert ours.dtype == torch.float32
+    assert rel_err(ours, ref) < 1e-5
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_transposed_phases_realistic_channels(dtype):
+    # 64 -> 48 channels, k4 s2 p1 and k2 s2, many row blocks, a non-contiguous input; the
+    # grad_input of a strided convolution (conv2d_input_grad) takes the same path.
+    g = torch.Generator().manual_seed(7)
+    x = torch.randn(2, 64, 21, 38, generator=g).to(dtype).contiguous(memory_format=torch.channels_last)
+    x = x[..., ::2]
+    assert not x.is_contiguous() and not x.is_contiguous(memory_format=torch.channels_last)
+    for k, s, p in ((4, 2, 1), (2, 2, 0)):
+        w = torch.randn(64, 48, k, k, generator=g).to(dtype) / 16
+        ours = X.conv_transpose2d(x, w, None, [s, s], [p, p], [0, 0], 1, [1, 1])
+        ref = F.conv_transpose2d(x.double(), w.double(), None, s, p)
+        assert ours.dtype == dtype
+        assert rel_err(ours, ref) < (1e-5 if dtype == torch.float32 else 2e-2)
+        size = [2, 48, ref.shape[2], ref.shape[3]]
+        gx = X.conv2d_input_grad(size, w, x, [s, s], [p, p], [1, 1], 1)  # weight [C_out, C_in, k, k]
+        assert rel_err(gx, ref) < (1e-5 if dtype == torch.float32 else 2e-2)
+
+
+@pytest.mark.parametrize("cap", _capabilities())
+def test_transposed_phases_every_isa(cap):
+    """The float32 phase and direct-forward tests in a process whose ATen runs `cap`: the AVX-512
+    packed GEMM, and BLAS (gathered rows / im2col) below AVX-512."""
+    env = dict(os.environ, ATEN_CPU_CAPABILITY=cap)
+    here = os.path.dirname(os.path.abspath(__file__))
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+                           os.path.join(here, "test_cpu_kernels.py"), "-k", "phases_float32 or direct_forward"],
+                          env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert " passed" in proc.stdout
+
+
+# The implicit-GEMM convolution forward (ops/conv/cpu_direct.cpp): float, groups 1, C_in >= 64,
+# C_out >= 32, on AVX-512 (else the im2col path these same checks cover). Strides, padding,
+# dilation, kernels reaching past the input, ranks 1-3, both layouts, a non-contiguous input,
+# C_in over one 256-channel K block, C_out not a multiple of 16, a 1x1 stride 1 (NCHW: BLAS).
+DIRECT_CASES = [
+    # rank, C_in, C_out, kernel, stride, padding, dilation
+    (2, 64, 32, (3, 3), (1, 1), (1, 1), (1, 1)),
+    (2, 300, 37, (4, 4), (2, 2), (1, 1), (1, 1)),
+    (2, 64, 48, (3, 2), (2, 1), (2, 0), (2, 1)),
+    (2, 96, 33, (1, 1), (1, 1), (0, 0), (1, 1)),
+    (2, 64, 40, (5, 5), (3, 3), (4, 4), (1, 1)),
+    (1, 70, 35, (3,), (2,), (1,), (1,)),
+    (3, 64, 32, (3, 3, 3), (2, 1, 2), (1, 1, 0), (1, 1, 1)),
+]
+
+
+@pytest.mark.parametrize("cl", [False, True], ids=["contiguous", "channels_last"])
+@pytest.mark.parametrize("rank,ci,co,k,s,p,d", DIRECT_CASES, ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else str(v))
+def test_direct_forward_float32(rank, ci, co, k, s, p, d, cl):
+    g = torch.Generator().manual_seed(ci + co + sum(k) * 10 + rank)
+    spatial = {1: (41,), 2: (15, 13), 3: (6, 7, 5)}[rank]
+    x = torch.randn(3, ci, *spatial, generator=g)
+    x = _channels_last(x) if cl else x
+    w = torch.randn(co, ci, *k, generator=g)
+    b = torch.randn(co, generator=g)
+    ours = getattr(X, f"conv{rank}d")(x, w, b, list(s), list(p), list(d), 1)
+    ref = getattr(F, f"conv{rank}d")(x.double(), w.double(), b.double(), s, p, d, 1)
+    assert ours.dtype == torch.float32
+    assert ours.stride() == (_channels_last(ours) if cl else ours.contiguous()).stride()
+    assert rel_err(ours, ref) < 1e-5
+    if rank == 2:  # a non-contiguous input, no bias
+        xs = torch.randn(3, ci, spatial[0], 2 * spatial[1], generator=g)[..., ::2]
+        ours = X.conv2d(xs, w, None, list(s), list(p), list(d), 1)
+        assert rel_err(ours, F.conv2d(xs.double(), w.double(), None, s, p, d, 1)) < 1e-5

@@ -2,6 +2,8 @@
 // The GEMMs, batch chunking and opmath handling are shared with CUDA (ops/conv/gemm.cpp).
 #include "ops/conv/conv.h"
 #include "ops/conv/gemm.h"
+#include "ops/conv/cpu_direct.h"
+#include "ops/conv/cpu_phases.h"
 
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
@@ -203,11 +205,17 @@ constexpr ColumnOps kColumns{im2col_cpu, col2im_cpu, int64_t(64) << 20, im2col_c
 
 void dense_forward(const ConvArgs& a, const Tensor& input, const Tensor& weight,
                    const std::optional<Tensor>& bias, const Tensor& output) {
+  const Geometry g = geometry(a, input, weight, output);
+  if (direct_forward_applies(g, input, output)) return direct_forward(g, input, weight, bias, output);
   gemm_forward(kColumns, a, input, weight, bias, output);
 }
 
 void dense_data_grad(const ConvArgs& a, const Tensor& grad_output, const Tensor& weight,
                      const std::optional<Tensor>& bias, const Tensor& grad_input) {
+  const Geometry g = geometry(a, grad_input, weight, grad_output);
+  if (phase_data_grad_applies(g, grad_input)) {
+    return phase_data_grad(g, grad_output, weight, bias, grad_input);
+  }
   gemm_data_grad(kColumns, a, grad_output, weight, bias, grad_input);
 }
 

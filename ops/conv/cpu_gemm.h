@@ -1,0 +1,51 @@
+// A float GEMM with a packed right-hand side, AVX-512 (ops/conv/cpu_gemm.cpp).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <algorithm>
+#include <vector>
+
+namespace convx::cpu {
+using at::Tensor;
+// Whether packed_gemm_rows runs here (x86-64 where ATen's CPU capability is AVX512).
+bool packed_gemm_available();
+// b: a float [K, N] matrix -> the packed form packed_gemm reads.
+Tensor pack_gemm_b(const Tensor& b);
+// Rows i < M: c[i][0:N] = start + sum over k < kc of a[i][k] * B[k0 + k][0:N], where start is
+// c[i] itself (accumulate), init[0:N] or zero. bp = pack_gemm_b(B) (B: [K, N]); a[i] points at
+// element k0 of A's row i.
+void packed_gemm_rows(int64_t M, int64_t N, int64_t K, int64_t k0, int64_t kc,
+                      const float* const* a, const float* bp, float* const* c,
+                      const float* init, bool accumulate);
+
+// One block of n ≤ 192 output rows of a convolution as an implicit GEMM: out_row(i) is row i's
+// output pixel ([C_out] floats), in_pixel(i, t) the input pixel ([C_in] floats) it reads through
+// tap t, or null where that lies outside the input (read as zeros). bp packs the weight as
+// [taps*C_in, C_out] (tap-major); bias (or null) starts the sums. K blocks of at most 256
+// channels of one tap at a time.
+constexpr int64_t kImplicitRows = 192;
+template <typename OutRow, typename InPixel>
+void implicit_gemm_block(int64_t n, int64_t taps, int64_t Ci, int64_t Co, const float* bp,
+                         const float* bias, const float* zeros, OutRow out_row,
+                         InPixel in_pixel) {
+  constexpr int64_t kKC = 256;
+  const float* a[kImplicitRows];
+  float* c[kImplicitRows];
+  for (int64_t i = 0; i < n; ++i) c[i] = out_row(i);
+  for (int64_t t = 0; t < taps; ++t) {
+    for (int64_t i = 0; i < n; ++i) {
+      const float* src = in_pixel(i, t);
+      a[i] = src ? src : zeros;
+    }
+    for (int64_t c0 = 0; c0 < Ci; c0 += kKC) {
+      const bool first = t == 0 && c0 == 0;
+      packed_gemm_rows(n, Co, taps * Ci, t * Ci + c0, std::min(kKC, Ci - c0), a, bp, c,
+                       first ? bias : nullptr, !first);
+      if (c0 + kKC < Ci) {
+        for (int64_t i = 0; i < n; ++i) a[i] += kKC;
+      }
+    }
+  }
+}
+}  // namespace convx::cpu
