@@ -5,9 +5,9 @@
 # no internet). Must build there: a library built against another torch does not load
 # (docs: /work/shared/notes/build-facts.md). Every stage's output is tee'd into ${OUT:-bench/results}:
 # build.log, gpu_tests.log, sanitizer.log, bench.log, gpu_depthwise.json (+ .png), gpu_dense.json.
-# Stages have time limits. Timed on the H100 (session 3): build 1-2 min on a fresh machine,
-# depthwise GPU tests 15 s, dense GPU tests 50 s, sanitizers 45 s, depthwise bench 140 s, dense
-# bench 120 s: about 7 minutes in all, so `all` fits one 600 s call; the two halves
+# Stages have time limits. Timed on the H100 (session 4): build 60-70 s on a fresh machine,
+# depthwise GPU tests 90 s, dense GPU tests 50 s (session 3), sanitizers 45 s, depthwise bench
+# 150 s, dense bench 120 s (session 3): about 9 minutes in all, near one 600 s call; the two halves
 # (`gpu_check.sh tests`, `gpu_check.sh bench`) leave room for more;
 # a failing stage is reported and the next one still
 # runs; the exit status is non-zero when any stage failed.
