@@ -93,11 +93,11 @@ bool st_dispatch(const Plan& P, const char** which, F&& f) {
 #undef C_
   return false;
 }
-// cl_gather.cu's specialisations: f(tile, run) for each tile variant the launcher may pick
-// (CONVX_CL_TILE) for the filter; false when the launcher does not take it.
-template <typename T, int KH, int KW, int S, int TILE>
+// cl_gather.cu's specialisations: f(tile, run) with the tile the launcher uses for the filter
+// (cl_outputs); false when the launcher does not take it.
+template <typename T, int KH, int KW, int S>
 bool cl_run(const T* in, const float* w, const T* bias, T* out, const Plan& P) {
-  constexpr int V = cl_tile_vec<T, TILE>(), R = cl_tile_outputs<TILE>(), MB = cl_min_blocks<T, KW, TILE>();
+  constexpr int V = kClVec, R = cl_outputs<KH, KW>(), MB = cl_min_blocks<KW, R>();
   ClTile L = choose_cl_tile(P, V, R);
   launch(dim3{3}, dim3{cl_block_threads(L)}, [&] { cl_gather<T, KH, KW, S, V, R, MB>(in, w, bias, out, P, L); });
   L.i32 = false;  // the 64-bit block decomposition, which only huge shapes take
@@ -112,15 +112,11 @@ bool cl_run(const T* in, const float* w, const T* bias, T* out, const Plan& P) {
 template <typename T, typename F>
 bool cl_dispatch(const Plan& P, F&& f) {
   const int kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
-#define C_(KH, KW, S) if (kh == KH && kw == KW && s == S) return f(0, cl_run<T, KH, KW, S, 0>), true;
-  C_(1, 2, 1) C_(1, 3, 1) C_(1, 4, 1) C_(1, 15, 1) C_(1, 31, 1)
+#define C_(KH, KW, S) \
+  if (kh == KH && kw == KW && s == S) return f(cl_outputs<KH, KW>(), cl_run<T, KH, KW, S>), true;
+  C_(1, 2, 1) C_(1, 3, 1) C_(1, 4, 1) C_(1, 15, 1) C_(1, 31, 1) C_(2, 2, 1) C_(3, 3, 1) C_(4, 4, 1) C_(5, 5, 1) C_(7, 7, 1) C_(3, 3, 2) C_(5, 5, 2) C_(7, 7, 2)
 #undef C_
-#define C_(KH, KW, S)                                                                                     \
-  if (kh == KH && kw == KW && s == S)                                                                     \
-    return f(0, cl_run<T, KH, KW, S, 0>), f(1, cl_run<T, KH, KW, S, 1>), f(2, cl_run<T, KH, KW, S, 2>), true;
-  C_(2, 2, 1) C_(3, 3, 1) C_(4, 4, 1) C_(5, 5, 1) C_(7, 7, 1) C_(3, 3, 2) C_(5, 5, 2) C_(7, 7, 2)
-#undef C_
-  if (kw == 31 && s == 1) return f(0, cl_run<T, 0, 31, 1, 0>), true;
+  if (kw == 31 && s == 1) return f(cl_outputs<0, 31>(), cl_run<T, 0, 31, 1>), true;
   return false;
 }
 template <typename T, int KH, int KW, int S, int R>
@@ -316,14 +312,14 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
         Tensor oc = at::full(to_cl(y).sizes(), NAN);
         cl_out_numel = oc.numel();
         if (run(xc.data_ptr<float>(), wt.data_ptr<float>(), b.data_ptr<float>(), oc.data_ptr<float>(), P))
-          check(("fwd cl T" + std::to_string(tile)).c_str(), from_cl(oc), y, name);
+          check(("fwd cl R" + std::to_string(tile)).c_str(), from_cl(oc), y, name);
       });
       if (C % 8 == 0)  // 16-bit channels-last takes 16-byte aligned channel rows
         cl_dispatch<at::Half>(P, [&](int tile, auto run) {
           Tensor oc = at::full(to_cl(y).sizes(), NAN, at::kHalf);
           cl_out_numel = oc.numel();
           if (run(xch.data_ptr<at::Half>(), wt.data_ptr<float>(), bh.data_ptr<at::Half>(), oc.data_ptr<at::Half>(), P))
-            check(("fwd16 cl T" + std::to_string(tile)).c_str(), from_cl(oc), yh, name, 2e-3);
+            check(("fwd16 cl R" + std::to_string(tile)).c_str(), from_cl(oc), yh, name, 2e-3);
         });
     }
   }
@@ -346,7 +342,7 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
           Tensor oc = at::full(to_cl(x).sizes(), NAN);
           cl_out_numel = oc.numel();
           if (run(gc.data_ptr<float>(), wt.data_ptr<float>(), nullptr, oc.data_ptr<float>(), P))
-            check(("dgrad cl T" + std::to_string(tile)).c_str(), from_cl(oc), gx_ref, name);
+            check(("dgrad cl R" + std::to_string(tile)).c_str(), from_cl(oc), gx_ref, name);
         });
         if (C % 8 == 0) {  // half storage: against float64 on the same half-rounded gradient
           Tensor gh = gy.to(at::kHalf), gch = to_cl(gh);
@@ -356,7 +352,7 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
             Tensor oc = at::full(to_cl(x).sizes(), NAN, at::kHalf);
             cl_out_numel = oc.numel();
             if (run(gch.data_ptr<at::Half>(), wt.data_ptr<float>(), nullptr, oc.data_ptr<at::Half>(), P))
-              check(("dgrad16 cl T" + std::to_string(tile)).c_str(), from_cl(oc), std::get<0>(gr), name, 2e-3);
+              check(("dgrad16 cl R" + std::to_string(tile)).c_str(), from_cl(oc), std::get<0>(gr), name, 2e-3);
           });
         }
       }
@@ -469,7 +465,7 @@ int main() {
   run_case(3, 1, 4, 1, {5, 7, 9}, {5, 5, 5}, {2, 2, 2}, {2, 2, 2});
   run_case(3, 1, 4, 2, {4, 6, 7}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1});
   run_case(2, 0, 4, 1, {12, 13}, {3, 3}, {1, 1}, {1, 1});
-  // --- channels-last forward / data-grad tiles (cl_tiled.cuh), every CONVX_CL_TILE variant in
+  // --- channels-last forward / data-grad tiles (cl_tiled.cuh), R = 8 and R = 4 (cl_outputs), in
   // fp32 and fp16: 8 and 16 channels (one or two 16-byte vectors), odd sizes, strips and rows cut
   // by the edges, padding on every border, 3-D, equal channel tiles (960 fp32: 4 x 60 lanes) and
   // unequal ones (268 fp32: 67 lanes in 3 tiles of 32) ---

@@ -5,52 +5,24 @@
 
 #include <c10/cuda/CUDAException.h>
 #include <c10/util/BFloat16.h>
-#include <c10/util/Exception.h>
 #include <c10/util/Half.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <type_traits>
 
 namespace convx::cuda {
 namespace {
 
-// CONVX_CL_TILE = 0 | 1 | 2 picks the tile variant of cl_tiled.cuh for the square 2x2-7x7
-// filters (stride 1 and 2); unset = 2, the fastest on every row measured on the H100 (session 4:
-// MobileNetV2 k3 fp32 forward 0.100 ms vs 0.126 with 0 and 0.143 with 1; docs/performance.md).
-// A temporary tuning knob, read once per process.
-int cl_tile() {
-  static const int tile = [] {
-    const char* e = std::getenv("CONVX_CL_TILE");
-    if (e == nullptr || *e == '\0') return 2;
-    TORCH_CHECK(std::strlen(e) == 1 && e[0] >= '0' && e[0] < '0' + kClTiles,
-                "CONVX_CL_TILE: expected 0, 1 or 2, got '", e, "'");
-    return e[0] - '0';
-  }();
-  return tile;
-}
-
-template <typename T, int KH, int KW, int S, int TILE>
+template <typename T, int KH, int KW, int S>
 bool run(const T* in, const at::opmath_type<T>* w, const T* bias, T* out, const Plan& P,
          cudaStream_t stream) {
-  constexpr int V = cl_tile_vec<T, TILE>(), R = cl_tile_outputs<TILE>();
+  constexpr int V = kClVec, R = cl_outputs<KH, KW>();
   const ClTile L = choose_cl_tile(P, V, R);
   const unsigned grid = static_cast<unsigned>(std::min<int64_t>(L.blocks, int64_t(1) << 30));
-  cl_gather<T, KH, KW, S, V, R, cl_min_blocks<T, KW, TILE>()>
+  cl_gather<T, KH, KW, S, V, R, cl_min_blocks<KW, R>()>
       <<<grid, cl_block_threads(L), 0, stream>>>(in, w, bias, out, P, L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return true;
-}
-
-template <typename T, int KH, int KW, int S>
-bool run_tiled(const T* in, const at::opmath_type<T>* w, const T* bias, T* out, const Plan& P,
-               cudaStream_t stream) {
-  switch (cl_tile()) {
-    case 1: return run<T, KH, KW, S, 1>(in, w, bias, out, P, stream);
-    case 2: return run<T, KH, KW, S, 2>(in, w, bias, out, P, stream);
-    default: return run<T, KH, KW, S, 0>(in, w, bias, out, P, stream);
-  }
 }
 
 }  // namespace
@@ -63,17 +35,13 @@ bool launch_cl_gather(const T* in, const at::opmath_type<T>* w, const T* bias, T
   } else {
     if (P.in_c > kClMaxChannels || P.wrows > kClMaxChannels) return false;
     const int kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
-    // Rows of one tap and the wide filters: the default tile only.
 #define CONVX_CASE(KH, KW, S) \
-  if (kh == KH && kw == KW && s == S) return run<T, KH, KW, S, 0>(in, w, bias, out, P, stream);
+  if (kh == KH && kw == KW && s == S) return run<T, KH, KW, S>(in, w, bias, out, P, stream);
     CONVX_CASE(1, 2, 1)
     CONVX_CASE(1, 3, 1)
     CONVX_CASE(1, 4, 1)
     CONVX_CASE(1, 15, 1)
     CONVX_CASE(1, 31, 1)
-#undef CONVX_CASE
-#define CONVX_CASE(KH, KW, S) \
-  if (kh == KH && kw == KW && s == S) return run_tiled<T, KH, KW, S>(in, w, bias, out, P, stream);
     CONVX_CASE(2, 2, 1)
     CONVX_CASE(3, 3, 1)
     CONVX_CASE(4, 4, 1)
@@ -83,7 +51,7 @@ bool launch_cl_gather(const T* in, const at::opmath_type<T>* w, const T* bias, T
     CONVX_CASE(5, 5, 2)
     CONVX_CASE(7, 7, 2)
 #undef CONVX_CASE
-    if (kw == 31 && s == 1) return run<T, 0, 31, 1, 0>(in, w, bias, out, P, stream);
+    if (kw == 31 && s == 1) return run<T, 0, 31, 1>(in, w, bias, out, P, stream);
     return false;
   }
 }

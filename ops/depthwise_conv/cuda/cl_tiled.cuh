@@ -1,13 +1,13 @@
 // Register-tiled depthwise forward / data-grad for channels-last tensors (NHWC, NDHWC and the
 // (N, L, C) layout of rank 1), channel multiplier 1, channels a multiple of the vector width.
 //
-// Each thread computes V channels (4 fp32, or 4 / 8 fp16-bf16: 8- or 16-byte loads) of R
-// consecutive outputs of one output row. Per input row it loads that filter row's taps (at most
+// Each thread computes V = 4 channels (16-byte fp32 / 8-byte fp16-bf16 loads) of R consecutive
+// outputs of one output row. Per input row it loads that filter row's taps (at most
 // kClTapChunk at a time: wide filters go in chunks) and then streams the row segment
 // ((R - 1) * S + taps vectors) one vector at a time, applying each vector to every output of the
 // strip it touches. Only the accumulators, one filter row and one input vector live in
 // registers, so that the kernel runs at 37.5-50% occupancy (cl_min_blocks; 25% for the R = 8
-// variant; the previous design held every tap of a band of rows: 123-144 registers, 12.5-25%,
+// tile of the square filters; the previous design held every tap of a band of rows: 123-144 registers, 12.5-25%,
 // latency-bound) and hides the load latency with warps instead of with a thread's own state;
 // the rows shared by neighbouring outputs are re-read from L1 by the threads of the block (one
 // thread per output row). The filter is read in fp32, laid out [tap][channel] so that a warp's
@@ -30,20 +30,17 @@ struct alignas(sizeof(T) * V) Pack {
   T v[V];
 };
 
-// Tile variants, chosen at run time by CONVX_CL_TILE (cl_gather.cu; a temporary tuning knob):
-//   0: V = 4 channels (fp16/bf16: 8-byte loads), R = 4 outputs;
-//   1: fp32 V = 4, R = 2; fp16/bf16 V = 8 (16-byte loads), R = 2;
-//   2 (default, fastest on the H100): V = 4, R = 8 (fewer loads per output, more registers).
-constexpr int kClTiles = 3;
+// Channels per thread: 4 (16-byte fp32 loads, 8-byte fp16 / bf16 loads).
+constexpr int kClVec = 4;
 
-template <typename T, int TILE>
-constexpr int cl_tile_vec() {
-  return TILE == 1 && sizeof(T) == 2 ? 8 : 4;
-}
-
-template <int TILE>
-constexpr int cl_tile_outputs() {
-  return TILE == 1 ? 2 : (TILE == 2 ? 8 : 4);
+// Outputs per thread along W: 8 for the square 2x2-7x7 filters (of the three tiles measured on
+// the H100 in session 4 -- R = 4; R = 2 with 16-byte 16-bit loads; R = 8 -- R = 8 was the fastest
+// on every channels-last 2-D row despite its 128 registers: 3 loads per 8 outputs of a 3x3 row,
+// e.g. MobileNetV2 k3 fp32 forward 0.101 ms vs 0.126 and 0.143), 4 for the one-row and 31-wide
+// filters, whose taps go in chunks (KH = 0: 31 rows at run time).
+template <int KH, int KW>
+constexpr int cl_outputs() {
+  return KH >= 2 && KH == KW && KW <= 7 ? 8 : 4;
 }
 
 // Filter taps of one row held in registers at a time (1x15, 1x31, 31x31 go in chunks).
@@ -55,9 +52,9 @@ constexpr int kClTapChunk = 8;
 // (KC + R) * V <= 32 and at 80 beyond that, except R = 8, which needs 128 (the row loop of
 // 3x3 s2 spills at 80). What spills at those caps is block set-up state (indices, pointers),
 // reloaded once per output strip, not per row.
-template <typename T, int KW, int TILE>
+template <int KW, int R>
 constexpr int cl_min_blocks() {
-  constexpr int V = cl_tile_vec<T, TILE>(), R = cl_tile_outputs<TILE>();
+  constexpr int V = kClVec;
   constexpr int KC = KW < kClTapChunk ? KW : kClTapChunk;
   return R >= 8 ? 2 : ((KC + R) * V <= 32 ? 4 : 3);
 }
