@@ -2,11 +2,12 @@
 
 Bias included. Same inputs for both; CUDA-event device time (bench/timing.py: the GPU kept busy
 while the host enqueues) and forward host time per call; median of --iters runs after warm-up.
-Forward: convx (default path: cuDNN), convx with CONVX_CUDA_DENSE=upsample_gemm (the stride ==
-kernel GEMM where it applies: half types, one group, k == s; elsewhere the same as the default),
+Forward: convx (default path: the stride == kernel GEMM where it applies — one group, k == s,
+half types or float32 with TF32 allowed — else cuDNN), convx with CONVX_CUDA_DENSE=cudnn (cuDNN
+only, to compare the two),
 convx with CONVX_CUDNN_BIAS=fused and =separate (the bias in the cuDNN graph, or one add after
 it; the default picks per call by the rule these columns measured), aten. Backward: autograd of the functional call (grad of
-input, weight and bias), convx vs aten. Ratios are aten time / convx time (> 1: convx faster);
+input, weight and bias), convx (default and cuDNN only) vs aten. Ratios are aten time / convx time (> 1: convx faster);
 TFLOP/s counts 2*N*C_in*C_out/groups*in_pixels*k_pixels per pass (forward), twice that backward.
 
     CONVX_LIBRARY=build-gpu/libconvx.so PYTHONPATH=python python3 bench/gpu_dense_bench.py [--quick]
@@ -81,7 +82,7 @@ def bench_case(case, dtype_name, layout, iters):
     fwd_a = lambda: CONV_T[r](x, w, b, **args)  # noqa: E731
     with torch.no_grad():
         ya, yc = fwd_a(), fwd_c()
-        with forced_path("upsample_gemm"):
+        with forced_path("cudnn"):
             yk = fwd_c()
     scale = float(ya.float().abs().max())
     err = float((yc.float() - ya.float()).abs().max()) / scale
@@ -89,14 +90,14 @@ def bench_case(case, dtype_name, layout, iters):
     row = {"case": name, "rank": r, "N": N, "C_in": cin, "C_out": cout, "spatial": sp, "k": k,
            "stride": s, "padding": p, "output_padding": op, "groups": g, "dtype": dtype_name,
            "layout": layout, "out_layout_matches": yc.stride() == ya.stride(),
-           "max_rel_err_vs_aten": err, "max_rel_err_gemm_vs_aten": err_k}
+           "max_rel_err_vs_aten": err, "max_rel_err_cudnn_vs_aten": err_k}
     with torch.no_grad():
         row["aten_fwd_ms"] = time_ms(fwd_a, iters)
         row["convx_fwd_ms"] = time_ms(fwd_c, iters)
         row["aten_fwd_host_us"] = host_us(fwd_a)
         row["convx_fwd_host_us"] = host_us(fwd_c)
-        with forced_path("upsample_gemm"):
-            row["convx_gemm_fwd_ms"] = time_ms(fwd_c, iters)
+        with forced_path("cudnn"):
+            row["convx_cudnn_fwd_ms"] = time_ms(fwd_c, iters)
         with bias_mode("fused"):
             row["convx_fusedbias_fwd_ms"] = time_ms(fwd_c, iters)
         with bias_mode("separate"):
@@ -110,10 +111,13 @@ def bench_case(case, dtype_name, layout, iters):
     bwd_c = lambda: torch.autograd.grad(yc_g, (xs, ws, bs), dy, retain_graph=True)  # noqa: E731
     row["aten_bwd_ms"] = time_ms(bwd_a, iters)
     row["convx_bwd_ms"] = time_ms(bwd_c, iters)
+    with forced_path("cudnn"):
+        row["convx_cudnn_bwd_ms"] = time_ms(bwd_c, iters)
 
     flops = 2 * N * cin * (cout // g) * sp**r * k**r
     row["fwd_ratio"] = row["aten_fwd_ms"] / row["convx_fwd_ms"]
-    row["gemm_fwd_ratio"] = row["aten_fwd_ms"] / row["convx_gemm_fwd_ms"]
+    row["cudnn_fwd_ratio"] = row["aten_fwd_ms"] / row["convx_cudnn_fwd_ms"]
+    row["cudnn_bwd_ratio"] = row["aten_bwd_ms"] / row["convx_cudnn_bwd_ms"]
     row["bwd_ratio"] = row["aten_bwd_ms"] / row["convx_bwd_ms"]
     row["convx_fwd_tflops"] = flops / (row["convx_fwd_ms"] * 1e-3) / 1e12
     row["aten_fwd_tflops"] = flops / (row["aten_fwd_ms"] * 1e-3) / 1e12
@@ -129,8 +133,8 @@ def main():
     a = ap.parse_args()
     torch.manual_seed(0)
     rows = []
-    hdr = (f"{'case':18} {'dtype':5} {'layout':13} {'aten fwd':>9} {'convx':>8} {'gemm':>8} {'fused':>8} {'sepbias':>8} "
-           f"{'ratio':>6} {'aten bwd':>9} {'convx':>8} {'ratio':>6} {'TFLOP/s':>8} {'err':>8}")
+    hdr = (f"{'case':18} {'dtype':5} {'layout':13} {'aten fwd':>9} {'convx':>8} {'cudnn':>8} {'fused':>8} {'sepbias':>8} "
+           f"{'ratio':>6} {'aten bwd':>9} {'convx':>8} {'cudnn':>8} {'ratio':>6} {'TFLOP/s':>8} {'err':>8} {'host us aten/convx'}")
     print(hdr)
     for case in CASES:
         if a.quick and case[0] not in QUICK:
@@ -140,8 +144,8 @@ def main():
                 r = bench_case(case, dt, layout, a.iters)
                 rows.append(r)
                 print(f"{r['case']:18} {dt:5} {layout:13} {r['aten_fwd_ms']:9.4f} {r['convx_fwd_ms']:8.4f} "
-                      f"{r['convx_gemm_fwd_ms']:8.4f} {r['convx_fusedbias_fwd_ms']:8.4f} {r['convx_sepbias_fwd_ms']:8.4f} {r['fwd_ratio']:6.2f} {r['aten_bwd_ms']:9.4f} "
-                      f"{r['convx_bwd_ms']:8.4f} {r['bwd_ratio']:6.2f} {r['convx_fwd_tflops']:8.1f} "
+                      f"{r['convx_cudnn_fwd_ms']:8.4f} {r['convx_fusedbias_fwd_ms']:8.4f} {r['convx_sepbias_fwd_ms']:8.4f} {r['fwd_ratio']:6.2f} {r['aten_bwd_ms']:9.4f} "
+                      f"{r['convx_bwd_ms']:8.4f} {r['convx_cudnn_bwd_ms']:8.4f} {r['bwd_ratio']:6.2f} {r['convx_fwd_tflops']:8.1f} "
                       f"{r['max_rel_err_vs_aten']:8.1e} {r['aten_fwd_host_us']:8.1f}/{r['convx_fwd_host_us']:.1f}",
                       flush=True)
     meta = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,

@@ -3,7 +3,7 @@
 Skipped without a GPU. Which path served a call is read from the CUDA kernels the profiler
 saw: the im2col fallback launches convx's ``im2col_kernel`` / ``col2im_kernel``, cuDNN and
 cuBLAS never do. ``CONVX_CUDA_DENSE`` (read on every call) forces a path: ``cudnn``,
-``upsample_gemm`` or ``im2col``.
+``patch_gemm`` or ``im2col``.
 """
 
 import contextlib
@@ -174,25 +174,99 @@ def test_bias_fused_or_separate(family, bias_mode):
         torch.ops.convx.conv2d(x, w, torch.randn(3, device=DEV), [1, 1], [0, 0], [1, 1], 1)
 
 
-@pytest.mark.parametrize("path", ["default", "upsample_gemm"])
+def stride_equals_kernel_cases(family, rank, gen):
+    """Cases of `family` whose stride equals the kernel (the patch GEMM's, and some it declines:
+    two groups, a trailing remainder the forward skips): both layouts, bias or not, odd sizes,
+    unbatched, batch 1 and 3."""
+    coarse = {1: [13], 2: [5, 7], 3: [3, 4, 5]}[rank]
+    out = []
+    for k, groups, layout, bias, batch, extra in [
+            (2, 1, "contiguous", True, 3, 0), (2, 1, "channels_last", True, 2, 0),
+            (3, 1, "channels_last", False, 1, 1), (2, 2, "contiguous", True, 2, 0),
+            (2, 1, "contiguous", False, None, 1), (4, 1, "channels_last", True, 2, 0),
+            (2, 1, "strided", True, 2, 0)]:
+        lead = [] if batch is None else [batch]
+        fine = [c * k + extra for c in coarse]
+        ci, co = 6, 10
+        common = ([k] * rank, [0] * rank, [1] * rank, groups)
+        w = torch.randn([co, ci // groups] + [k] * rank, generator=gen, dtype=torch.float64)
+        b = torch.randn(co, generator=gen, dtype=torch.float64) if bias else None
+        x = helpers.make_tensor(lead + [ci] + fine, layout, gen, channel_dim=len(lead))
+        dy = helpers.make_tensor(lead + [co] + coarse, layout, gen, channel_dim=len(lead))
+        if family == "conv":
+            out.append(helpers.Case("conv", rank, {"input": x, "weight": w, "bias": b}, *common))
+        elif family == "conv_transpose":  # weight [C_in, C_out / groups, k...]: 10 -> 6 * groups
+            wt = torch.randn([co, ci // groups] + [k] * rank, generator=gen, dtype=torch.float64)
+            bt = torch.randn(ci, generator=gen, dtype=torch.float64) if bias else None
+            out.append(helpers.Case("conv_transpose", rank, {"input": dy, "weight": wt, "bias": bt},
+                                    *common, [0] * rank))
+        elif family == "conv_input_grad":
+            out.append(helpers.Case("conv_input_grad", rank, {"weight": w, "grad_output": dy}, *common,
+                                    sizes=list(x.shape)))
+        else:
+            out.append(helpers.Case("conv_weight_grad", rank, {"input": x, "grad_output": dy}, *common,
+                                    sizes=list(w.shape)))
+    return out
+
+
+@pytest.mark.parametrize("path", ["default", "cudnn", "patch_gemm"])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32], ids=lambda d: str(d)[6:])
 @pytest.mark.parametrize("rank", [1, 2, 3])
-def test_stride_equals_kernel_transpose(rank, dtype, path):
-    """The k == s upsampling, by cuDNN and by the GEMM (half types, one group; the rest falls
-    through to cuDNN): both layouts, bias or not, groups 1 and 2, odd sizes, unbatched."""
+@pytest.mark.parametrize("family", DENSE)
+def test_stride_equals_kernel(family, rank, dtype, path):
+    """Stride == kernel, by the patch GEMM (half types, and float32 with TF32 allowed: by default
+    for the data-grad, on request for all three directions) and by cuDNN (forced), on poisoned
+    outputs against float64. float32 runs with TF32 allowed
+    (the GEMM's case; TF32 keeps fp16's 10-bit mantissa, so fp16's tolerance) and without it
+    (cuDNN, float32's tolerance)."""
     gen = torch.Generator().manual_seed(rank)
-    sp = {1: [13], 2: [5, 7], 3: [3, 4, 5]}[rank]
-    with dense_path(None if path == "default" else path), torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
-        for k, groups, layout, bias, batch in [(2, 1, "contiguous", True, 3), (2, 1, "channels_last", True, 2),
-                                               (3, 1, "channels_last", False, 1), (2, 2, "contiguous", True, 2),
-                                               (2, 1, "contiguous", False, None), (4, 1, "channels_last", True, 2)]:
-            lead = [] if batch is None else [batch]
-            x = helpers.make_tensor(lead + [6] + sp, layout, gen, channel_dim=len(lead))
-            w = torch.randn([6, 10 // groups] + [k] * rank, generator=gen, dtype=torch.float64)
-            b = torch.randn(10, generator=gen, dtype=torch.float64) if bias else None
-            case = helpers.Case("conv_transpose", rank, {"input": x, "weight": w, "bias": b}, [k] * rank,
-                                [0] * rank, [1] * rank, groups, [0] * rank)
-            check_low(case, dtype)
+    for tf32 in ([True, False] if dtype == torch.float32 else [False]):
+        with dense_path(None if path == "default" else path), \
+                torch.backends.cudnn.flags(enabled=True, allow_tf32=tf32):
+            for case in stride_equals_kernel_cases(family, rank, gen):
+                check_low(case, dtype, tol=LOW[torch.float16] if tf32 else None)
+
+
+def test_stride_equals_kernel_follows_the_conv_tf32_flag():
+    """float32 through the patch GEMM is TF32 exactly when torch.backends.cudnn.allow_tf32 is set,
+    whatever the matmul flag says: without it the result is float32-exact (to summation order)."""
+    gen = torch.Generator().manual_seed(5)
+    x = torch.randn(2, 64, 16, 16, generator=gen).to(DEV)
+    w = torch.randn(32, 64, 2, 2, generator=gen).to(DEV)
+    ref = torch.nn.functional.conv2d(x.double(), w.double(), stride=2)
+    matmul_tf32 = torch.backends.cuda.matmul.allow_tf32
+    try:
+        with dense_path("patch_gemm"):
+            torch.backends.cuda.matmul.allow_tf32 = True
+            with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
+                exact = torch.ops.convx.conv2d(x, w, None, [2, 2], [0, 0], [1, 1], 1)
+            torch.backends.cuda.matmul.allow_tf32 = False
+            with torch.backends.cudnn.flags(enabled=True, allow_tf32=True):
+                tf32 = torch.ops.convx.conv2d(x, w, None, [2, 2], [0, 0], [1, 1], 1)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = matmul_tf32
+    assert float((exact.double() - ref).abs().max()) < 1e-4
+    assert float((tf32.double() - ref).abs().max()) > 1e-4  # 10-bit mantissa products
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+def test_patch_gemm_graph_replay_equals_eager(layout):
+    """The stride == kernel GEMM in all three directions inside a captured CUDA graph."""
+    mf = torch.channels_last if layout == "channels_last" else torch.contiguous_format
+    x = torch.randn(2, 16, 8, 6, device=DEV, dtype=torch.bfloat16).to(memory_format=mf)
+    wt = torch.randn(16, 8, 2, 2, device=DEV, dtype=torch.bfloat16)
+    b = torch.randn(8, device=DEV, dtype=torch.bfloat16)
+    ops = torch.ops.convx
+
+    def step(inp):
+        y = ops.conv_transpose2d(inp, wt, b, [2, 2], [0, 0], [0, 0], 1, [1, 1])
+        return (y, ops.conv2d(y, wt, None, [2, 2], [0, 0], [1, 1], 1),
+                ops.conv2d_weight_grad(y, list(wt.shape), inp, [2, 2], [0, 0], [1, 1], 1))
+
+    with dense_path("patch_gemm"), torch.backends.cudnn.flags(enabled=True, deterministic=False):
+        static_out, eager = graph_replay_vs_eager(step, x)
+    for a, e in zip(static_out, eager):
+        assert torch.equal(a, e)
 
 
 @pytest.mark.parametrize("layout", ["contiguous", "channels_last"])

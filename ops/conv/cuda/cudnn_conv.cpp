@@ -24,7 +24,6 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <type_traits>
 
 namespace convx::cuda {
 namespace {
@@ -455,34 +454,6 @@ int64_t alignment_of(std::initializer_list<const void*> ptrs) {
 
 bool supported_dtype(at::ScalarType t) {
   return t == at::kDouble || t == at::kFloat || t == at::kHalf || t == at::kBFloat16;
-}
-
-// torch.backends.cudnn.allow_tf32 for convolutions. The accessor's parameter changed across
-// torch releases (none; an op name string; an optional Float32Op enum): ask by its own type,
-// so that the question names the convolution flag (a question without one warns).
-template <typename F> struct accessor_arg { using type = void; };
-template <typename R, typename C, typename A> struct accessor_arg<R (C::*)(A) const> {
-  using type = std::decay_t<A>;
-};
-template <typename R, typename C, typename A> struct accessor_arg<R (C::*)(A)> {
-  using type = std::decay_t<A>;
-};
-
-// A template so that only the branch for this torch's signature is compiled.
-template <typename Ctx, typename Arg>
-bool tf32_flag(Ctx& ctx) {
-  if constexpr (std::is_void_v<Arg>) {
-    return ctx.allowTF32CuDNN();
-  } else if constexpr (std::is_same_v<Arg, std::string>) {
-    return ctx.allowTF32CuDNN("conv");
-  } else {
-    return ctx.allowTF32CuDNN(Arg::value_type::CONV);
-  }
-}
-
-bool tf32_allowed_for_conv() {
-  using Arg = typename accessor_arg<decltype(&at::Context::allowTF32CuDNN)>::type;
-  return tf32_flag<at::Context, Arg>(at::globalContext());
 }
 
 Problem make_problem(Op op, const ConvArgs& a, const Tensor& x, const Tensor& w, const Tensor& y,

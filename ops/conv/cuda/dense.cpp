@@ -1,11 +1,11 @@
 // The CUDA key's dense kernels: which path serves a call (ops/conv/cuda/dense_paths.h).
 //
-// Default: cuDNN, and im2col + GEMM whenever cuDNN has no plan, torch.backends.cudnn.enabled is
-// False, or convx was built without cuDNN. The stride == kernel GEMM for transposed convolutions is not on by default: it has not
-// yet been measured faster than cuDNN (docs/performance.md, "Dense CUDA (cuDNN)"). The
-// environment variable CONVX_CUDA_DENSE, read on every call, forces a path for tests and
-// benchmarks: `cudnn` (cuDNN, im2col where cuDNN has no plan), `upsample_gemm` (the GEMM where it
-// applies, else as `cudnn`) or `im2col`.
+// Default: the stride == kernel GEMM (patch_gemm.cpp) for data-grads (transposed convolutions)
+// where it applies, else cuDNN, and im2col + GEMM whenever cuDNN has no plan,
+// torch.backends.cudnn.enabled is False, or convx was built without cuDNN. The environment
+// variable CONVX_CUDA_DENSE, read on every call, forces a path for tests and benchmarks: `cudnn`
+// (cuDNN, im2col where cuDNN has no plan), `patch_gemm` (the GEMM for all three directions where
+// it applies, else as `cudnn`) or `im2col`.
 #include "ops/conv/conv.h"
 #include "ops/conv/cuda/dense_paths.h"
 
@@ -15,20 +15,63 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <type_traits>
 
 namespace convx::cuda {
 namespace {
 
-enum class Path { Default, Cudnn, UpsampleGemm, Im2col };
+// torch.backends.cudnn.allow_tf32 for convolutions. The accessor's parameter changed across
+// torch releases (none; an op name string; an optional Float32Op enum): ask by its own type,
+// so that the question names the convolution flag (a question without one warns).
+template <typename F> struct accessor_arg { using type = void; };
+template <typename R, typename C, typename A> struct accessor_arg<R (C::*)(A) const> {
+  using type = std::decay_t<A>;
+};
+template <typename R, typename C, typename A> struct accessor_arg<R (C::*)(A)> {
+  using type = std::decay_t<A>;
+};
+
+// A template so that only the branch for this torch's signature is compiled.
+template <typename Ctx, typename Arg>
+bool tf32_flag(Ctx& ctx) {
+  if constexpr (std::is_void_v<Arg>) {
+    return ctx.allowTF32CuDNN();
+  } else if constexpr (std::is_same_v<Arg, std::string>) {
+    return ctx.allowTF32CuDNN("conv");
+  } else {
+    return ctx.allowTF32CuDNN(Arg::value_type::CONV);
+  }
+}
+
+}  // namespace
+
+bool tf32_allowed_for_conv() {
+  using Arg = typename accessor_arg<decltype(&at::Context::allowTF32CuDNN)>::type;
+  return tf32_flag<at::Context, Arg>(at::globalContext());
+}
+
+namespace {
+
+enum class Path { Default, Cudnn, PatchGemm, Im2col };
 
 Path forced_path() {
   const char* e = std::getenv("CONVX_CUDA_DENSE");
   if (!e || !*e) return Path::Default;
   if (std::strcmp(e, "cudnn") == 0) return Path::Cudnn;
-  if (std::strcmp(e, "upsample_gemm") == 0) return Path::UpsampleGemm;
+  if (std::strcmp(e, "patch_gemm") == 0) return Path::PatchGemm;
   if (std::strcmp(e, "im2col") == 0) return Path::Im2col;
-  TORCH_CHECK(false, "convx: CONVX_CUDA_DENSE must be 'cudnn', 'upsample_gemm', 'im2col' or unset, got '",
+  TORCH_CHECK(false, "convx: CONVX_CUDA_DENSE must be 'cudnn', 'patch_gemm', 'im2col' or unset, got '",
               e, "'");
+}
+
+// The patch GEMM serves the transposed direction (data-grad) by default: measured on the H100
+// (bench/gpu_dense_bench.py, docs/performance.md) it beat cuDNN there, while its forward and
+// weight-grad (a gather of the fine tensor, then the GEMM) were slower than cuDNN's
+// implicit-GEMM kernels, which read the windows in place: those run only on request.
+bool try_patch_gemm(Path path, bool by_default) {
+  return (path == Path::PatchGemm || (by_default && path == Path::Default)) &&
+         at::globalContext().userEnabledCuDNN();
 }
 
 #ifdef CONVX_WITH_CUDNN
@@ -38,13 +81,19 @@ bool try_cudnn(Path path) { return path != Path::Im2col && at::globalContext().u
 
 }  // namespace
 
+// Each: the stride == kernel GEMM where it applies and is chosen, then cuDNN, then im2col. With
+// torch.backends.cudnn.enabled = False only im2col runs (the GEMM path keeps cuDNN's precision
+// rules, so it goes with cuDNN).
 void dense_forward(const ConvArgs& a, const Tensor& input, const Tensor& weight,
                    const std::optional<Tensor>& bias, const Tensor& output) {
   c10::cuda::CUDAGuard guard(input.device());
+  const Path path = forced_path();
+  if (try_patch_gemm(path, false) && patch_gemm_applies(a, input, weight, output)) {
+    patch_gemm_forward(a, input, weight, bias, output);
+    return;
+  }
 #ifdef CONVX_WITH_CUDNN
-  if (try_cudnn(forced_path()) && cudnn_forward(a, input, weight, bias, output)) return;
-#else
-  forced_path();  // still validates the variable
+  if (try_cudnn(path) && cudnn_forward(a, input, weight, bias, output)) return;
 #endif
   im2col_forward(a, input, weight, bias, output);
 }
@@ -53,9 +102,8 @@ void dense_data_grad(const ConvArgs& a, const Tensor& grad_output, const Tensor&
                      const std::optional<Tensor>& bias, const Tensor& grad_input) {
   c10::cuda::CUDAGuard guard(grad_output.device());
   const Path path = forced_path();
-  // The GEMM only on request until measured faster than cuDNN (see the top of this file).
-  if (path == Path::UpsampleGemm && upsample_gemm_applies(a, grad_output, weight, grad_input)) {
-    upsample_gemm(a, grad_output, weight, bias, grad_input);
+  if (try_patch_gemm(path, true) && patch_gemm_applies(a, grad_input, weight, grad_output)) {
+    patch_gemm_data_grad(a, grad_output, weight, bias, grad_input);
     return;
   }
 #ifdef CONVX_WITH_CUDNN
@@ -67,10 +115,13 @@ void dense_data_grad(const ConvArgs& a, const Tensor& grad_output, const Tensor&
 void dense_weight_grad(const ConvArgs& a, const Tensor& input, const Tensor& grad_output,
                        const Tensor& grad_weight) {
   c10::cuda::CUDAGuard guard(input.device());
+  const Path path = forced_path();
+  if (try_patch_gemm(path, false) && patch_gemm_applies(a, input, grad_weight, grad_output)) {
+    patch_gemm_weight_grad(a, input, grad_output, grad_weight);
+    return;
+  }
 #ifdef CONVX_WITH_CUDNN
-  if (try_cudnn(forced_path()) && cudnn_weight_grad(a, input, grad_output, grad_weight)) return;
-#else
-  forced_path();
+  if (try_cudnn(path) && cudnn_weight_grad(a, input, grad_output, grad_weight)) return;
 #endif
   im2col_weight_grad(a, input, grad_output, grad_weight);
 }

@@ -1,7 +1,6 @@
 // The three ways the CUDA key computes a dense (non-depthwise) convolution, chosen per call by
-// ops/conv/cuda/dense.cpp: cuDNN (the default), a GEMM for transposed convolutions whose stride
-// equals their kernel (on request), and im2col + GEMM (the fallback, correct for every valid
-// call).
+// ops/conv/cuda/dense.cpp: a GEMM for convolutions whose stride equals their kernel, cuDNN (the
+// rest), and im2col + GEMM (the fallback, correct for every valid call).
 // Signatures as in ops/front.h: batched, checked operands, preallocated outputs.
 #pragma once
 
@@ -25,11 +24,22 @@ bool cudnn_weight_grad(const ConvArgs& a, const Tensor& input, const Tensor& gra
                        const Tensor& grad_weight);
 #endif
 
-// ops/conv/cuda/upsample_gemm.cpp: a transposed convolution with stride == kernel, no padding,
-// dilation 1, no output padding and one group writes every output element exactly once, from one
-// input pixel: a GEMM [N*in, C_in] x [C_in, k*C_out] followed by a scatter of its rows.
-bool upsample_gemm_applies(const ConvArgs& a, const Tensor& grad_output, const Tensor& weight,
-                           const Tensor& grad_input);
-DataGradKernel upsample_gemm;
+// ops/conv/cuda/dense.cpp: torch.backends.cudnn.allow_tf32, the flag of convolutions.
+bool tf32_allowed_for_conv();
+
+// ops/conv/cuda/patch_gemm.cpp: a convolution whose stride equals its kernel (padding 0, dilation
+// 1, one group, no output padding; half types, or float32 with TF32 allowed; not under the
+// deterministic flags) as a cuBLAS GEMM plus one gather / scatter pass. `fine` is the tensor at
+// the input resolution of the forward (the conv input, the transposed output), `coarse` the other.
+bool patch_gemm_applies(const ConvArgs& a, const Tensor& fine, const Tensor& weight,
+                        const Tensor& coarse);
+// ops/conv/cuda/patch_scatter.cu: the data-grad's patch matrix P (contiguous, in the order its
+// rows_are_pixels flag names) into a dense fine tensor, plus the bias; false (nothing written)
+// for layouts or sizes it does not take.
+bool patch_scatter(const Tensor& P, bool rows_are_pixels, at::IntArrayRef coarse, at::IntArrayRef k,
+                   const std::optional<Tensor>& bias, const Tensor& fine);
+ForwardKernel patch_gemm_forward;
+DataGradKernel patch_gemm_data_grad;
+WeightGradKernel patch_gemm_weight_grad;
 
 }  // namespace convx::cuda

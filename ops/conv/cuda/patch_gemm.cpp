@@ -1,0 +1,298 @@
+// Convolutions whose stride equals their kernel (padding 0, dilation 1, one group, no output
+// padding) as one cuBLAS GEMM and one layout pass: patchify (the forward: ViT / ConvNeXt stems,
+// the backward of a k2 s2 upsampling), its transpose (the k2 s2 upsampling of UNet-style
+// decoders) and their weight-grad.
+//
+// With stride == kernel the windows tile the fine tensor without overlap: fine pixel
+// (c * k + t) of channel ch belongs to exactly one coarse pixel c and one tap t. Gathering the
+// fine tensor into a patch matrix P (every window's taps x channels as one row, or the transpose)
+// turns each operation into a plain matrix product with the weight:
+//   forward      coarse[n, pos, co] = sum_(t, ci) P[n, pos, (t, ci)] * w[co, ci, t]
+//   data-grad    P[n, pos, (t, ci)] = sum_co coarse[n, pos, co] * w[co, ci, t], scattered back
+//   weight-grad  w[co, ci, t]       = sum_(n, pos) coarse[n, pos, co] * P[n, pos, (t, ci)]
+// The order of P follows the fine tensor's layout so that the gather / scatter moves whole runs:
+// channels-last: rows = pixels, columns (taps, channels), each run k_last * C contiguous
+// elements; NC*: per sample rows (channels, taps), columns = pixels, each run one fine row.
+// The GEMMs run in cuBLAS (torch's handle, stream and workspace: graph-capturable) at the
+// precision rules of a convolution, not of a matmul: float32 uses TF32 exactly when
+// torch.backends.cudnn.allow_tf32 allows it (cuBLAS would otherwise follow the matmul flag).
+#include "ops/conv/cuda/dense_paths.h"
+
+#include <ATen/Context.h>
+#include <ATen/cuda/CUDAContextLight.h>
+#include <ATen/ops/add.h>
+#include <ATen/ops/empty.h>
+#include <c10/util/Exception.h>
+#include <cublas_v2.h>
+
+#include <limits>
+#include <numeric>
+
+namespace convx::cuda {
+namespace {
+
+constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+
+void check_cublas(cublasStatus_t s, const char* what) {
+  TORCH_CHECK(s == CUBLAS_STATUS_SUCCESS, "convx: cuBLAS ", what, " failed with status ",
+              static_cast<int>(s));
+}
+
+cudaDataType_t cuda_type(at::ScalarType t) {
+  switch (t) {
+    case at::kFloat: return CUDA_R_32F;
+    case at::kHalf: return CUDA_R_16F;
+    case at::kBFloat16: return CUDA_R_16BF;
+    default: TORCH_CHECK(false, "convx: patch GEMM got ", t);
+  }
+}
+
+// A [batch, rows, cols] operand with one unit stride in its last two dims, as cuBLAS sees it:
+// a column-major matrix of the transpose (rows-major data) or of itself.
+struct ColMajor {
+  cublasOperation_t op;
+  int64_t ld;
+};
+// For the operand X of C^T = X * Y in cuBLAS's column-major terms: the row-major matrix M
+// [rows, cols] is, read column-major, M^T with ld = its row stride (op N yields M^T), or, with
+// unit row stride, M itself with ld = its column stride (op T yields M^T).
+ColMajor transposed_view(const Tensor& m) {
+  const int64_t rows = m.size(1), cols = m.size(2);
+  if (m.stride(2) == 1 || cols == 1) {
+    const int64_t ld = rows > 1 ? m.stride(1) : cols;
+    if (ld >= std::max<int64_t>(cols, 1)) return {CUBLAS_OP_N, ld};
+  }
+  const int64_t ld = cols > 1 ? m.stride(2) : rows;
+  TORCH_INTERNAL_ASSERT(m.stride(1) == 1 || rows == 1, "convx: patch GEMM operand without a unit stride");
+  return {CUBLAS_OP_T, std::max<int64_t>(ld, rows)};
+}
+
+bool unit_stride(const Tensor& m) {
+  return m.stride(1) == 1 || m.stride(2) == 1 || m.size(1) == 1 || m.size(2) == 1;
+}
+
+// C[b] = A[b] * B[b] + beta * C[b] for [batch, rows, cols] views (batch stride 0 = shared).
+void gemm(Tensor A, Tensor B, Tensor C, float beta, bool tf32) {
+  if (!(C.stride(2) == 1 || C.size(2) == 1)) {  // C^T = B^T A^T: cuBLAS writes column-major
+    std::swap(A, B);
+    A = A.transpose(1, 2), B = B.transpose(1, 2), C = C.transpose(1, 2);
+  }
+  int64_t batch = C.size(0), m = C.size(1);
+  const int64_t n = C.size(2), k = A.size(2);
+  // One GEMM of batch * m rows when A and C have uniform rows across samples and B is shared.
+  if (batch > 1 && B.stride(0) == 0 && A.stride(2) == 1 && C.stride(2) == 1 &&
+      A.stride(0) == m * A.stride(1) && C.stride(0) == m * C.stride(1)) {
+    A = A.reshape({1, batch * m, k});
+    C = C.view({1, batch * m, n});
+    batch = 1, m = C.size(1);
+  }
+  const ColMajor x = transposed_view(B), y = transposed_view(A);
+  const int64_t ldc = m > 1 ? C.stride(1) : n;
+  TORCH_CHECK(m <= kIntMax && n <= kIntMax && k <= kIntMax && x.ld <= kIntMax && y.ld <= kIntMax &&
+                  ldc <= kIntMax && batch <= kIntMax,
+              "convx: patch GEMM sizes beyond cuBLAS's 32-bit range");
+  const cublasComputeType_t compute =
+      A.scalar_type() == at::kFloat && tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  const float alpha = 1.f;
+  cublasHandle_t h = at::cuda::getCurrentCUDABlasHandle();  // current stream, torch's workspace
+  // torch sets the handle's math mode from the matmul TF32 flag; the compute type decides here.
+  check_cublas(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+  check_cublas(cublasGemmStridedBatchedEx(
+                   h, x.op, y.op, int(n), int(m), int(k), &alpha, B.data_ptr(),
+                   cuda_type(B.scalar_type()), int(x.ld), B.stride(0), A.data_ptr(),
+                   cuda_type(A.scalar_type()), int(y.ld), A.stride(0), &beta, C.data_ptr(),
+                   cuda_type(C.scalar_type()), int(ldc), C.stride(0), int(batch), compute,
+                   CUBLAS_GEMM_DEFAULT),
+               "cublasGemmStridedBatchedEx");
+}
+
+// The fine tensor (N, C, c_1*k_1, ...) as (N, C, c_1, k_1, ..., c_r, k_r): a view (trailing
+// pixels beyond c_i * k_i, which a stride-k forward never reads, are left out).
+Tensor split_windows(const Tensor& fine, at::IntArrayRef coarse, at::IntArrayRef k) {
+  std::vector<int64_t> sizes{fine.size(0), fine.size(1)}, strides{fine.stride(0), fine.stride(1)};
+  for (size_t i = 0; i < k.size(); ++i) {
+    sizes.push_back(coarse[i]);
+    sizes.push_back(k[i]);
+    strides.push_back(fine.stride(2 + i) * k[i]);
+    strides.push_back(fine.stride(2 + i));
+  }
+  return fine.as_strided(sizes, strides, fine.storage_offset());
+}
+
+// The patch matrix P of the fine tensor in the order of its layout (see the top), and the
+// permutation of split_windows' dims that lists P's dims in order.
+struct Patches {
+  bool rows_are_pixels;        // channels-last: P [N, L, (taps, C)]; else P [N, (C, taps), L]
+  std::vector<int64_t> order;  // P's dims as dims of split_windows(fine)
+  std::vector<int64_t> shape;  // P's full shape in that order
+  int64_t N, C, L, T;
+};
+
+Patches patches_of(const Tensor& fine, at::IntArrayRef coarse, at::IntArrayRef k) {
+  const int64_t r = k.size();
+  Patches p;
+  p.rows_are_pixels = fine.size(1) > 1 && fine.stride(1) == 1;
+  p.N = fine.size(0), p.C = fine.size(1);
+  p.L = std::accumulate(coarse.begin(), coarse.end(), int64_t(1), std::multiplies<>());
+  p.T = std::accumulate(k.begin(), k.end(), int64_t(1), std::multiplies<>());
+  p.order.push_back(0);
+  if (p.rows_are_pixels) {
+    for (int64_t i = 0; i < r; ++i) p.order.push_back(2 + 2 * i);  // coarse pixels
+    for (int64_t i = 0; i < r; ++i) p.order.push_back(3 + 2 * i);  // taps
+    p.order.push_back(1);
+  } else {
+    p.order.push_back(1);
+    for (int64_t i = 0; i < r; ++i) p.order.push_back(3 + 2 * i);
+    for (int64_t i = 0; i < r; ++i) p.order.push_back(2 + 2 * i);
+  }
+  const Tensor v = split_windows(fine, coarse, k);
+  for (int64_t d : p.order) p.shape.push_back(v.size(d));
+  return p;
+}
+
+// P as per-sample matrices: [N, L, T*C] (rows = pixels) or [N, C*T, L].
+Tensor patch_matrix(const Patches& p, const Tensor& P) {
+  return p.rows_are_pixels ? P.view({p.N, p.L, p.T * p.C}) : P.view({p.N, p.C * p.T, p.L});
+}
+
+Tensor gather_patches(const Patches& p, const Tensor& fine, at::IntArrayRef coarse, at::IntArrayRef k) {
+  Tensor P = at::empty(p.shape, fine.options());
+  P.copy_(split_windows(fine, coarse, k).permute(p.order));
+  return P;
+}
+
+// The coarse tensor (N, C, c...) as per-sample matrices [N, L, C] (a view in either layout).
+Tensor pixel_rows(const Tensor& coarse) {
+  std::vector<int64_t> perm{0};
+  for (int64_t i = 2; i < coarse.dim(); ++i) perm.push_back(i);
+  perm.push_back(1);
+  return coarse.permute(perm).reshape({coarse.size(0), -1, coarse.size(1)});
+}
+
+// The weight [C_out, C_in, k...] as the matrix the patch order needs: [(taps, C_in), C_out] for
+// pixel rows, [C_out, (C_in, taps)] otherwise; a view when the weight's layout allows (else a
+// small copy), with a batch dim of stride 0 (shared by every sample).
+Tensor weight_matrix(const Tensor& w, bool rows_are_pixels) {
+  const int64_t Co = w.size(0), Ci = w.size(1), T = w.numel() / std::max<int64_t>(Co * Ci, 1);
+  Tensor m;
+  if (rows_are_pixels) {
+    std::vector<int64_t> perm;
+    for (int64_t i = 2; i < w.dim(); ++i) perm.push_back(i);
+    perm.push_back(1);
+    perm.push_back(0);
+    m = w.permute(perm).reshape({T * Ci, Co});
+  } else {
+    m = w.reshape({Co, Ci * T});
+  }
+  if (!(m.stride(0) == 1 || m.stride(1) == 1)) m = m.contiguous();
+  return m.unsqueeze(0);
+}
+
+Tensor shared(const Tensor& m, int64_t batch) { return m.expand({batch, m.size(1), m.size(2)}); }
+
+}  // namespace
+
+bool patch_gemm_applies(const ConvArgs& a, const Tensor& fine, const Tensor& weight,
+                        const Tensor& coarse) {
+  const auto t = fine.scalar_type();
+  if (t != at::kHalf && t != at::kBFloat16 && !(t == at::kFloat && tf32_allowed_for_conv())) return false;
+  if (a.groups != 1) return false;
+  // cuBLAS is deterministic only under a fixed workspace configuration: leave those runs to
+  // cuDNN's deterministic engines.
+  auto& ctx = at::globalContext();
+  if (ctx.deterministicCuDNN() || ctx.deterministicAlgorithms()) return false;
+  for (int64_t i = 0; i < a.rank; ++i) {
+    const int64_t k = weight.size(2 + i);
+    if (a.stride[i] != k || a.padding[i] != 0 || a.dilation[i] != 1) return false;
+    if (coarse.size(2 + i) != fine.size(2 + i) / k) return false;
+    if (!a.output_padding.empty() && a.output_padding[i] != 0) return false;
+  }
+  // A layout the GEMM reads without a copy: pixel rows with unit channel stride, or unit pixel
+  // stride; both are views of any dense NC* / channels-last tensor.
+  const Tensor rows = pixel_rows(coarse);
+  return fine.numel() > 0 && coarse.numel() > 0 && unit_stride(rows);
+}
+
+void patch_gemm_forward(const ConvArgs& a, const Tensor& input, const Tensor& weight,
+                        const std::optional<Tensor>& bias, const Tensor& output) {
+  const auto coarse = output.sizes().slice(2), k = weight.sizes().slice(2);
+  const Patches p = patches_of(input, coarse, k);
+  const Tensor P = patch_matrix(p, gather_patches(p, input, coarse, k));
+  const Tensor w = shared(weight_matrix(weight, p.rows_are_pixels), p.N);
+  const Tensor y = pixel_rows(output);  // [N, L, C_out]
+  if (p.rows_are_pixels) {
+    gemm(P, w, y, 0.f, tf32_allowed_for_conv());                    // [L, TC] x [TC, Co]
+  } else {
+    gemm(w, P, y.transpose(1, 2), 0.f, tf32_allowed_for_conv());    // [Co, CT] x [CT, L]
+  }
+  if (bias.has_value() && bias->defined()) {
+    std::vector<int64_t> shape(output.dim(), 1);
+    shape[1] = output.size(1);
+    output.add_(bias->view(shape));
+  }
+}
+
+void patch_gemm_data_grad(const ConvArgs& a, const Tensor& grad_output, const Tensor& weight,
+                          const std::optional<Tensor>& bias, const Tensor& grad_input) {
+  const auto coarse = grad_output.sizes().slice(2), k = weight.sizes().slice(2);
+  const Patches p = patches_of(grad_input, coarse, k);
+  Tensor P = at::empty(p.shape, grad_input.options());
+  const Tensor Pm = patch_matrix(p, P);
+  const Tensor w = shared(weight_matrix(weight, p.rows_are_pixels), p.N);
+  const Tensor dy = pixel_rows(grad_output);  // [N, L, C_out]
+  if (p.rows_are_pixels) {
+    gemm(dy, w.transpose(1, 2), Pm, 0.f, tf32_allowed_for_conv());                  // [L, Co] x [Co, TC]
+  } else {
+    gemm(w.transpose(1, 2), dy.transpose(1, 2), Pm, 0.f, tf32_allowed_for_conv());  // [CT, Co] x [Co, L]
+  }
+  // Scatter P into the fine tensor, the bias added on the way (one pass): patch_scatter.cu's
+  // kernel for dense outputs, a permuted copy otherwise.
+  if (patch_scatter(P, p.rows_are_pixels, coarse, k, bias, grad_input)) return;
+  std::vector<int64_t> inverse(p.order.size());
+  for (size_t i = 0; i < p.order.size(); ++i) inverse[p.order[i]] = i;
+  const Tensor src = P.permute(inverse);
+  Tensor dst = split_windows(grad_input, coarse, k);
+  if (bias.has_value() && bias->defined()) {
+    std::vector<int64_t> shape(dst.dim(), 1);
+    shape[1] = grad_input.size(1);
+    at::add_out(dst, src, bias->view(shape));
+  } else {
+    dst.copy_(src);
+  }
+}
+
+void patch_gemm_weight_grad(const ConvArgs& a, const Tensor& input, const Tensor& grad_output,
+                            const Tensor& grad_weight) {
+  const auto coarse = grad_output.sizes().slice(2), k = grad_weight.sizes().slice(2);
+  const Patches p = patches_of(input, coarse, k);
+  const Tensor P = patch_matrix(p, gather_patches(p, input, coarse, k));
+  const Tensor dy = pixel_rows(grad_output);  // [N, L, C_out]
+  const int64_t Co = grad_weight.size(0);
+  // Summed in float32 over every sample (16-bit partial sums would round at each step).
+  Tensor acc = at::empty({1, Co, p.T * p.C}, grad_weight.options().dtype(at::kFloat));
+  if (p.rows_are_pixels && dy.stride(2) == 1 && dy.stride(0) == p.L * dy.stride(1)) {
+    // [Co, (N, L)] x [(N, L), TC]: one GEMM, every sample's pixel rows being uniform.
+    gemm(dy.reshape({1, p.N * p.L, Co}).transpose(1, 2), P.reshape({1, p.N * p.L, p.T * p.C}),
+         acc, 0.f, tf32_allowed_for_conv());
+  } else {
+    // Per sample [Co, L] x [L, TC] (or [L, CT]), accumulated in sample order (deterministic).
+    for (int64_t n = 0; n < p.N; ++n) {
+      const Tensor Pn = P.narrow(0, n, 1);
+      gemm(dy.narrow(0, n, 1).transpose(1, 2), p.rows_are_pixels ? Pn : Pn.transpose(1, 2), acc,
+           n ? 1.f : 0.f, tf32_allowed_for_conv());
+    }
+  }
+  // acc's columns are (taps, C_in) or (C_in, taps): back to [C_out, C_in, k...].
+  std::vector<int64_t> shape{Co};
+  if (p.rows_are_pixels) {
+    shape.insert(shape.end(), k.begin(), k.end());
+    shape.push_back(p.C);
+    std::vector<int64_t> perm{0, static_cast<int64_t>(k.size()) + 1};
+    for (size_t i = 0; i < k.size(); ++i) perm.push_back(1 + i);
+    grad_weight.copy_(acc.view(shape).permute(perm));
+  } else {
+    grad_weight.copy_(acc.view(grad_weight.sizes()));
+  }
+}
+
+}  // namespace convx::cuda
