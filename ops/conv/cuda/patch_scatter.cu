@@ -1,11 +1,11 @@
 // The scatter of the stride == kernel data-grad (patch_gemm.cpp): the patch matrix P, written by
 // the GEMM, moved into the fine tensor with the bias added, in one pass.
 //
-// A generic permuted copy (TensorIterator) ran this at about half the copy bandwidth on the H100
-// (8-D index arithmetic per element, no vector access for 16-bit types). Here one block writes
-// one fine row (n, [c,] d, h) — every value of that row comes from one window row of P, so the
-// row's window coordinates are decoded once per block — in 16-byte vectors where the row allows,
-// with one 32-bit division per vector.
+// A generic permuted copy (TensorIterator) ran the channels-last case at about half the copy
+// bandwidth on the H100 (8-D index arithmetic per element, no vector access for 16-bit types).
+// Here a thread row writes one fine row (n, [c,] d, h) — every value of that row comes from one
+// window row of P, so the row's window coordinates are decoded once — in 16-byte vector stores
+// where the row allows.
 #include "ops/conv/cuda/dense_paths.h"
 
 #include <ATen/core/Tensor.h>
@@ -32,19 +32,25 @@ struct alignas(sizeof(T) * V) Vec {
   T v[V];
 };
 
+// Rows are short in NC* tensors (a 64-wide fine row is 8 vectors): a block is blockDim.y rows
+// of blockDim.x threads each, so blocks stay full whatever the row length. The row index fits
+// 32 bits (checked on the host): its decomposition costs a few 32-bit divisions per thread.
+__device__ inline uint32_t block_row() { return blockIdx.x * blockDim.y + threadIdx.y; }
+
 // Channels-last: the fine row (n, d, h) is W*k2 pixels x C channels, contiguous; P is
 // [n][window][tap][C]. Element e of the row: pixel fw = e / C, channel e % C.
 template <typename T, int V>
 __global__ void scatter_cl(const T* __restrict__ P, const T* __restrict__ bias, T* __restrict__ out,
-                           ScatterShape s) {
-  const int64_t row = blockIdx.x;  // (n, fd, fh)
-  const int64_t fh = row % (s.c[1] * s.k[1]), nd = row / (s.c[1] * s.k[1]);
-  const int64_t fd = nd % (s.c[0] * s.k[0]), n = nd / (s.c[0] * s.k[0]);
-  const int64_t win_row = (n * s.c[0] + fd / s.k[0]) * s.c[1] + fh / s.k[1];  // window index / c[2]
-  const int64_t tap_row = ((fd % s.k[0]) * s.k[1] + fh % s.k[1]) * s.k[2];
+                           ScatterShape s, uint32_t rows) {
+  const uint32_t row = block_row();  // (n, fd, fh)
+  if (row >= rows) return;
+  const uint32_t k0 = s.k[0], k1 = s.k[1], Hf = s.c[1] * k1, Df = s.c[0] * k0;
+  const uint32_t fh = row % Hf, nd = row / Hf, fd = nd % Df, n = nd / Df;
+  const int64_t win_row = (int64_t(n) * s.c[0] + fd / k0) * s.c[1] + fh / k1;
+  const int64_t tap_row = ((fd % k0) * k1 + fh % k1) * s.k[2];
   const int C = static_cast<int>(s.C), k2 = static_cast<int>(s.k[2]);
   const int row_len = static_cast<int>(s.c[2] * s.k[2]) * C;
-  T* dst = out + row * row_len;
+  T* dst = out + int64_t(row) * row_len;
   const T* src = P + win_row * s.c[2] * s.T * s.C;
   for (int e = threadIdx.x * V; e < row_len; e += blockDim.x * V) {
     const int fw = e / C, ch = e - fw * C;
@@ -61,28 +67,30 @@ __global__ void scatter_cl(const T* __restrict__ P, const T* __restrict__ bias, 
 
 // NC*: the fine row (n, c, d, h) is W*k2 values; P is per sample [(c, taps)][windows]. Element fw
 // reads tap row (td, th, fw % k2) of channel c at window (cd, ch, fw / k2): consecutive elements
-// alternate between k2 contiguous runs of P, so a warp's reads stay coalesced.
+// alternate between k2 contiguous runs of P (the window / tap pair is stepped, not divided).
 template <typename T, int V>
 __global__ void scatter_nc(const T* __restrict__ P, const T* __restrict__ bias, T* __restrict__ out,
-                           ScatterShape s) {
-  const int64_t row = blockIdx.x;  // (n, c, fd, fh)
-  const int64_t fh = row % (s.c[1] * s.k[1]), ncd = row / (s.c[1] * s.k[1]);
-  const int64_t fd = ncd % (s.c[0] * s.k[0]), nc = ncd / (s.c[0] * s.k[0]);
-  const int64_t ch = nc % s.C;
-  const int64_t win = ((fd / s.k[0]) * s.c[1] + fh / s.k[1]) * s.c[2];
-  const int64_t tap = ((fd % s.k[0]) * s.k[1] + fh % s.k[1]) * s.k[2];
-  const T* src = P + (nc * s.T + tap) * s.L + win;  // (n, c) block, then tap row, then window row
+                           ScatterShape s, uint32_t rows) {
+  const uint32_t row = block_row();  // (n, c, fd, fh)
+  if (row >= rows) return;
+  const uint32_t k0 = s.k[0], k1 = s.k[1], Hf = s.c[1] * k1, Df = s.c[0] * k0;
+  const uint32_t fh = row % Hf, ncd = row / Hf, fd = ncd % Df, nc = ncd / Df;
+  const uint32_t ch = nc % static_cast<uint32_t>(s.C);
+  const int64_t win = (int64_t(fd / k0) * s.c[1] + fh / k1) * s.c[2];
+  const int64_t tap = int64_t((fd % k0) * k1 + fh % k1) * s.k[2];
+  const T* src = P + (int64_t(nc) * s.T + tap) * s.L + win;  // (n, c), tap row, window row
   const int k2 = static_cast<int>(s.k[2]);
   const int row_len = static_cast<int>(s.c[2]) * k2;
   const int64_t L = s.L;
   const float b = bias ? static_cast<float>(bias[ch]) : 0.f;
-  T* dst = out + row * row_len;
+  T* dst = out + int64_t(row) * row_len;
   for (int e = threadIdx.x * V; e < row_len; e += blockDim.x * V) {
+    int cw = e / k2, tw = e - cw * k2;
     Vec<T, V> x;
 #pragma unroll
     for (int j = 0; j < V; ++j) {
-      const int fw = e + j, cw = fw / k2, tw = fw - cw * k2;
       x.v[j] = static_cast<T>(static_cast<float>(src[tw * L + cw]) + b);
+      if (++tw == k2) tw = 0, ++cw;
     }
     *reinterpret_cast<Vec<T, V>*>(dst + e) = x;
   }
@@ -102,15 +110,18 @@ void launch(bool channels_last, const Tensor& P, const std::optional<Tensor>& bi
   // channel vectors; NC: rows of whole vectors, the reads being scalar).
   const bool vec = aligned(o) && row_len % V16 == 0 &&
                    (channels_last ? s.C % V16 == 0 && aligned(p) : true);
-  const int threads = static_cast<int>(std::min<int64_t>(256, std::max<int64_t>(32, row_len / (vec ? V16 : 1))));
+  const int64_t vpr = row_len / (vec ? V16 : 1);
+  const unsigned bx = static_cast<unsigned>(std::min<int64_t>(vpr, 256));
+  const unsigned by = std::max(1u, 256u / bx);
+  const dim3 block(bx, by), grid(static_cast<unsigned>((rows + by - 1) / by));
   const auto stream = c10::cuda::getCurrentCUDAStream();
-  const dim3 grid(static_cast<unsigned>(rows));
+  const auto r32 = static_cast<uint32_t>(rows);
   if (channels_last) {
-    if (vec) scatter_cl<T, V16><<<grid, threads, 0, stream>>>(p, b, o, s);
-    else scatter_cl<T, 1><<<grid, threads, 0, stream>>>(p, b, o, s);
+    if (vec) scatter_cl<T, V16><<<grid, block, 0, stream>>>(p, b, o, s, r32);
+    else scatter_cl<T, 1><<<grid, block, 0, stream>>>(p, b, o, s, r32);
   } else {
-    if (vec) scatter_nc<T, V16><<<grid, threads, 0, stream>>>(p, b, o, s);
-    else scatter_nc<T, 1><<<grid, threads, 0, stream>>>(p, b, o, s);
+    if (vec) scatter_nc<T, V16><<<grid, block, 0, stream>>>(p, b, o, s, r32);
+    else scatter_nc<T, 1><<<grid, block, 0, stream>>>(p, b, o, s, r32);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
@@ -140,7 +151,7 @@ bool patch_scatter(const Tensor& P, bool channels_last, at::IntArrayRef coarse, 
   const int64_t row_len = channels_last ? s.c[2] * s.k[2] * s.C : s.c[2] * s.k[2];
   const int64_t rows = fine.numel() / row_len;
   if (row_len * 16 > (int64_t(1) << 31) || s.c[2] * s.T * s.C > (int64_t(1) << 31) ||
-      rows >= (int64_t(1) << 31))
+      rows >= (int64_t(1) << 31) || fine.numel() / fine.size(0) >= (int64_t(1) << 31))
     return false;
   std::optional<Tensor> b;
   if (bias.has_value() && bias->defined()) b = bias->to(fine.scalar_type()).contiguous();
