@@ -90,8 +90,12 @@ inline bool choose_nc_plane(NcPlane& L, const Plan& P, int kh, int kw, int s, in
 }
 
 // w: prepared weights [channel][kh][kw] (one phase, opmath type); bias per channel or null.
+// Six blocks per SM (at most 40 registers, 75% occupancy; ptxas, sm_90: 40 in every
+// specialisation, no spills; a 7x7 fp32 block's 20.5 KB of shared memory allows that): a block
+// has one load phase, so the SM's other blocks must keep DRAM busy around its barriers. At eight
+// (32 registers) the fp32 stride-1 4x4-7x7 kernels spill 4 bytes; four (64) were not needed.
 template <typename T, int KH, int KW, int S, int R>
-__global__ void __launch_bounds__(kPlaneThreads, 4)
+__global__ void __launch_bounds__(kPlaneThreads, 6)
 nc_plane(const T* __restrict__ in, const at::opmath_type<T>* __restrict__ w,
          const T* __restrict__ bias, T* __restrict__ out, const NcPlane L) {
   using acc_t = at::opmath_type<T>;
@@ -106,7 +110,7 @@ nc_plane(const T* __restrict__ in, const at::opmath_type<T>* __restrict__ w,
 
   const int tid = static_cast<int>(threadIdx.x);
   const uint32_t p0 = blockIdx.x * static_cast<uint32_t>(L.pb);
-  const int np = static_cast<int>(min(static_cast<uint32_t>(L.pb), L.planes - p0));
+  const int np = static_cast<int>(std::min(static_cast<uint32_t>(L.pb), L.planes - p0));
   const int ihw = L.ih * L.iw, ohw = L.oh * L.ow;
 
   // 1. Zero the staged planes (the halo and the pitch padding stay zero), then stage the weights.
@@ -140,7 +144,7 @@ nc_plane(const T* __restrict__ in, const at::opmath_type<T>* __restrict__ w,
 #pragma unroll
         for (int k = 0; k < V; ++k) v[k] = e0 + k >= 0 && e0 + k < n ? static_cast<acc_t>(src[e0 + k]) : acc_t(0);
       }
-      uint32_t yx = static_cast<uint32_t>(max(e0, 0)), xx;
+      uint32_t yx = static_cast<uint32_t>(std::max(e0, 0)), xx;
       const int first = static_cast<int>(yx);
       int pl = static_cast<int>(L.ihw_div.div(yx));
       yx -= static_cast<uint32_t>(pl * ihw);
