@@ -5,14 +5,15 @@
 // Why a separate design: on a 7x7 plane the streaming kernels (nc_stream.cuh) give a thread one
 // strip of one plane, so every 49 outputs pay the item split, the band / strip set-up and their
 // own halo loads (up to 13 values per 7 outputs), and a warp's row loads cover 28-byte pieces of
-// many planes: MobileNetV2 C960 7x7 ran at 7-19% of the copy bandwidth. Here a block owns PB
-// consecutive planes (about 256 outputs rows' worth): the planes are contiguous in NCHW, so the
-// block reads one contiguous span of PB * IH * IW elements with 16-byte vector loads (each input
-// byte read once), scatters it into shared memory (fp32, zero halo, every staged row padded to an
-// odd pitch so that neighbouring lanes' rows fall in different banks), computes every output of
-// its planes from there (a thread owns R consecutive outputs of one row: no bounds tests), stages
-// the outputs in shared memory and writes the block's contiguous output span with 16-byte vector
-// stores. Two barriers split the phases; other blocks on the SM overlap their loads with them.
+// many planes: MobileNetV2 C960 7x7 ran at 7-19% of the copy bandwidth (fp32: L1-bound, 90% L1
+// hits, 8.6% DRAM throughput). Here a block owns PB consecutive planes (about 256 strips of 7
+// outputs, one per thread): the planes are contiguous in NCHW, so the block reads one contiguous
+// span of PB * IH * IW elements with 16-byte vector loads (each input byte read once), scatters it
+// into shared memory (fp32, zero halo, every staged row padded to an odd pitch so that
+// neighbouring lanes' rows fall in different banks), computes every output of its planes from
+// there (a thread owns R consecutive outputs of one row: no bounds tests), stages the outputs in
+// shared memory and writes the block's contiguous output span with 16-byte vector stores. Three
+// barriers split the phases; the SM's other blocks overlap their memory traffic with them.
 #pragma once
 
 #include "ops/depthwise_conv/cuda/nc_stream.cuh"
@@ -41,7 +42,6 @@ struct NcPlane {
   int pad_t, pad_l;      // the plan's padding (may be negative in the data-grad)
   int sh, pitch, tile;   // staged rows, floats per staged row (odd), per staged plane (x4)
   int wtile;             // floats of staged weights per block (pb * taps rounded up to 4)
-  int strips;            // strips of kPlaneStrip outputs per output row
   FastDiv items, strips_div;  // items (strips) per plane, strips per output row
   FastDiv ihw_div, iw_div;    // elements per input plane, per input row
   FastDiv channels;           // plane g is channel g % channels
@@ -79,7 +79,6 @@ inline bool choose_nc_plane(NcPlane& L, const Plan& P, int kh, int kw, int s, in
   L.pad_t = P.pad[1][0], L.pad_l = P.pad[2][0];
   L.sh = static_cast<int>(sh), L.pitch = static_cast<int>(pitch), L.tile = static_cast<int>(tile);
   L.wtile = static_cast<int>(ceil_div(pb * taps, 4) * 4);
-  L.strips = static_cast<int>(strips);
   L.items = fast_div(static_cast<uint32_t>(ipp));
   L.strips_div = fast_div(static_cast<uint32_t>(strips));
   L.ihw_div = fast_div(static_cast<uint32_t>(P.in[1] * P.in[2]));
@@ -93,7 +92,7 @@ inline bool choose_nc_plane(NcPlane& L, const Plan& P, int kh, int kw, int s, in
 // Six blocks per SM (at most 40 registers, 75% occupancy; ptxas, sm_90: 40 in every
 // specialisation, no spills; a 7x7 fp32 block's 20.5 KB of shared memory allows that): a block
 // has one load phase, so the SM's other blocks must keep DRAM busy around its barriers. At eight
-// (32 registers) the fp32 stride-1 4x4-7x7 kernels spill 4 bytes; four (64) were not needed.
+// (32 registers) the fp32 stride-1 4x4-7x7 kernels spill 4 bytes; at four, 55-64 registers.
 template <typename T, int KH, int KW, int S, int R>
 __global__ void __launch_bounds__(kPlaneThreads, 6)
 nc_plane(const T* __restrict__ in, const at::opmath_type<T>* __restrict__ w,
