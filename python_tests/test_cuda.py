@@ -511,3 +511,81 @@ def test_depthwise_cl_weight_grad_every_tile(tile):
                           env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "2 passed" in proc.stdout
+
+
+# Whole-plane NCHW kernel (nc_plane.cuh): (N, C, m, size, k, stride, padding, bias). Several
+# blocks with a partial last one (120 planes in blocks of 36; batch 1 with 37), 7x7 planes under
+# 3x3 / 5x5 / 7x7, stride 2 onto 7x7 and 8x8, even filters, odd sizes, a data-grad whose padding
+# is negative (forward padding 3 on a 3x3 filter); then shapes the default declines to nc_stream
+# (28x28 planes: taken with CONVX_NC_SMALL=2), that no setting takes (112x112: a plane does not
+# fit a block's shared memory) and multiplier 2.
+NC_SMALL = [
+    (3, 40, 1, (7, 7), 3, 1, 1, True),
+    (1, 37, 1, (7, 7), 7, 1, 3, False),
+    (2, 20, 1, (7, 7), 5, 1, 2, True),
+    (2, 20, 1, (14, 13), 3, 2, 1, True),
+    (2, 30, 1, (15, 15), 7, 2, 3, False),
+    (2, 12, 1, (5, 5), 3, 1, 3, True),
+    (2, 12, 1, (8, 8), 2, 1, 0, True),
+    (2, 12, 1, (9, 10), 4, 1, 1, False),
+    (2, 6, 1, (28, 28), 5, 1, 2, True),
+    (1, 4, 1, (112, 112), 3, 1, 1, False),
+    (2, 4, 2, (7, 7), 3, 1, 1, True),
+]
+
+
+@pytest.mark.parametrize("offset", [0, 1], ids=["aligned", "off1"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["fp32", "fp16", "bf16"])
+@pytest.mark.parametrize("cfg", NC_SMALL, ids=[f"n{c[0]}_c{c[1]}_m{c[2]}_{c[3][0]}x{c[3][1]}_k{c[4]}_s{c[5]}_p{c[6]}" for c in NC_SMALL])
+def test_depthwise_nc_small_planes(cfg, dtype, offset):
+    """Forward and input-grad of NCHW depthwise on small planes against float64 on the same
+    rounded data, poisoned outputs; `offset` starts input and gradient one element past the
+    allocation (the block spans' 16-byte vectors then start mid-vector)."""
+    import torch.nn.functional as F
+
+    N, C, m, size, k, s, p, has_bias = cfg
+    gen = torch.Generator().manual_seed(NC_SMALL.index(cfg))
+
+    def held(t):  # t on the device, `offset` elements into its storage, contiguous
+        buf = torch.empty(t.numel() + offset, device=DEV, dtype=dtype)
+        out = buf[offset:].view(t.shape)
+        out.copy_(t)
+        return out
+
+    x = held(torch.randn(N, C, *size, generator=gen))
+    w = torch.randn(C * m, 1, k, k, generator=gen).to(DEV, dtype)
+    b = torch.randn(C * m, generator=gen).to(DEV, dtype) if has_bias else None
+    xr, wr = x.double().requires_grad_(), w.double().requires_grad_()
+    ref = F.conv2d(xr, wr, None if b is None else b.double(), s, p, 1, C)
+    gy = held(torch.randn(ref.shape, generator=gen))
+    gx_ref = torch.autograd.grad(ref, xr, gy.double())[0]
+    tol = LOW[dtype] if dtype != torch.float32 else 1e-4
+
+    def close(out, want, what):
+        want = want.detach()
+        scale = max(1.0, float(want.abs().max()))
+        assert not torch.isnan(out).any(), f"{cfg} {what}: NaN (unwritten element)"
+        torch.testing.assert_close(out.double() / scale, want / scale, rtol=tol, atol=tol,
+                                   msg=lambda msg: f"{cfg} {what}\n{msg}")
+
+    poison()
+    with deterministic():
+        y = torch.ops.convx.depthwise_conv2d(x, w, b, [s, s], [p, p], [1, 1])
+    close(y, ref, "forward")
+    poison()
+    with deterministic():
+        gx = torch.ops.convx.conv2d_input_grad(list(x.shape), w, gy, [s, s], [p, p], [1, 1], C)
+    close(gx, gx_ref, "input-grad")
+
+
+@pytest.mark.parametrize("choice", ["0", "2"])
+def test_depthwise_nc_small_knob(choice):
+    """The test above in a process with CONVX_NC_SMALL=choice (read once per process): 0 = the
+    streaming kernels only, 2 = the whole-plane kernel on every plane that fits (28x28 here)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, CONVX_NC_SMALL=choice)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+                           os.path.join(here, "test_cuda.py"), "-k", "test_depthwise_nc_small_planes"],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert f"{len(NC_SMALL) * 6} passed" in proc.stdout

@@ -1,8 +1,8 @@
-// The depthwise CUDA kernels' sources (nc_stream.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu, the plans of
+// The depthwise CUDA kernels' sources (nc_stream.cuh, nc_plane.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu, the plans of
 // depthwise_conv.cu) run on the CPU through shim.h and compared with aten in float64, with
 // poisoned outputs and workspaces: the index arithmetic, tiles, phases, shared-memory layout,
 // barriers and fixed-order reductions of every specialisation, without a GPU. The launch glue
-// below mirrors the launchers (nc_stream.cu, nc_gather.cu, cl_gather.cu, nc_wgrad.cu, cl_wgrad.cu). Not a
+// below mirrors the launchers (nc_stream.cu, nc_plane.cu, nc_gather.cu, cl_gather.cu, nc_wgrad.cu, cl_wgrad.cu). Not a
 // substitute for python_tests/test_cuda.py on a GPU. Run: cpp_tests/cuda_on_cpu/run.sh
 #include "shim.h"
 #include <ATen/ATen.h>
@@ -10,6 +10,7 @@
 #include "ops/common/args.h"
 
 #include "nc_stream.cuh"
+#include "nc_plane.cuh"
 #include "nc_tiled.cuh"
 #include "cl_tiled.cuh"
 #include "nc_wgrad_stream.cuh"
@@ -90,6 +91,28 @@ bool st_dispatch(const Plan& P, const char** which, F&& f) {
   }
   C_(1, 2, 1) C_(1, 3, 1) C_(1, 4, 1) C_(1, 15, 1) C_(1, 31, 1) C_(2, 2, 1) C_(3, 3, 1) C_(4, 4, 1)
   C_(5, 5, 1) C_(7, 7, 1) C_(3, 3, 2) C_(5, 5, 2) C_(7, 7, 2)
+#undef C_
+  return false;
+}
+// nc_plane.cu's specialisations at any plane size whose block fits (CONVX_NC_SMALL=2; the default
+// takes the same kernel on planes of at most kPlaneSmallOutputs outputs). false when the launcher
+// declines the plan.
+static int np_runs = 0;
+template <typename T, int KH, int KW, int S>
+bool np_run(const T* in, const float* w, const T* bias, T* out, const Plan& P) {
+  NcPlane L{};
+  if (!choose_nc_plane(L, P, KH, KW, S, sizeof(T))) return false;
+  g_smem_bytes = size_t(L.smem);
+  launch(dim3{unsigned(ceil_div(L.planes, L.pb))}, dim3{kPlaneThreads},
+         [&] { nc_plane<T, KH, KW, S, kPlaneStrip>(in, w, bias, out, L); });
+  ++np_runs;
+  return true;
+}
+template <typename T>
+bool np_dispatch(const T* in, const float* w, const T* bias, T* out, const Plan& P) {
+  const int kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
+#define C_(KH, KW, S) if (kh == KH && kw == KW && s == S) return np_run<T, KH, KW, S>(in, w, bias, out, P);
+  C_(2, 2, 1) C_(3, 3, 1) C_(4, 4, 1) C_(5, 5, 1) C_(7, 7, 1) C_(3, 3, 2) C_(5, 5, 2) C_(7, 7, 2)
 #undef C_
   return false;
 }
@@ -260,6 +283,28 @@ void st_check(const char* what, const Plan& P, const Tensor& src, const Tensor& 
   }
 }
 
+// nc_plane on src as allocated and on copies of src and of the output one element past a 16-byte
+// boundary (the block spans' vectors then start mid-vector at both ends).
+template <typename T>
+void np_check(const char* what, const Plan& P, const Tensor& src, const Tensor& wp, const Tensor& bias, const Tensor& ref,
+              const std::string& name, double tol) {
+  const auto opts = src.options();
+  Tensor src1 = at::full({src.numel() + 1}, NAN, opts), out1 = at::full({ref.numel() + 1}, NAN, opts);
+  src1.narrow(0, 1, src.numel()).copy_(src.flatten());
+  for (int off : {0, 1}) {
+    const T* ip = off ? src1.data_ptr<T>() + 1 : src.data_ptr<T>();
+    Tensor o = off ? out1.narrow(0, 1, ref.numel()).view(ref.sizes()) : at::full(ref.sizes(), NAN, opts);
+    o.fill_(NAN);
+    NcPlane L{};
+    if (np_dispatch<T>(ip, wp.data_ptr<float>(), bias.defined() ? bias.data_ptr<T>() : nullptr, o.data_ptr<T>(), P)) {
+      choose_nc_plane(L, P, P.k[1], P.k[2], P.S[1], sizeof(T));
+      const std::string tag = std::string(what) + " plane pb" + std::to_string(L.pb) + "x" +
+                              std::to_string(ceil_div(L.planes, L.pb)) + (off ? " off1" : "");
+      check(tag.c_str(), o, ref, name, tol);
+    }
+  }
+}
+
 void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> size, std::vector<int64_t> k,
               std::vector<int64_t> s, std::vector<int64_t> p) {
   at::manual_seed(1);
@@ -305,6 +350,13 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
     Tensor xh = x.to(at::kHalf), bh = b.to(at::kHalf);
     Tensor yh = at::convolution(xh.to(at::kDouble), w.to(at::kDouble), bh.to(at::kDouble), s, p, dil, false, op, C);
     st_check<at::Half>("fwd16", P, xh, wp, bh, yh, name, 2e-3);
+    np_check<float>("fwd", P, x, wp, b, y, name, 1e-4);
+    np_check<at::Half>("fwd16", P, xh, wp, bh, yh, name, 2e-3);
+    {
+      Tensor xb = x.to(at::kBFloat16), bb = b.to(at::kBFloat16);
+      Tensor yb = at::convolution(xb.to(at::kDouble), w.to(at::kDouble), bb.to(at::kDouble), s, p, dil, false, op, C);
+      np_check<at::BFloat16>("fwdbf16", P, xb, wp, bb, yb, name, 1e-2);
+    }
     if (m == 1 && C % 4 == 0) {
       Tensor wt = prep(w, P, Q, true);
       Tensor xc = to_cl(x), xch = to_cl(xh);
@@ -335,6 +387,14 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
       Tensor gxh = std::get<0>(at::convolution_backward(gyh.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble), std::nullopt,
                                                         s, p, dil, false, op, C, {true, false, false}));
       st_check<at::Half>("dgrad16", P, gyh, wp, Tensor(), gxh, name, 2e-3);
+      np_check<float>("dgrad", P, gy, wp, Tensor(), gx_ref, name, 1e-4);
+      np_check<at::Half>("dgrad16", P, gyh, wp, Tensor(), gxh, name, 2e-3);
+      {
+        Tensor gyb = gy.to(at::kBFloat16);
+        Tensor gxb = std::get<0>(at::convolution_backward(gyb.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble),
+                                                          std::nullopt, s, p, dil, false, op, C, {true, false, false}));
+        np_check<at::BFloat16>("dgradbf16", P, gyb, wp, Tensor(), gxb, name, 1e-2);
+      }
       if (m == 1 && C % 4 == 0) {
         Tensor wt = prep(w, P, Q, true);
         Tensor gc = to_cl(gy);
@@ -404,6 +464,30 @@ void check_fast_div() {
   }
   if (bad) ++failures;
   std::printf("%-44s %-34s %s (%lld wrong)\n", "FastDiv", "divisors 1..2^16, ~2^17..2^31", bad ? "FAIL" : "ok", (long long)bad);
+}
+
+// nc_plane's launcher: a 112x112 plane does not fit a block's shared memory (declines to
+// nc_stream), a 56x56 one takes one plane per block, multiplier 2 and 3-D decline.
+void check_np_limits() {
+  auto plan = [](std::vector<int64_t> size, int64_t m, int rank) {
+    Geometry g;
+    g.batch = 2, g.in_channels = 4, g.out_channels = 4 * m, g.groups = 4;
+    for (int d = 0; d < rank; ++d) {
+      const int D = 3 - rank + d;
+      g.input[D] = size[d], g.output[D] = size[d], g.kernel[D] = 3, g.stride[D] = 1, g.padding[D] = 1;
+    }
+    Plan P{}; Prep Q{};
+    forward_plan(g, P, Q);
+    return P;
+  };
+  NcPlane L{};
+  const bool big = choose_nc_plane(L, plan({112, 112}, 1, 2), 3, 3, 1, 4);
+  const bool mid = choose_nc_plane(L, plan({56, 56}, 1, 2), 3, 3, 1, 4) && L.pb == 1;
+  const bool mult = choose_nc_plane(L, plan({7, 7}, 2, 2), 3, 3, 1, 4);
+  const bool d3 = choose_nc_plane(L, plan({3, 7, 7}, 1, 3), 3, 3, 1, 4);
+  const bool ok = !big && mid && !mult && !d3;
+  if (!ok) ++failures;
+  std::printf("%-44s %-34s %s\n", "nc_plane limits", "112^2/m2/3-D decline, 56^2 pb 1", ok ? "ok" : "FAIL");
 }
 
 int main() {
@@ -495,6 +579,24 @@ int main() {
   run_case(2, 2, 4, 1, {20, 56}, {3, 3}, {1, 1}, {1, 1});
   run_case(2, 2, 4, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1});
   run_case(2, 1, 4, 1, {13, 29}, {7, 7}, {1, 1}, {3, 3});
+  // Whole-plane kernel (nc_plane.cuh): several blocks with a partial last one (120 planes in
+  // blocks of 36, batch 1 with 37), 7x7 planes under 3x3 / 5x5 / 7x7, stride 2 onto 7x7 and 8x8
+  // and odd sizes, a data-grad whose padding is negative (forward padding 3 on a 3x3 filter), even
+  // filters, 28x28 planes (2 per block); every one fp32 / fp16 / bf16, forward and data-grad,
+  // aligned and misaligned spans.
+  run_case(2, 3, 40, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1});
+  run_case(2, 1, 37, 1, {7, 7}, {7, 7}, {1, 1}, {3, 3});
+  run_case(2, 2, 20, 1, {7, 7}, {5, 5}, {1, 1}, {2, 2});
+  run_case(2, 2, 20, 1, {14, 13}, {3, 3}, {2, 2}, {1, 1});
+  run_case(2, 1, 30, 1, {15, 15}, {7, 7}, {2, 2}, {3, 3});
+  run_case(2, 1, 30, 1, {11, 9}, {5, 5}, {2, 2}, {2, 2});
+  run_case(2, 2, 12, 1, {5, 5}, {3, 3}, {1, 1}, {3, 3});
+  run_case(2, 1, 12, 1, {8, 8}, {2, 2}, {1, 1}, {0, 0});
+  run_case(2, 1, 12, 1, {9, 10}, {4, 4}, {1, 1}, {1, 1});
+  run_case(2, 1, 6, 1, {28, 28}, {5, 5}, {1, 1}, {2, 2});
+  check_np_limits();
+  if (np_runs == 0) ++failures;
+  std::printf("nc_plane runs: %d\n", np_runs);
   std::printf("failures: %d\n", failures);
   return failures != 0;
 }

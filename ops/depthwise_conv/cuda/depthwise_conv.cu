@@ -1,5 +1,5 @@
 // Depthwise convolution on CUDA: entry points, and the generic kernels for what the tiled fast
-// paths (plan.cuh, nc_stream.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu, nc_wgrad_stream.cuh)
+// paths (plan.cuh, nc_plane.cuh, nc_stream.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu, nc_wgrad_stream.cuh)
 // do not cover: dilation > 1, strides > 4 in the data-grad, channels-last with a channel
 // multiplier or unaligned channels, filters without a specialisation in channels-last and in the
 // weight-grad, and float64 outside NC(D)HW.
@@ -482,7 +482,8 @@ bool launch_tiled(const Tensor& in, const Tensor& weight, const Tensor& bias, co
   const T* bp = bias.defined() ? bias.const_data_ptr<T>() : nullptr;
   const acc_t* wq = wp.const_data_ptr<acc_t>();
   if (cl) return launch_cl_gather<T>(ip, wq, bp, op, P, stream);
-  return launch_nc_stream<T>(ip, wq, bp, op, P, stream) || launch_nc_gather<T>(ip, wq, bp, op, P, stream);
+  return launch_nc_plane<T>(ip, wq, bp, op, P, stream) || launch_nc_stream<T>(ip, wq, bp, op, P, stream) ||
+         launch_nc_gather<T>(ip, wq, bp, op, P, stream);
 }
 
 Tensor bias_as(const std::optional<Tensor>& bias, const Tensor& out) {

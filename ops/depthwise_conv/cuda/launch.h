@@ -25,6 +25,13 @@ template <typename T>
 bool launch_nc_stream(const T* in, const at::opmath_type<T>* w, const T* bias, T* out,
                       const Plan& P, cudaStream_t stream);
 
+// The same for small NCHW planes, a block per group of whole planes (nc_plane.cuh): one-phase
+// 2-D plans with multiplier 1, square filters 2-7 (stride 1) and 3, 5, 7 (stride 2); false when
+// not covered or not small (CONVX_NC_SMALL, nc_plane.cu), then launch_nc_stream.
+template <typename T>
+bool launch_nc_plane(const T* in, const at::opmath_type<T>* w, const T* bias, T* out,
+                     const Plan& P, cudaStream_t stream);
+
 // Channels-last forward / data-grad, channel multiplier 1: w is [phases][taps][wrows].
 template <typename T>
 bool launch_cl_gather(const T* in, const at::opmath_type<T>* w, const T* bias, T* out,
