@@ -25,6 +25,12 @@ template <typename T>
 bool launch_nc_stream(const T* in, const at::opmath_type<T>* w, const T* bias, T* out,
                       const Plan& P, cudaStream_t stream);
 
+// The same for 15- and 31-tap 1-D rows at stride 1 (forward, stride-1 data-grad) through
+// shared memory (row1d.cuh); false when not covered or disabled by CONVX_ROW1D=0.
+template <typename T>
+bool launch_row1d(const T* in, const at::opmath_type<T>* w, const T* bias, T* out,
+                  const Plan& P, cudaStream_t stream);
+
 // Channels-last forward / data-grad, channel multiplier 1: w is [phases][taps][wrows].
 template <typename T>
 bool launch_cl_gather(const T* in, const at::opmath_type<T>* w, const T* bias, T* out,
