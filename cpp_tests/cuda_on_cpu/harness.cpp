@@ -13,6 +13,7 @@
 #include "nc_tiled.cuh"
 #include "cl_tiled.cuh"
 #include "nc_wgrad_stream.cuh"
+#include "row1d.cuh"
 namespace convx::cuda {
 namespace {
 constexpr int kThreads = 256;
@@ -92,6 +93,29 @@ bool st_dispatch(const Plan& P, const char** which, F&& f) {
   C_(5, 5, 1) C_(7, 7, 1) C_(3, 3, 2) C_(5, 5, 2) C_(7, 7, 2)
 #undef C_
   return false;
+}
+// row1d.cu's launcher (15 / 31 taps, R = row_outputs), on at most max_blocks blocks: 1 block
+// makes every warp walk many items with the prefetch, 2^30 gives one warp per item.
+template <typename T, int K>
+bool row_run(const T* in, const float* w, const T* bias, T* out, const Plan& P, unsigned max_blocks) {
+  constexpr int R = row_outputs<K>();
+  Row1d L{};
+  if (!row1d_items(L, P, R)) return false;
+  const unsigned blocks = unsigned(std::min<int64_t>(ceil_div(L.items, kRowWarps), max_blocks));
+  g_smem_bytes = row_smem_bytes<K, R>();
+  launch(dim3{blocks}, dim3{kRowThreads}, [&] { row1d<T, K, R>(in, w, bias, out, P, L); });
+  return true;
+}
+static int row_taken = 0, row_declined = 0;  // row1d launches / 15- and 31-tap plans it declined
+template <typename T, typename F>
+void row_dispatch(const Plan& P, F&& f) {
+  if (P.k[2] != 15 && P.k[2] != 31) return;
+  for (unsigned mb : {1u, 1u << 30}) {
+    auto run = [mb](const T* in, const float* w, const T* bias, T* out, const Plan& Q) {
+      return Q.k[2] == 15 ? row_run<T, 15>(in, w, bias, out, Q, mb) : row_run<T, 31>(in, w, bias, out, Q, mb);
+    };
+    f(std::string(mb == 1 ? "row1d 1 block" : "row1d"), run);
+  }
 }
 // cl_gather.cu's specialisations: f(tile, run) with the tile the launcher uses for the filter
 // (cl_outputs); false when the launcher does not take it.
@@ -256,6 +280,17 @@ void st_check(const char* what, const Plan& P, const Tensor& src, const Tensor& 
       o.fill_(NAN);
       if (run(ip, wp.data_ptr<float>(), bias.defined() ? bias.data_ptr<T>() : nullptr, o.data_ptr<T>(), P))
         check((std::string(what) + " " + which + " " + tile + (off ? " off1" : "")).c_str(), o, ref, name, tol);
+    });
+    row_dispatch<T>(P, [&](const std::string& tile, auto run) {
+      Tensor o = off ? out1.narrow(0, 1, ref.numel()).view(ref.sizes()) : at::full(ref.sizes(), NAN, opts);
+      o.fill_(NAN);
+      if (run(ip, wp.data_ptr<float>(), bias.defined() ? bias.data_ptr<T>() : nullptr, o.data_ptr<T>(), P)) {
+        ++row_taken;
+        check((std::string(what) + " " + tile + (off ? " off1" : "")).c_str(), o, ref, name, tol);
+      } else {
+        ++row_declined;
+        std::printf("%-44s %-34s declined\n", name.c_str(), (std::string(what) + " " + tile).c_str());
+      }
     });
   }
 }
@@ -495,6 +530,19 @@ int main() {
   run_case(2, 2, 4, 1, {20, 56}, {3, 3}, {1, 1}, {1, 1});
   run_case(2, 2, 4, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1});
   run_case(2, 1, 4, 1, {13, 29}, {7, 7}, {1, 1}, {3, 3});
+  // row1d (15 / 31 taps): several segments per row with causal padding on odd lengths (scalar
+  // stores), 'same' padding on aligned rows (vector stores), the forward's channel multiplier
+  // (its data-grad, J = 2, declines), padding beyond the filter (negative data-grad padding),
+  // rows shorter than the filter, batch 1; stride 2 declines (forward S = 2, data-grad 2 phases)
+  run_case(1, 2, 3, 1, {1100}, {15}, {1}, {14});
+  run_case(1, 1, 2, 1, {1030}, {31}, {1}, {30});
+  run_case(1, 2, 2, 1, {512}, {31}, {1}, {15});
+  run_case(1, 2, 3, 2, {90}, {15}, {1}, {7});
+  run_case(1, 1, 2, 1, {40}, {15}, {1}, {20});
+  run_case(1, 2, 2, 1, {9}, {31}, {1}, {15});
+  run_case(1, 1, 2, 1, {81}, {15}, {2}, {7});
+  std::printf("row1d: %d launches checked, %d declined\n", row_taken, row_declined);
+  if (row_taken == 0) ++failures;
   std::printf("failures: %d\n", failures);
   return failures != 0;
 }
