@@ -428,7 +428,7 @@ def test_depthwise_fast_paths(cfg, layout, dtype):
 
 
 @pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
-@pytest.mark.parametrize("k", [3, 31], ids=lambda k: f"k{k}")
+@pytest.mark.parametrize("k", [3, 15, 31], ids=lambda k: f"k{k}")
 def test_depthwise_weight_grad_bitwise_repeatable(layout, k):
     """The one-pass weight-grad (NC) and the channels-last one: same bits on every run."""
     gen = torch.Generator().manual_seed(5)
@@ -534,9 +534,9 @@ ROW1D_CASES = [  # (N, C, multiplier, L, k, stride, padding, bias)
 @pytest.mark.parametrize("misaligned", [False, True], ids=["aligned", "off1"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["fp32", "fp16", "bf16"])
 def test_depthwise_row1d(dtype, misaligned):
-    """Forward, input-grad and depthwise transposed conv of 15/31-tap NCL rows against float64 on
-    the same rounded operands, on poisoned memory; `off1`: input, gradient and their copies start
-    one element past a 16-byte boundary."""
+    """Forward, input-grad, weight-grad and depthwise transposed conv of 15/31-tap NCL rows against
+    float64 on the same rounded operands, on poisoned memory; `off1`: input and gradient start one
+    element past a 16-byte boundary."""
     import torch.nn.functional as F
 
     tol = {torch.float32: 1e-4, torch.float16: 2e-2, torch.bfloat16: 2e-2}[dtype]

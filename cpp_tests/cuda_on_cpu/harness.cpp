@@ -94,6 +94,7 @@ bool st_dispatch(const Plan& P, const char** which, F&& f) {
 #undef C_
   return false;
 }
+static int row_taken = 0, row_declined = 0;  // row1d launches / 15- and 31-tap plans it declined
 // row1d.cu's launcher (15 / 31 taps, R = row_outputs), on at most max_blocks blocks: 1 block
 // makes every warp walk many items with the prefetch, 2^30 gives one warp per item.
 template <typename T, int K>
@@ -106,7 +107,6 @@ bool row_run(const T* in, const float* w, const T* bias, T* out, const Plan& P, 
   launch(dim3{blocks}, dim3{kRowThreads}, [&] { row1d<T, K, R>(in, w, bias, out, P, L); });
   return true;
 }
-static int row_taken = 0, row_declined = 0;  // row1d launches / 15- and 31-tap plans it declined
 template <typename T, typename F>
 void row_dispatch(const Plan& P, F&& f) {
   if (P.k[2] != 15 && P.k[2] != 31) return;
@@ -115,6 +115,44 @@ void row_dispatch(const Plan& P, F&& f) {
       return Q.k[2] == 15 ? row_run<T, 15>(in, w, bias, out, Q, mb) : row_run<T, 31>(in, w, bias, out, Q, mb);
     };
     f(std::string(mb == 1 ? "row1d 1 block" : "row1d"), run);
+  }
+}
+// row1d.cu's weight-grad (15 / 31 taps): partials poisoned, then the ordered chunk sum; an
+// undefined tensor when the launcher declines.
+template <typename T, int K>
+Tensor roww_run(const T* x, const T* gy, const Plan& P) {
+  constexpr int R = row_wgrad_outputs<K>();
+  Row1dW L{};
+  if (!row1d_wgrad_items(L, P, R)) return Tensor();
+  Tensor part = at::full({P.out_c, int64_t(L.chunks), K}, NAN);
+  g_smem_bytes = row_wgrad_smem_bytes<K, R>();
+  launch(dim3{unsigned(P.out_c * L.chunks)}, dim3{kRowThreads},
+         [&] { row1d_wgrad<T, K, R>(x, gy, part.data_ptr<float>(), P, L); });
+  Tensor gw = at::full({P.out_c * K}, NAN, at::TensorOptions().dtype<T>());
+  launch(dim3{unsigned(ceil_div(P.out_c * K, 256))}, dim3{256},
+         [&] { row1d_wgrad_sum<T>(part.data_ptr<float>(), gw.data_ptr<T>(), P.out_c * K, int(L.chunks), K); });
+  return gw;
+}
+// On x and gy as allocated and on copies one element past a 16-byte boundary.
+template <typename T>
+void roww_check(const char* what, const Plan& P, const Tensor& x, const Tensor& gy, const Tensor& ref, const std::string& name,
+                double tol) {
+  if (P.k[2] != 15 && P.k[2] != 31) return;
+  for (int off : {0, 1}) {
+    Tensor x1 = at::full({x.numel() + 1}, NAN, x.options()), g1 = at::full({gy.numel() + 1}, NAN, gy.options());
+    x1.narrow(0, 1, x.numel()).copy_(x.flatten());
+    g1.narrow(0, 1, gy.numel()).copy_(gy.flatten());
+    const T* xp = off ? x1.data_ptr<T>() + 1 : x.contiguous().data_ptr<T>();
+    const T* gp = off ? g1.data_ptr<T>() + 1 : gy.contiguous().data_ptr<T>();
+    Tensor r = P.k[2] == 15 ? roww_run<T, 15>(xp, gp, P) : roww_run<T, 31>(xp, gp, P);
+    const std::string tag = std::string(what) + " row1d" + (off ? " off1" : "");
+    if (r.defined()) {
+      ++row_taken;
+      check(tag.c_str(), r.view(ref.sizes()), ref, name, tol);
+    } else {
+      ++row_declined;
+      std::printf("%-44s %-34s declined\n", name.c_str(), tag.c_str());
+    }
   }
 }
 // cl_gather.cu's specialisations: f(tile, run) with the tile the launcher uses for the filter
@@ -398,6 +436,13 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
     forward_plan(g, P, Q);
     Tensor r = ncw_dispatch<float>(x.data_ptr<float>(), gy.data_ptr<float>(), P, &which);
     if (r.defined()) check(which, r.view(gw_ref.sizes()), gw_ref, name);
+    roww_check<float>("wgrad", P, x, gy, gw_ref, name, 1e-4);
+    {  // half storage: against float64 on the same half-rounded data
+      Tensor xh = x.to(at::kHalf), gh = gy.to(at::kHalf);
+      auto gr = at::convolution_backward(gh.to(at::kDouble), xh.to(at::kDouble), w.to(at::kDouble), std::nullopt, s, p, dil,
+                                         false, op, C, {false, true, false});
+      roww_check<at::Half>("wgrad16", P, xh, gh, std::get<1>(gr), name, 2e-3);
+    }
     if (m == 1) {
       Tensor xc = to_cl(x), gc = to_cl(gy);
       for (bool wide : {false, true}) {
@@ -541,6 +586,9 @@ int main() {
   run_case(1, 1, 2, 1, {40}, {15}, {1}, {20});
   run_case(1, 2, 2, 1, {9}, {31}, {1}, {15});
   run_case(1, 1, 2, 1, {81}, {15}, {2}, {7});
+  // row1d weight-grad: 4 chunks of 18 items (2-3 per warp, prefetch), one chunk of 30 items
+  run_case(1, 8, 2, 1, {2100}, {15}, {1}, {14});
+  run_case(1, 5, 1, 1, {1500}, {31}, {1}, {15});
   std::printf("row1d: %d launches checked, %d declined\n", row_taken, row_declined);
   if (row_taken == 0) ++failures;
   std::printf("failures: %d\n", failures);

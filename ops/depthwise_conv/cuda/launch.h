@@ -42,6 +42,12 @@ template <typename T>
 bool launch_nc_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like,
                      cudaStream_t stream);
 
+// NCL weight-grad of 15- and 31-tap rows at stride 1 (row1d.cuh), deterministic; false when not
+// covered or disabled by CONVX_ROW1D=0.
+template <typename T>
+bool launch_row1d_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like,
+                        cudaStream_t stream);
+
 // Channels-last weight-grad, channel multiplier 1, one pass + ordered sum (cl_wgrad.cu).
 template <typename T>
 bool launch_cl_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like,

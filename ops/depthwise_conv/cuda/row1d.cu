@@ -1,9 +1,11 @@
-// Launcher of the shared-memory NCL kernel for 15- and 31-tap rows (row1d.cuh), tried before
-// nc_stream for the forward and the stride-1 data-grad. CONVX_ROW1D=0 (temporary A/B knob, read
-// once per process) leaves these rows on nc_stream.
+// Launchers of the shared-memory NCL kernels for 15- and 31-tap rows (row1d.cuh), tried before
+// nc_stream for the forward and the stride-1 data-grad and before nc_wgrad_stream for the
+// weight-grad. CONVX_ROW1D=0 (temporary A/B knob, read once per process) leaves these rows on
+// the old kernels.
 #include "ops/depthwise_conv/cuda/launch.h"
 #include "ops/depthwise_conv/cuda/row1d.cuh"
 
+#include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAMacros.h>
@@ -63,7 +65,36 @@ bool run(const T* in, const float* w, const T* bias, T* out, const Plan& P, cuda
   return true;
 }
 
+template <typename T, int K>
+bool run_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
+  constexpr int R = row_wgrad_outputs<K>();
+  Row1dW L{};
+  if (!row1d_wgrad_items(L, P, R)) return false;
+  const at::Tensor part = at::empty({P.out_c, int64_t(L.chunks), K}, like.options().dtype(at::kFloat));
+  row1d_wgrad<T, K, R><<<static_cast<unsigned>(P.out_c * L.chunks), kRowThreads, row_wgrad_smem_bytes<K, R>(), stream>>>(
+      x, gy, part.mutable_data_ptr<float>(), P, L);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  const int64_t n = P.out_c * K;
+  row1d_wgrad_sum<T><<<static_cast<unsigned>(std::clamp<int64_t>(ceil_div(n, 256), 1, 1 << 20)), 256, 0, stream>>>(
+      part.const_data_ptr<float>(), gw, n, static_cast<int>(L.chunks), K);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return true;
+}
+
 }  // namespace
+
+template <typename T>
+bool launch_row1d_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like,
+                        cudaStream_t stream) {
+  if constexpr (std::is_same_v<T, double>) {
+    return false;
+  } else {
+    if (!row1d_enabled()) return false;
+    if (P.k[2] == 15) return run_wgrad<T, 15>(x, gy, gw, P, like, stream);
+    if (P.k[2] == 31) return run_wgrad<T, 31>(x, gy, gw, P, like, stream);
+    return false;
+  }
+}
 
 template <typename T>
 bool launch_row1d(const T* in, const at::opmath_type<T>* w, const T* bias, T* out, const Plan& P,
@@ -82,5 +113,10 @@ template bool launch_row1d<float>(const float*, const float*, const float*, floa
 template bool launch_row1d<double>(const double*, const double*, const double*, double*, const Plan&, cudaStream_t);
 template bool launch_row1d<c10::Half>(const c10::Half*, const float*, const c10::Half*, c10::Half*, const Plan&, cudaStream_t);
 template bool launch_row1d<c10::BFloat16>(const c10::BFloat16*, const float*, const c10::BFloat16*, c10::BFloat16*, const Plan&, cudaStream_t);
+
+template bool launch_row1d_wgrad<float>(const float*, const float*, float*, const Plan&, const at::TensorBase&, cudaStream_t);
+template bool launch_row1d_wgrad<double>(const double*, const double*, double*, const Plan&, const at::TensorBase&, cudaStream_t);
+template bool launch_row1d_wgrad<c10::Half>(const c10::Half*, const c10::Half*, c10::Half*, const Plan&, const at::TensorBase&, cudaStream_t);
+template bool launch_row1d_wgrad<c10::BFloat16>(const c10::BFloat16*, const c10::BFloat16*, c10::BFloat16*, const Plan&, const at::TensorBase&, cudaStream_t);
 
 }  // namespace convx::cuda

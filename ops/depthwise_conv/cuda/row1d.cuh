@@ -1,4 +1,5 @@
-// NCL forward / data-grad of long 1-D filters (15 and 31 taps, stride 1, one phase) through
+// NCL forward / data-grad (and, at the end of this file, weight-grad) of long 1-D filters (15
+// and 31 taps, stride 1, one phase) through
 // shared memory: a warp owns a segment of 32*R consecutive outputs of one row (one sample and
 // channel). It stages the segment's input (32*R + K - 1 values, rounded up) once in shared
 // memory as fp32, then each lane computes R consecutive outputs from it with the filter in
@@ -30,6 +31,7 @@
 
 #include <ATen/OpMathType.h>
 
+#include <algorithm>
 #include <cstdint>
 
 namespace convx::cuda {
@@ -189,6 +191,162 @@ row1d(const T* __restrict__ in, const float* __restrict__ w, const T* __restrict
         if (o0 + r < L.out_w) o[r] = static_cast<T>(acc[r] + b0);
       }
     }
+  }
+}
+
+
+// ---------------------------------------------------------------- weight-grad
+// gw[co][j] = sum over samples n and outputs o of dy[n][co][o] * x[n][co / in_div][o - pad + j]
+// (the forward's plan), deterministic. Block = one output channel x one fixed chunk of its
+// (sample, segment) items; a warp stages an item's x window and dy segment in shared memory as
+// above (same padded layout, same prefetch of the next item), and lane l keeps the K tap sums of
+// its R outputs in registers across all its items. Then the 32 lanes are added by a butterfly,
+// the 8 warps in order through shared memory, one partial per block [channel][chunk][tap]; a
+// second kernel adds the chunks in order. The chunks depend on the shapes only (about 2048
+// blocks, at least 16 items each), so the bits are the same on every run and device.
+template <int K>
+__host__ __device__ constexpr int row_wgrad_outputs() {
+  return 8;  // K sums + R dy + prefetched x and dy stay under the 80-register cap (k15 R 16: 85+)
+}
+template <int K, int R>
+__host__ __device__ constexpr int row_wgrad_warp_floats() {  // padded x window + padded dy segment
+  return 36 * row_loads<K, R>() + 36 * R;
+}
+template <int K, int R>
+__host__ __device__ constexpr int row_wgrad_smem_bytes() {  // + the warps' sums
+  return (kRowWarps * row_wgrad_warp_floats<K, R>() + kRowWarps * 32) * 4;
+}
+
+struct Row1dW {
+  uint32_t items_c, segs, chunk, chunks, in_div;  // items per channel, per block, blocks per channel
+  int in_w, out_w, pad;
+};
+
+// Fills L for R outputs per lane; false when not covered (as row1d_items) or the blocks or
+// items do not fit 31 bits.
+inline bool row1d_wgrad_items(Row1dW& L, const Plan& P, int R) {
+  Row1d F{};
+  if (!row1d_items(F, P, R)) return false;
+  const int64_t items_c = P.N * int64_t(F.segs);
+  int64_t chunks = std::min(ceil_div(2048, P.out_c), std::max<int64_t>(1, items_c / 16));
+  const int64_t chunk = ceil_div(items_c, chunks);
+  chunks = ceil_div(items_c, chunk);
+  if (P.out_c * chunks >= (int64_t(1) << 31)) return false;
+  L.items_c = static_cast<uint32_t>(items_c);
+  L.segs = F.segs;
+  L.chunk = static_cast<uint32_t>(chunk);
+  L.chunks = static_cast<uint32_t>(chunks);
+  L.in_div = F.in_div;
+  L.in_w = F.in_w;
+  L.out_w = F.out_w;
+  L.pad = F.pad;
+  return true;
+}
+
+// x: [N, in_c, in_w], gy: [N, out_c, out_w]; part: [out_c][chunks][K] (fp32). Grid: out_c *
+// chunks blocks of kRowThreads; dynamic shared memory row_wgrad_smem_bytes<K, R>().
+template <typename T, int K, int R>
+__global__ void __launch_bounds__(kRowThreads, 3)
+row1d_wgrad(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, const Plan P,
+            const Row1dW L) {
+  static_assert(R % 4 == 0 && K <= 32, "16-byte shared reads, one tap per lane");
+  constexpr int SEG = 32 * R, NQ = row_quads<K, R>(), NL = row_loads<K, R>();
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  const int lane = static_cast<int>(threadIdx.x % 32), warp = static_cast<int>(threadIdx.x / 32);
+  float* const vals = reinterpret_cast<float*>(smem_raw) + warp * row_wgrad_warp_floats<K, R>();
+  float* const dys = vals + 36 * NL;
+  float* const red = reinterpret_cast<float*>(smem_raw) + kRowWarps * row_wgrad_warp_floats<K, R>();
+  const uint32_t co = blockIdx.x / L.chunks, chunk = blockIdx.x % L.chunks;
+  const uint32_t t0 = chunk * L.chunk, t1 = t0 + L.chunk < L.items_c ? t0 + L.chunk : L.items_c;
+
+  // The prefetched item's x window and dy values, raw (see row1d).
+  T px[NL], pg[R];
+  auto fetch = [&](uint32_t t) {
+    const uint32_t seg = t % L.segs, n = t / L.segs;
+    const T* xs = x + (int64_t(n) * P.in_c + co / L.in_div) * L.in_w;
+    const T* gs = gy + (int64_t(n) * P.out_c + co) * L.out_w;
+    const int x0 = static_cast<int>(seg) * SEG - L.pad + lane, o0 = static_cast<int>(seg) * SEG + lane;
+#pragma unroll
+    for (int i = 0; i < NL; ++i) {
+      const int xi = x0 + 32 * i;
+      px[i] = static_cast<T>(0.f);
+      if (xi >= 0 && xi < L.in_w) px[i] = xs[xi];
+    }
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+      pg[i] = static_cast<T>(0.f);
+      if (o0 + 32 * i < L.out_w) pg[i] = gs[o0 + 32 * i];
+    }
+  };
+
+  float acc[K];
+#pragma unroll
+  for (int j = 0; j < K; ++j) acc[j] = 0.f;
+  uint32_t t = t0 + warp;
+  if (t < t1) fetch(t);
+  for (uint32_t first = t0; first < t1; first += kRowWarps, t += kRowWarps) {
+    const bool live = t < t1;
+    __syncwarp();  // the warp's reads of the previous item are done
+    if (live) {
+#pragma unroll
+      for (int i = 0; i < NL; ++i) vals[lane + 36 * i] = static_cast<float>(px[i]);  // row_phys(lane + 32 i)
+#pragma unroll
+      for (int i = 0; i < R; ++i) dys[lane + 36 * i] = static_cast<float>(pg[i]);
+    }
+    __syncwarp();
+    if (!live) continue;
+    if (t + kRowWarps < t1) fetch(t + kRowWarps);
+
+    float g[R];
+#pragma unroll
+    for (int q = 0; q < R / 4; ++q) {
+      const float4 v = *reinterpret_cast<const float4*>(dys + row_phys(lane * R + 4 * q));
+      g[4 * q] = v.x, g[4 * q + 1] = v.y, g[4 * q + 2] = v.z, g[4 * q + 3] = v.w;
+    }
+    // Window value c meets output r at tap c - r.
+#pragma unroll
+    for (int q = 0; q < NQ; ++q) {
+      const float4 v = *reinterpret_cast<const float4*>(vals + row_phys(lane * R + 4 * q));
+      const float v4[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+          const int j = 4 * q + e - r;
+          if (j >= 0 && j < K) acc[j] += g[r] * v4[e];
+        }
+      }
+    }
+  }
+
+  // Fixed-order block sum: lanes by a butterfly, then warps in order.
+#pragma unroll
+  for (int j = 0; j < K; ++j) {
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) acc[j] += __shfl_xor_sync(0xffffffffu, acc[j], off);
+  }
+  if (lane == 0) {
+#pragma unroll
+    for (int j = 0; j < K; ++j) red[warp * 32 + j] = acc[j];
+  }
+  __syncthreads();
+  if (threadIdx.x < K) {
+    float sum = 0.f;
+#pragma unroll
+    for (int w = 0; w < kRowWarps; ++w) sum += red[w * 32 + threadIdx.x];
+    part[(int64_t(co) * L.chunks + chunk) * K + threadIdx.x] = sum;
+  }
+}
+
+// gw[i] = sum over chunks, in order, of part[row][chunk][tap] (i = row * K + tap).
+template <typename T>
+__global__ void row1d_wgrad_sum(const float* __restrict__ part, T* __restrict__ gw, int64_t n, int chunks, int K) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const float* p = part + (i / K) * chunks * K + i % K;
+    float s = 0.f;
+    for (int c = 0; c < chunks; ++c) s += p[int64_t(c) * K];
+    gw[i] = static_cast<T>(s);
   }
 }
 
