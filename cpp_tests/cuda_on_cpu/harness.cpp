@@ -133,28 +133,6 @@ Tensor roww_run(const T* x, const T* gy, const Plan& P) {
          [&] { row1d_wgrad_sum<T>(part.data_ptr<float>(), gw.data_ptr<T>(), P.out_c * K, int(L.chunks), K); });
   return gw;
 }
-// On x and gy as allocated and on copies one element past a 16-byte boundary.
-template <typename T>
-void roww_check(const char* what, const Plan& P, const Tensor& x, const Tensor& gy, const Tensor& ref, const std::string& name,
-                double tol) {
-  if (P.k[2] != 15 && P.k[2] != 31) return;
-  for (int off : {0, 1}) {
-    Tensor x1 = at::full({x.numel() + 1}, NAN, x.options()), g1 = at::full({gy.numel() + 1}, NAN, gy.options());
-    x1.narrow(0, 1, x.numel()).copy_(x.flatten());
-    g1.narrow(0, 1, gy.numel()).copy_(gy.flatten());
-    const T* xp = off ? x1.data_ptr<T>() + 1 : x.contiguous().data_ptr<T>();
-    const T* gp = off ? g1.data_ptr<T>() + 1 : gy.contiguous().data_ptr<T>();
-    Tensor r = P.k[2] == 15 ? roww_run<T, 15>(xp, gp, P) : roww_run<T, 31>(xp, gp, P);
-    const std::string tag = std::string(what) + " row1d" + (off ? " off1" : "");
-    if (r.defined()) {
-      ++row_taken;
-      check(tag.c_str(), r.view(ref.sizes()), ref, name, tol);
-    } else {
-      ++row_declined;
-      std::printf("%-44s %-34s declined\n", name.c_str(), tag.c_str());
-    }
-  }
-}
 // cl_gather.cu's specialisations: f(tile, run) with the tile the launcher uses for the filter
 // (cl_outputs); false when the launcher does not take it.
 template <typename T, int KH, int KW, int S>
@@ -302,6 +280,28 @@ void check(const char* what, const Tensor& out, const Tensor& ref, const std::st
   std::printf("%-44s %-34s err %.1e%s\n", name.c_str(), what, err, nan ? " NaN!" : (bad ? " FAIL" : ""));
 }
 
+// On x and gy as allocated and on copies one element past a 16-byte boundary.
+template <typename T>
+void roww_check(const char* what, const Plan& P, const Tensor& x, const Tensor& gy, const Tensor& ref, const std::string& name,
+                double tol) {
+  if (P.k[2] != 15 && P.k[2] != 31) return;
+  for (int off : {0, 1}) {
+    Tensor x1 = at::full({x.numel() + 1}, NAN, x.options()), g1 = at::full({gy.numel() + 1}, NAN, gy.options());
+    x1.narrow(0, 1, x.numel()).copy_(x.flatten());
+    g1.narrow(0, 1, gy.numel()).copy_(gy.flatten());
+    const T* xp = off ? x1.data_ptr<T>() + 1 : x.contiguous().data_ptr<T>();
+    const T* gp = off ? g1.data_ptr<T>() + 1 : gy.contiguous().data_ptr<T>();
+    Tensor r = P.k[2] == 15 ? roww_run<T, 15>(xp, gp, P) : roww_run<T, 31>(xp, gp, P);
+    const std::string tag = std::string(what) + " row1d" + (off ? " off1" : "");
+    if (r.defined()) {
+      ++row_taken;
+      check(tag.c_str(), r.view(ref.sizes()), ref, name, tol);
+    } else {
+      ++row_declined;
+      std::printf("%-44s %-34s declined\n", name.c_str(), tag.c_str());
+    }
+  }
+}
 // Every nc_stream tile and load mode on src (read) as allocated, and on copies of src and of the
 // output one element past a 16-byte boundary (rows and stores misaligned for the vector paths).
 template <typename T>

@@ -1,9 +1,8 @@
 // NCL forward / data-grad (and, at the end of this file, weight-grad) of long 1-D filters (15
-// and 31 taps, stride 1, one phase) through
-// shared memory: a warp owns a segment of 32*R consecutive outputs of one row (one sample and
-// channel). It stages the segment's input (32*R + K - 1 values, rounded up) once in shared
-// memory as fp32, then each lane computes R consecutive outputs from it with the filter in
-// registers.
+// and 31 taps, stride 1, one phase) through shared memory: a warp owns a segment of 32*R
+// consecutive outputs of one row (one sample and channel). It stages the segment's input
+// (32*R + K - 1 values, rounded up) once in shared memory as fp32, then each lane computes R
+// consecutive outputs from it with the filter in registers.
 //
 // Why not nc_stream_vec (which covers these filters otherwise): there every thread loads its own
 // (R-1)+K input values from global memory/L1 as 16-byte vectors and aligns them with a select
