@@ -428,7 +428,7 @@ def test_depthwise_fast_paths(cfg, layout, dtype):
 
 
 @pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
-@pytest.mark.parametrize("k", [3, 31], ids=lambda k: f"k{k}")
+@pytest.mark.parametrize("k", [3, 15, 31], ids=lambda k: f"k{k}")
 def test_depthwise_weight_grad_bitwise_repeatable(layout, k):
     """The one-pass weight-grad (NC) and the channels-last one: same bits on every run."""
     gen = torch.Generator().manual_seed(5)
@@ -589,3 +589,79 @@ def test_depthwise_nc_small_knob(choice):
                           env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert f"{len(NC_SMALL) * 6} passed" in proc.stdout
+# The shared-memory NCL kernel for 15- and 31-tap rows (row1d.cuh): causal-style padding on odd
+# lengths (several warp segments per row, scalar stores), 'same' padding on aligned rows (vector
+# stores), the forward's channel multiplier (its data-grad declines to nc_stream), padding beyond
+# the filter, rows shorter than the filter, batch 1, more items than one wave of warps (the
+# grid-stride loop with prefetch), and stride 2 (declined: nc_stream / generic).
+ROW1D_CASES = [  # (N, C, multiplier, L, k, stride, padding, bias)
+    (2, 3, 1, 1100, 15, 1, 14, True),
+    (1, 4, 1, 1030, 31, 1, 30, False),
+    (2, 8, 1, 1000, 31, 1, 15, True),
+    (2, 3, 2, 90, 15, 1, 7, True),
+    (1, 2, 1, 40, 15, 1, 20, False),
+    (2, 2, 1, 9, 31, 1, 15, True),
+    (8, 128, 1, 4000, 31, 1, 15, False),
+    (8, 128, 1, 4096, 15, 1, 14, True),
+    (1, 2, 1, 81, 15, 2, 7, True),
+]
+
+
+@pytest.mark.parametrize("misaligned", [False, True], ids=["aligned", "off1"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["fp32", "fp16", "bf16"])
+def test_depthwise_row1d(dtype, misaligned):
+    """Forward, input-grad, weight-grad and depthwise transposed conv of 15/31-tap NCL rows against
+    float64 on the same rounded operands, on poisoned memory; `off1`: input and gradient start one
+    element past a 16-byte boundary."""
+    import torch.nn.functional as F
+
+    tol = {torch.float32: 1e-4, torch.float16: 2e-2, torch.bfloat16: 2e-2}[dtype]
+
+    def place(t):
+        if not misaligned:
+            return t.to(DEV, dtype)
+        flat = torch.empty(t.numel() + 1, device=DEV, dtype=dtype)[1:]
+        return flat.view(t.shape).copy_(t)
+
+    def close(out, ref, what):
+        scale = max(1.0, float(ref.abs().max()))
+        assert not torch.isnan(out).any(), f"{what}: NaN (unwritten element)"
+        torch.testing.assert_close(out.double() / scale, ref / scale, rtol=tol, atol=tol, msg=lambda m: f"{what}\n{m}")
+
+    ops = torch.ops.convx
+    for i, (N, C, m, L, k, s, p, has_bias) in enumerate(ROW1D_CASES):
+        gen = torch.Generator().manual_seed(70 + i)
+        x = place(torch.randn(N, C, L, generator=gen))
+        w = torch.randn(C * m, 1, k, generator=gen).to(DEV, dtype)
+        b = torch.randn(C * m, generator=gen).to(DEV, dtype) if has_bias else None
+        bd = None if b is None else b.double()
+        xr, wr = x.double().requires_grad_(), w.double().requires_grad_()
+        ref = F.conv1d(xr, wr, bd, s, p, 1, C)
+        gy = place(torch.randn(ref.shape, generator=gen))
+        gx_ref, gw_ref = torch.autograd.grad(ref, (xr, wr), gy.double())
+        what = f"case {i} {dtype}"
+        poison()
+        with deterministic():
+            y = ops.depthwise_conv1d(x, w, b, [s], [p], [1])
+            gx = ops.conv1d_input_grad(list(x.shape), w, gy, [s], [p], [1], C)
+            gw = ops.conv1d_weight_grad(x, list(w.shape), gy, [s], [p], [1], C)
+        close(y, ref.detach(), what + " forward")
+        close(gx, gx_ref, what + " input-grad")
+        close(gw, gw_ref, what + " weight-grad")
+        if m == 1 and s == 1:
+            tr_ref = F.conv_transpose1d(gy.double(), w.double(), bd, 1, p, 0, C)
+            poison()
+            with deterministic():
+                tr = ops.conv_transpose1d(gy, w, b, [1], [p], [0], C, [1])
+            close(tr, tr_ref, what + " transposed")
+
+
+def test_depthwise_row1d_old_path():
+    """The test above in a process with CONVX_ROW1D=0 (nc_stream; the knob is read once)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, CONVX_ROW1D="0")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+                           os.path.join(here, "test_cuda.py"), "-k", "test_depthwise_row1d and not old_path"],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "6 passed" in proc.stdout

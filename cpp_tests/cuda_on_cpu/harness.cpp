@@ -14,6 +14,7 @@
 #include "nc_tiled.cuh"
 #include "cl_tiled.cuh"
 #include "nc_wgrad_stream.cuh"
+#include "row1d.cuh"
 namespace convx::cuda {
 namespace {
 constexpr int kThreads = 256;
@@ -115,6 +116,44 @@ bool np_dispatch(const T* in, const float* w, const T* bias, T* out, const Plan&
   C_(2, 2, 1) C_(3, 3, 1) C_(4, 4, 1) C_(5, 5, 1) C_(7, 7, 1) C_(3, 3, 2) C_(5, 5, 2) C_(7, 7, 2)
 #undef C_
   return false;
+static int row_taken = 0, row_declined = 0;  // row1d launches / 15- and 31-tap plans it declined
+// row1d.cu's launcher (15 / 31 taps, R = row_outputs), on at most max_blocks blocks: 1 block
+// makes every warp walk many items with the prefetch, 2^30 gives one warp per item.
+template <typename T, int K>
+bool row_run(const T* in, const float* w, const T* bias, T* out, const Plan& P, unsigned max_blocks) {
+  constexpr int R = row_outputs<K>();
+  Row1d L{};
+  if (!row1d_items(L, P, R)) return false;
+  const unsigned blocks = unsigned(std::min<int64_t>(ceil_div(L.items, kRowWarps), max_blocks));
+  g_smem_bytes = row_smem_bytes<K, R>();
+  launch(dim3{blocks}, dim3{kRowThreads}, [&] { row1d<T, K, R>(in, w, bias, out, P, L); });
+  return true;
+}
+template <typename T, typename F>
+void row_dispatch(const Plan& P, F&& f) {
+  if (P.k[2] != 15 && P.k[2] != 31) return;
+  for (unsigned mb : {1u, 1u << 30}) {
+    auto run = [mb](const T* in, const float* w, const T* bias, T* out, const Plan& Q) {
+      return Q.k[2] == 15 ? row_run<T, 15>(in, w, bias, out, Q, mb) : row_run<T, 31>(in, w, bias, out, Q, mb);
+    };
+    f(std::string(mb == 1 ? "row1d 1 block" : "row1d"), run);
+  }
+}
+// row1d.cu's weight-grad (15 / 31 taps): partials poisoned, then the ordered chunk sum; an
+// undefined tensor when the launcher declines.
+template <typename T, int K>
+Tensor roww_run(const T* x, const T* gy, const Plan& P) {
+  constexpr int R = row_wgrad_outputs<K>();
+  Row1dW L{};
+  if (!row1d_wgrad_items(L, P, R)) return Tensor();
+  Tensor part = at::full({P.out_c, int64_t(L.chunks), K}, NAN);
+  g_smem_bytes = row_wgrad_smem_bytes<K, R>();
+  launch(dim3{unsigned(P.out_c * L.chunks)}, dim3{kRowThreads},
+         [&] { row1d_wgrad<T, K, R>(x, gy, part.data_ptr<float>(), P, L); });
+  Tensor gw = at::full({P.out_c * K}, NAN, at::TensorOptions().dtype<T>());
+  launch(dim3{unsigned(ceil_div(P.out_c * K, 256))}, dim3{256},
+         [&] { row1d_wgrad_sum<T>(part.data_ptr<float>(), gw.data_ptr<T>(), P.out_c * K, int(L.chunks), K); });
+  return gw;
 }
 // cl_gather.cu's specialisations: f(tile, run) with the tile the launcher uses for the filter
 // (cl_outputs); false when the launcher does not take it.
@@ -263,6 +302,28 @@ void check(const char* what, const Tensor& out, const Tensor& ref, const std::st
   std::printf("%-44s %-34s err %.1e%s\n", name.c_str(), what, err, nan ? " NaN!" : (bad ? " FAIL" : ""));
 }
 
+// On x and gy as allocated and on copies one element past a 16-byte boundary.
+template <typename T>
+void roww_check(const char* what, const Plan& P, const Tensor& x, const Tensor& gy, const Tensor& ref, const std::string& name,
+                double tol) {
+  if (P.k[2] != 15 && P.k[2] != 31) return;
+  for (int off : {0, 1}) {
+    Tensor x1 = at::full({x.numel() + 1}, NAN, x.options()), g1 = at::full({gy.numel() + 1}, NAN, gy.options());
+    x1.narrow(0, 1, x.numel()).copy_(x.flatten());
+    g1.narrow(0, 1, gy.numel()).copy_(gy.flatten());
+    const T* xp = off ? x1.data_ptr<T>() + 1 : x.contiguous().data_ptr<T>();
+    const T* gp = off ? g1.data_ptr<T>() + 1 : gy.contiguous().data_ptr<T>();
+    Tensor r = P.k[2] == 15 ? roww_run<T, 15>(xp, gp, P) : roww_run<T, 31>(xp, gp, P);
+    const std::string tag = std::string(what) + " row1d" + (off ? " off1" : "");
+    if (r.defined()) {
+      ++row_taken;
+      check(tag.c_str(), r.view(ref.sizes()), ref, name, tol);
+    } else {
+      ++row_declined;
+      std::printf("%-44s %-34s declined\n", name.c_str(), tag.c_str());
+    }
+  }
+}
 // Every nc_stream tile and load mode on src (read) as allocated, and on copies of src and of the
 // output one element past a 16-byte boundary (rows and stores misaligned for the vector paths).
 template <typename T>
@@ -279,6 +340,17 @@ void st_check(const char* what, const Plan& P, const Tensor& src, const Tensor& 
       o.fill_(NAN);
       if (run(ip, wp.data_ptr<float>(), bias.defined() ? bias.data_ptr<T>() : nullptr, o.data_ptr<T>(), P))
         check((std::string(what) + " " + which + " " + tile + (off ? " off1" : "")).c_str(), o, ref, name, tol);
+    });
+    row_dispatch<T>(P, [&](const std::string& tile, auto run) {
+      Tensor o = off ? out1.narrow(0, 1, ref.numel()).view(ref.sizes()) : at::full(ref.sizes(), NAN, opts);
+      o.fill_(NAN);
+      if (run(ip, wp.data_ptr<float>(), bias.defined() ? bias.data_ptr<T>() : nullptr, o.data_ptr<T>(), P)) {
+        ++row_taken;
+        check((std::string(what) + " " + tile + (off ? " off1" : "")).c_str(), o, ref, name, tol);
+      } else {
+        ++row_declined;
+        std::printf("%-44s %-34s declined\n", name.c_str(), (std::string(what) + " " + tile).c_str());
+      }
     });
   }
 }
@@ -423,6 +495,13 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
     forward_plan(g, P, Q);
     Tensor r = ncw_dispatch<float>(x.data_ptr<float>(), gy.data_ptr<float>(), P, &which);
     if (r.defined()) check(which, r.view(gw_ref.sizes()), gw_ref, name);
+    roww_check<float>("wgrad", P, x, gy, gw_ref, name, 1e-4);
+    {  // half storage: against float64 on the same half-rounded data
+      Tensor xh = x.to(at::kHalf), gh = gy.to(at::kHalf);
+      auto gr = at::convolution_backward(gh.to(at::kDouble), xh.to(at::kDouble), w.to(at::kDouble), std::nullopt, s, p, dil,
+                                         false, op, C, {false, true, false});
+      roww_check<at::Half>("wgrad16", P, xh, gh, std::get<1>(gr), name, 2e-3);
+    }
     if (m == 1) {
       Tensor xc = to_cl(x), gc = to_cl(gy);
       for (bool wide : {false, true}) {
@@ -597,6 +676,22 @@ int main() {
   check_np_limits();
   if (np_runs == 0) ++failures;
   std::printf("nc_plane runs: %d\n", np_runs);
+  // row1d (15 / 31 taps): several segments per row with causal padding on odd lengths (scalar
+  // stores), 'same' padding on aligned rows (vector stores), the forward's channel multiplier
+  // (its data-grad, J = 2, declines), padding beyond the filter (negative data-grad padding),
+  // rows shorter than the filter, batch 1; stride 2 declines (forward S = 2, data-grad 2 phases)
+  run_case(1, 2, 3, 1, {1100}, {15}, {1}, {14});
+  run_case(1, 1, 2, 1, {1030}, {31}, {1}, {30});
+  run_case(1, 2, 2, 1, {512}, {31}, {1}, {15});
+  run_case(1, 2, 3, 2, {90}, {15}, {1}, {7});
+  run_case(1, 1, 2, 1, {40}, {15}, {1}, {20});
+  run_case(1, 2, 2, 1, {9}, {31}, {1}, {15});
+  run_case(1, 1, 2, 1, {81}, {15}, {2}, {7});
+  // row1d weight-grad: 4 chunks of 18 items (2-3 per warp, prefetch), one chunk of 30 items
+  run_case(1, 8, 2, 1, {2100}, {15}, {1}, {14});
+  run_case(1, 5, 1, 1, {1500}, {31}, {1}, {15});
+  std::printf("row1d: %d launches checked, %d declined\n", row_taken, row_declined);
+  if (row_taken == 0) ++failures;
   std::printf("failures: %d\n", failures);
   return failures != 0;
 }

@@ -26,6 +26,8 @@ inline dim3 g_blockDim, g_gridDim;
 struct alignas(16) float4 { float x, y, z, w; };
 inline std::barrier<>* g_bar = nullptr;
 inline void __syncthreads() { g_bar->arrive_and_wait(); }
+// A block barrier stands in for the warp's: callers keep the count of __syncwarp block-uniform.
+inline void __syncwarp(unsigned = 0xffffffffu) { __syncthreads(); }
 inline unsigned char* g_smem = nullptr; inline size_t g_smem_bytes = 0;
 alignas(16) inline double g_shfl[256];
 template <typename V>

@@ -482,7 +482,8 @@ bool launch_tiled(const Tensor& in, const Tensor& weight, const Tensor& bias, co
   const T* bp = bias.defined() ? bias.const_data_ptr<T>() : nullptr;
   const acc_t* wq = wp.const_data_ptr<acc_t>();
   if (cl) return launch_cl_gather<T>(ip, wq, bp, op, P, stream);
-  return launch_nc_plane<T>(ip, wq, bp, op, P, stream) || launch_nc_stream<T>(ip, wq, bp, op, P, stream) ||
+  return launch_row1d<T>(ip, wq, bp, op, P, stream) || launch_nc_plane<T>(ip, wq, bp, op, P, stream) ||
+         launch_nc_stream<T>(ip, wq, bp, op, P, stream) ||
          launch_nc_gather<T>(ip, wq, bp, op, P, stream);
 }
 

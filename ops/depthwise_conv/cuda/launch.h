@@ -31,6 +31,11 @@ bool launch_nc_stream(const T* in, const at::opmath_type<T>* w, const T* bias, T
 template <typename T>
 bool launch_nc_plane(const T* in, const at::opmath_type<T>* w, const T* bias, T* out,
                      const Plan& P, cudaStream_t stream);
+// The same for 15- and 31-tap 1-D rows at stride 1 (forward, stride-1 data-grad) through
+// shared memory (row1d.cuh); false when not covered or disabled by CONVX_ROW1D=0.
+template <typename T>
+bool launch_row1d(const T* in, const at::opmath_type<T>* w, const T* bias, T* out,
+                  const Plan& P, cudaStream_t stream);
 
 // Channels-last forward / data-grad, channel multiplier 1: w is [phases][taps][wrows].
 template <typename T>
@@ -42,6 +47,12 @@ bool launch_cl_gather(const T* in, const at::opmath_type<T>* w, const T* bias, T
 template <typename T>
 bool launch_nc_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like,
                      cudaStream_t stream);
+
+// NCL weight-grad of 15- and 31-tap rows at stride 1 (row1d.cuh), deterministic; false when not
+// covered or disabled by CONVX_ROW1D=0.
+template <typename T>
+bool launch_row1d_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like,
+                        cudaStream_t stream);
 
 // Channels-last weight-grad, channel multiplier 1, one pass + ordered sum (cl_wgrad.cu).
 template <typename T>
