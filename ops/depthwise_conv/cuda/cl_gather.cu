@@ -1,31 +1,63 @@
-// Launcher of the channels-last phased-correlation kernel (forward and data-grad) and its
-// compile-time specialisations.
+// Launchers of the channels-last phased-correlation kernel (forward and data-grad) and its
+// compile-time specialisations: launch_cl_gather (fp32 weights; every dtype) and
+// launch_cl_gather16 (the 16-bit fast path: 16-bit weights, 16-byte vectors for 2x2 / 3x3).
 #include "ops/depthwise_conv/cuda/cl_tiled.cuh"
 #include "ops/depthwise_conv/cuda/launch.h"
 
 #include <c10/cuda/CUDAException.h>
 #include <c10/util/BFloat16.h>
+#include <c10/util/Exception.h>
 #include <c10/util/Half.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <type_traits>
 
 namespace convx::cuda {
 namespace {
 
-template <typename T, int KH, int KW, int S>
-bool run(const T* in, const at::opmath_type<T>* w, const T* bias, T* out, const Plan& P,
-         cudaStream_t stream) {
-  constexpr int V = kClVec, R = cl_outputs<KH, KW>();
+// V channels per thread, R outputs (cl_outputs), weights of type WT.
+template <typename T, typename WT, int KH, int KW, int S, int V, int R = cl_outputs<KH, KW, V, S>()>
+bool run(const T* in, const WT* w, const T* bias, T* out, const Plan& P, cudaStream_t stream) {
   const ClTile L = choose_cl_tile(P, V, R);
   const unsigned grid = static_cast<unsigned>(std::min<int64_t>(L.blocks, int64_t(1) << 30));
-  cl_gather<T, KH, KW, S, V, R, cl_min_blocks<KW, R>()>
+  cl_gather<T, WT, KH, KW, S, V, R, cl_min_blocks<KW, R, V>()>
       <<<grid, cl_block_threads(L), 0, stream>>>(in, w, bias, out, P, L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return true;
 }
 
+// The 16-bit fast path's tile for the filter (16-bit weights in every case): 16-byte vectors
+// (V = 8) for 2x2 and 3x3; for 4x4-7x7 the previous tile (V = 4, R = 8: no spill in its row loop
+// at 128 registers, where V = 8 needs R = 4, i.e. 2.5 (5x5) - 3.5 (7x7) rather than 1.5 - 1.75
+// input loads per output) or, with CONVX_CL_FAST=2, V = 8 and R = 4.
+template <typename T, int KH, int KW, int S>
+bool run16(const T* in, const T* w, const T* bias, T* out, const Plan& P, int tile, cudaStream_t stream) {
+  if constexpr (KW <= 3) {
+    return run<T, T, KH, KW, S, 8>(in, w, bias, out, P, stream);
+  } else {
+    if (tile == 2) return run<T, T, KH, KW, S, 8>(in, w, bias, out, P, stream);
+    return run<T, T, KH, KW, S, 4>(in, w, bias, out, P, stream);
+  }
+}
+
 }  // namespace
+
+int cl_fast_choice() {
+  static const int choice = [] {
+    const char* e = std::getenv("CONVX_CL_FAST");
+    if (!e || !*e || std::strcmp(e, "1") == 0) return 1;
+    if (std::strcmp(e, "0") == 0) return 0;
+    if (std::strcmp(e, "2") == 0) return 2;
+    TORCH_CHECK(false, "convx: CONVX_CL_FAST must be 0, 1, 2 or unset, got '", e, "'");
+  }();
+  return choice;
+}
+
+bool cl_fast_takes(const Plan& P) {
+  return cl_fast_choice() != 0 && cl16_specialised(P) && P.in_c <= kClMaxChannels && P.wrows <= kClMaxChannels;
+}
 
 template <typename T>
 bool launch_cl_gather(const T* in, const at::opmath_type<T>* w, const T* bias, T* out,
@@ -33,10 +65,11 @@ bool launch_cl_gather(const T* in, const at::opmath_type<T>* w, const T* bias, T
   if constexpr (std::is_same_v<T, double>) {
     return false;  // float64 is for correctness only: the generic kernel
   } else {
+    constexpr int V = cl_vec<T, false>();
     if (P.in_c > kClMaxChannels || P.wrows > kClMaxChannels) return false;
     const int kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
 #define CONVX_CASE(KH, KW, S) \
-  if (kh == KH && kw == KW && s == S) return run<T, KH, KW, S>(in, w, bias, out, P, stream);
+  if (kh == KH && kw == KW && s == S) return run<T, at::opmath_type<T>, KH, KW, S, V>(in, w, bias, out, P, stream);
     CONVX_CASE(1, 2, 1)
     CONVX_CASE(1, 3, 1)
     CONVX_CASE(1, 4, 1)
@@ -51,14 +84,34 @@ bool launch_cl_gather(const T* in, const at::opmath_type<T>* w, const T* bias, T
     CONVX_CASE(5, 5, 2)
     CONVX_CASE(7, 7, 2)
 #undef CONVX_CASE
-    if (kw == 31 && s == 1) return run<T, 0, 31, 1>(in, w, bias, out, P, stream);
+    if (kw == 31 && s == 1) return run<T, at::opmath_type<T>, 0, 31, 1, V>(in, w, bias, out, P, stream);
     return false;
   }
+}
+
+template <typename T>
+bool launch_cl_gather16(const T* in, const T* w, const T* bias, T* out, const Plan& P, cudaStream_t stream) {
+  if (!cl_fast_takes(P)) return false;
+  const int k = P.k[2], s = P.S[1], tile = cl_fast_choice();
+#define CONVX_CASE(K, S) \
+  if (k == K && s == S) return run16<T, K, K, S>(in, w, bias, out, P, tile, stream);
+  CONVX_CASE(2, 1)
+  CONVX_CASE(3, 1)
+  CONVX_CASE(4, 1)
+  CONVX_CASE(5, 1)
+  CONVX_CASE(7, 1)
+  CONVX_CASE(3, 2)
+  CONVX_CASE(5, 2)
+  CONVX_CASE(7, 2)
+#undef CONVX_CASE
+  return false;
 }
 
 template bool launch_cl_gather<float>(const float*, const float*, const float*, float*, const Plan&, cudaStream_t);
 template bool launch_cl_gather<double>(const double*, const double*, const double*, double*, const Plan&, cudaStream_t);
 template bool launch_cl_gather<c10::Half>(const c10::Half*, const float*, const c10::Half*, c10::Half*, const Plan&, cudaStream_t);
 template bool launch_cl_gather<c10::BFloat16>(const c10::BFloat16*, const float*, const c10::BFloat16*, c10::BFloat16*, const Plan&, cudaStream_t);
+template bool launch_cl_gather16<c10::Half>(const c10::Half*, const c10::Half*, const c10::Half*, c10::Half*, const Plan&, cudaStream_t);
+template bool launch_cl_gather16<c10::BFloat16>(const c10::BFloat16*, const c10::BFloat16*, const c10::BFloat16*, c10::BFloat16*, const Plan&, cudaStream_t);
 
 }  // namespace convx::cuda
