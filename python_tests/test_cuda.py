@@ -503,7 +503,8 @@ def test_depthwise_cl_weight_grad_tiles(dtype):
 
 # The 16-bit channels-last forward / data-grad fast path (launch_cl_gather16, CONVX_CL_FAST):
 # every specialisation (2x2, 3x3, 4x4, 5x5, 7x7 at stride 1; 3x3, 5x5, 7x7 at stride 2; the
-# data-grad's stride-2 phases take 2x2, 3x3, 4x4 sub-filters), 8 channels (one lane) to 960
+# data-grad's stride-2 phases take 2x2, 3x3, 4x4 sub-filters; 4x4-7x7 only with the knob at 2 or
+# 3, run by the second test), 8 channels (one lane) to 960
 # (2 equal channel tiles of 60 lanes) and 536 (67 lanes: 3 tiles of 32, idle lanes), batch 1, odd
 # sizes, strips and rows cut by the edges, no padding; then what it declines: channels not a
 # multiple of 8 and a misaligned input (generic kernel), 3-D (the previous tile).
@@ -580,10 +581,11 @@ def test_depthwise_cl16_fast_path(dtype):
         close(tr, tr_ref, "transposed")
 
 
-@pytest.mark.parametrize("choice", ["0", "2"])
+@pytest.mark.parametrize("choice", ["0", "2", "3"])
 def test_depthwise_cl16_fast_path_every_choice(choice):
     """The test above in a process with CONVX_CL_FAST=choice (the knob is read once per process):
-    0 = the previous path, 2 = 16-byte vectors for 4x4-7x7 too."""
+    0 = the previous path; 2, 3 = the fast path for 4x4-7x7 too (16-byte vectors; the previous
+    tile with 16-bit weights)."""
     here = os.path.dirname(os.path.abspath(__file__))
     env = dict(os.environ, CONVX_CL_FAST=choice)
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",

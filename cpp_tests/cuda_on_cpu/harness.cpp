@@ -95,9 +95,9 @@ bool st_dispatch(const Plan& P, const char** which, F&& f) {
   return false;
 }
 // cl_gather.cu's specialisations: f(tile, run) with each tile the launchers may use for the
-// filter; false when they do not take it. launch_cl_gather: V = 4 (cl_vec<T, false>), fp32
+// filter; false when they do not take it. launch_cl_gather: V = 4 (kClVec), fp32
 // weights, R = cl_outputs. launch_cl_gather16 (16-bit, cl16_specialised): 16-bit weights, V = 8
-// for 2x2 / 3x3; V = 4 (default) and V = 8 (CONVX_CL_FAST=2) for 4x4-7x7.
+// for 2x2 / 3x3; V = 8 (CONVX_CL_FAST=2) and V = 4 (CONVX_CL_FAST=3) for 4x4-7x7.
 template <typename T, typename WT, int KH, int KW, int S, int V>
 bool cl_run(const T* in, const WT* w, const T* bias, T* out, const Plan& P) {
   constexpr int R = cl_outputs<KH, KW, V, S>(), MB = cl_min_blocks<KW, R, V>();

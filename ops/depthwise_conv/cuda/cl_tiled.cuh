@@ -2,8 +2,8 @@
 // (N, L, C) layout of rank 1), channel multiplier 1, channels a multiple of the vector width.
 //
 // Each thread computes V channels of R consecutive outputs of one output row: V = 4 (16-byte
-// fp32 loads; 8-byte fp16 / bf16 loads on the previous 16-bit path, CONVX_CL_FAST=0), V = 8 for
-// fp16 / bf16 (16-byte loads; cl_vec). Per input row it loads that filter row's taps (at most
+// fp32 loads, 8-byte fp16 / bf16 loads) or, on the 16-bit fast path (launch_cl_gather16), V = 8
+// (16-byte fp16 / bf16 loads). Per input row it loads that filter row's taps (at most
 // kClTapChunk at a time: wide filters go in chunks) and then streams the row segment
 // ((R - 1) * S + taps vectors) one vector at a time, applying each vector to every output of the
 // strip it touches. Only the accumulators, one filter row and one input vector live in
@@ -33,12 +33,9 @@ struct alignas(sizeof(T) * V) Pack {
   T v[V];
 };
 
-// Channels per thread: 16 bytes of T (4 fp32, 8 fp16 / bf16); FAST = false: 4 in every dtype
-// (the previous 16-bit path: 8-byte loads, fp32 weights).
-template <typename T, bool FAST>
-constexpr int cl_vec() {
-  return FAST ? static_cast<int>(16 / sizeof(T)) : 4;
-}
+// Channels per thread: 4 (16-byte fp32 loads, 8-byte fp16 / bf16 loads); 8 on the 16-bit fast
+// path (16-byte loads).
+constexpr int kClVec = 4, kClVec16 = 8;
 
 // Outputs per thread along W: 8 for the square 2x2-7x7 filters (of the three tiles measured on
 // the H100 in session 4 -- R = 4; R = 2 with 16-byte 16-bit loads; R = 8 -- R = 8 was the fastest
@@ -62,9 +59,10 @@ constexpr int kClTapChunk = 8;
 // Blocks of 256 threads per SM asked of ptxas (__launch_bounds__): 4 = 64 registers (50%
 // occupancy), 3 = 80, 2 = 128. From -Xptxas -v over every specialisation (sm_90): the
 // row loop (filter row + streamed inputs + accumulators) spills nothing at 64 registers while
-// (KC + R) * V <= 32 and at 80 beyond that, except R * V = 32 accumulators (R = 8 x 4 channels,
-// R = 4 x 8 channels), which need 128 (the row loop of 3x3 s2 spills at 80). What spills at those caps is block set-up state (indices, pointers),
-// reloaded once per output strip, not per row.
+// (KC + R) * V <= 32 and at 80 beyond that, except from R * V = 32 accumulators on (R = 8 x 4
+// channels, R = 4 or 8 x 8 channels), which need 128 (the row loop of 3x3 s2 spills at 80).
+// What spills at those caps is block set-up state (indices, pointers), reloaded once per output
+// strip, not per row.
 template <int KW, int R, int V = 4>
 constexpr int cl_min_blocks() {
   constexpr int KC = KW < kClTapChunk ? KW : kClTapChunk;
