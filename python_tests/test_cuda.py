@@ -477,8 +477,8 @@ CLW_TILE_CASES = [  # (rank, N, C, size, k, stride, padding)
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
 def test_depthwise_cl_weight_grad_tiles(dtype):
-    """The channels-last weight-grad with this process's CONVX_CLW_TILE (the test below runs the
-    others) against float64 on the same 16-bit data, on poisoned memory; same bits twice."""
+    """The channels-last weight-grad against float64 on the same 16-bit data, on poisoned memory;
+    same bits twice."""
     for i, (rank, N, C, size, k, s, p) in enumerate(CLW_TILE_CASES):
         gen = torch.Generator().manual_seed(40 + i)
         x = _held(torch.randn(N, C, *size, generator=gen), "channels_last").to(DEV, dtype)
@@ -501,13 +501,95 @@ def test_depthwise_cl_weight_grad_tiles(dtype):
         torch.testing.assert_close(a.double() / scale, ref / scale, rtol=2e-2, atol=1e-2, msg=lambda m: f"case {i}: {m}")
 
 
-@pytest.mark.parametrize("tile", ["1", "2"])
-def test_depthwise_cl_weight_grad_every_tile(tile):
-    """The test above in a process with CONVX_CLW_TILE=tile (the knob is read once per process)."""
+# The 16-bit channels-last forward / data-grad fast path (launch_cl_gather16, CONVX_CL_FAST):
+# every specialisation (2x2, 3x3, 4x4, 5x5, 7x7 at stride 1; 3x3, 5x5, 7x7 at stride 2; the
+# data-grad's stride-2 phases take 2x2, 3x3, 4x4 sub-filters; 4x4-7x7 only with the knob at 2 or
+# 3, run by the second test), 8 channels (one lane) to 960
+# (2 equal channel tiles of 60 lanes) and 536 (67 lanes: 3 tiles of 32, idle lanes), batch 1, odd
+# sizes, strips and rows cut by the edges, no padding; then what it declines: channels not a
+# multiple of 8 and a misaligned input (generic kernel), 3-D (the previous tile).
+CL16_CASES = [  # (rank, N, C, size, k, stride, padding, bias)
+    (2, 2, 16, (15, 12), 2, 1, 0, True),
+    (2, 1, 8, (9, 11), 3, 1, 1, False),
+    (2, 2, 24, (13, 17), 3, 1, 1, True),
+    (2, 2, 960, (7, 7), 3, 1, 1, True),
+    (2, 1, 536, (6, 5), 3, 1, 1, False),
+    (2, 2, 8, (10, 9), 3, 1, 0, True),
+    (2, 2, 16, (14, 11), 3, 2, 1, True),
+    (2, 1, 8, (15, 13), 3, 2, 1, False),
+    (2, 2, 8, (11, 9), 4, 1, 1, True),
+    (2, 2, 16, (15, 12), 5, 1, 2, True),
+    (2, 1, 8, (17, 16), 5, 2, 2, False),
+    (2, 2, 16, (7, 7), 7, 1, 3, True),
+    (2, 1, 8, (20, 23), 7, 2, 3, True),
+    (2, 2, 12, (9, 9), 3, 1, 1, True),      # declined: 12 channels
+    (3, 1, 8, (5, 9, 10), 3, 1, 1, True),   # declined: 3-D
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+def test_depthwise_cl16_fast_path(dtype):
+    """Forward, input-grad and the depthwise transposed convolution (output_padding where the
+    stride allows it) in channels-last 16-bit against float64 on the same 16-bit data, on
+    poisoned memory, with this process's CONVX_CL_FAST (the test below runs the others); the
+    forward also on an input one element past an aligned address."""
+    import torch.nn.functional as F
+
+    tol = dict(rtol=4e-3, atol=4e-3) if dtype == torch.float16 else dict(rtol=2e-2, atol=2e-2)
+    ops = torch.ops.convx
+    for i, (rank, N, C, size, k, s, p, has_bias) in enumerate(CL16_CASES):
+        gen = torch.Generator().manual_seed(70 + i)
+        conv = {2: F.conv2d, 3: F.conv3d}[rank]
+        convt = {2: F.conv_transpose2d, 3: F.conv_transpose3d}[rank]
+        st, pad, dil = [s] * rank, [p] * rank, [1] * rank
+        x = _held(torch.randn(N, C, *size, generator=gen), "channels_last").to(DEV, dtype)
+        w = torch.randn(C, 1, *[k] * rank, generator=gen).to(DEV, dtype)
+        b = torch.randn(C, generator=gen).to(DEV, dtype) if has_bias else None
+        bd = None if b is None else b.double()
+
+        def close(out, ref, what):
+            scale = max(1.0, float(ref.abs().max()))
+            assert not torch.isnan(out).any(), f"case {i} {what}: NaN (unwritten element)"
+            assert out.stride(1) == 1, f"case {i} {what}: not channels-last"
+            torch.testing.assert_close(out.double() / scale, ref / scale, **tol, msg=lambda m: f"case {i} {what}: {m}")
+
+        ref = conv(x.double(), w.double(), bd, st, pad, dil, C)
+        poison()
+        with deterministic():
+            y = getattr(ops, f"depthwise_conv{rank}d")(x, w, b, st, pad, dil)
+        close(y, ref, "forward")
+        # The same input one element past an aligned address (a channels-last view of it).
+        spatial = list(size)
+        flat = torch.empty(x.numel() + 1, device=DEV, dtype=dtype)
+        xm = flat[1:].view(N, *spatial, C).movedim(-1, 1)
+        xm.copy_(x)
+        poison()
+        with deterministic():
+            ym = getattr(ops, f"depthwise_conv{rank}d")(xm, w, b, st, pad, dil)
+        close(ym, ref, "forward, misaligned input")
+        gy = _held(torch.randn(ref.shape, generator=gen), "channels_last").to(DEV, dtype)
+        gx_ref = torch.nn.grad.conv2d_input if rank == 2 else torch.nn.grad.conv3d_input
+        poison()
+        with deterministic():
+            gx = getattr(ops, f"conv{rank}d_input_grad")(list(x.shape), w, gy, st, pad, dil, C)
+        close(gx, gx_ref(list(x.shape), w.double(), gy.double(), st, pad, dil, C), "input-grad")
+        opad = [min(1, s - 1)] * rank
+        tr_ref = convt(gy.double(), w.double(), bd, st, pad, opad, C, dil)
+        poison()
+        with deterministic():
+            tr = getattr(ops, f"conv_transpose{rank}d")(gy, w, b, st, pad, opad, C, dil)
+        close(tr, tr_ref, "transposed")
+
+
+@pytest.mark.parametrize("choice", ["0", "2", "3"])
+def test_depthwise_cl16_fast_path_every_choice(choice):
+    """The test above in a process with CONVX_CL_FAST=choice (the knob is read once per process):
+    0 = the previous path; 2, 3 = the fast path for 4x4-7x7 too (16-byte vectors; the previous
+    tile with 16-bit weights)."""
     here = os.path.dirname(os.path.abspath(__file__))
-    env = dict(os.environ, CONVX_CLW_TILE=tile)
+    env = dict(os.environ, CONVX_CL_FAST=choice)
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
-                           os.path.join(here, "test_cuda.py"), "-k", "test_depthwise_cl_weight_grad_tiles"],
+                           os.path.join(here, "test_cuda.py"), "-k", "test_depthwise_cl16_fast_path and not every"],
                           env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "2 passed" in proc.stdout

@@ -15,6 +15,7 @@
 #include "cl_tiled.cuh"
 #include "nc_wgrad_stream.cuh"
 #include "row1d.cuh"
+#include <string>
 namespace convx::cuda {
 namespace {
 constexpr int kThreads = 256;
@@ -160,25 +161,51 @@ Tensor roww_run(const T* x, const T* gy, const Plan& P) {
 template <typename T, int KH, int KW, int S>
 bool cl_run(const T* in, const float* w, const T* bias, T* out, const Plan& P) {
   constexpr int V = kClVec, R = cl_outputs<KH, KW>(), MB = cl_min_blocks<KW, R>();
+// cl_gather.cu's specialisations: f(tile, run) with each tile the launchers may use for the
+// filter; false when they do not take it. launch_cl_gather: V = 4 (kClVec), fp32
+// weights, R = cl_outputs. launch_cl_gather16 (16-bit, cl16_specialised): 16-bit weights, V = 8
+// for 2x2 / 3x3; V = 8 (CONVX_CL_FAST=2) and V = 4 (CONVX_CL_FAST=3) for 4x4-7x7.
+template <typename T, typename WT, int KH, int KW, int S, int V>
+bool cl_run(const T* in, const WT* w, const T* bias, T* out, const Plan& P) {
+  constexpr int R = cl_outputs<KH, KW, V, S>(), MB = cl_min_blocks<KW, R, V>();
   ClTile L = choose_cl_tile(P, V, R);
-  launch(dim3{3}, dim3{cl_block_threads(L)}, [&] { cl_gather<T, KH, KW, S, V, R, MB>(in, w, bias, out, P, L); });
+  launch(dim3{3}, dim3{cl_block_threads(L)}, [&] { cl_gather<T, WT, KH, KW, S, V, R, MB>(in, w, bias, out, P, L); });
   L.i32 = false;  // the 64-bit block decomposition, which only huge shapes take
   std::vector<T> first(out, out + cl_out_numel), again(cl_out_numel, T(NAN));
-  launch(dim3{3}, dim3{cl_block_threads(L)}, [&] { cl_gather<T, KH, KW, S, V, R, MB>(in, w, bias, again.data(), P, L); });
+  launch(dim3{3}, dim3{cl_block_threads(L)}, [&] { cl_gather<T, WT, KH, KW, S, V, R, MB>(in, w, bias, again.data(), P, L); });
   if (std::memcmp(first.data(), again.data(), cl_out_numel * sizeof(T)) != 0) {
     std::printf("cl_gather: 64-bit block decomposition differs\n");
     ++failures;
   }
   return true;
 }
+template <int KH, int KW, int S, int V>
+std::string cl_tile_name() {
+  return "V" + std::to_string(V) + "R" + std::to_string(cl_outputs<KH, KW, V, S>());
+}
 template <typename T, typename F>
 bool cl_dispatch(const Plan& P, F&& f) {
   const int kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
+  using W = at::opmath_type<T>;
 #define C_(KH, KW, S) \
-  if (kh == KH && kw == KW && s == S) return f(cl_outputs<KH, KW>(), cl_run<T, KH, KW, S>), true;
+  if (kh == KH && kw == KW && s == S) return f(cl_tile_name<KH, KW, S, 4>(), cl_run<T, W, KH, KW, S, 4>), true;
   C_(1, 2, 1) C_(1, 3, 1) C_(1, 4, 1) C_(1, 15, 1) C_(1, 31, 1) C_(2, 2, 1) C_(3, 3, 1) C_(4, 4, 1) C_(5, 5, 1) C_(7, 7, 1) C_(3, 3, 2) C_(5, 5, 2) C_(7, 7, 2)
 #undef C_
-  if (kw == 31 && s == 1) return f(cl_outputs<0, 31>(), cl_run<T, 0, 31, 1>), true;
+  if (kw == 31 && s == 1) return f(cl_tile_name<0, 31, 1, 4>(), cl_run<T, W, 0, 31, 1, 4>), true;
+  return false;
+}
+template <typename T, typename F>
+bool cl16_dispatch(const Plan& P, F&& f) {
+  if (!cl16_specialised(P)) return false;
+  const int k = P.k[2], s = P.S[1];
+#define C_(K, S)                                                                  \
+  if (k == K && s == S) {                                                         \
+    if constexpr (K > 3) f(cl_tile_name<K, K, S, 4>(), cl_run<T, T, K, K, S, 4>); \
+    f(cl_tile_name<K, K, S, 8>(), cl_run<T, T, K, K, S, 8>);                      \
+    return true;                                                                  \
+  }
+  C_(2, 1) C_(3, 1) C_(4, 1) C_(5, 1) C_(7, 1) C_(3, 2) C_(5, 2) C_(7, 2)
+#undef C_
   return false;
 }
 template <typename T, int KH, int KW, int S, int R>
@@ -226,16 +253,15 @@ Tensor ncw_dispatch(const T* x, const T* gy, const Plan& P, const char** which) 
   return Tensor();
 }
 // ---- end streaming NC weight-grad ----
-// cl_wgrad.cu's run<>: the partial kernel, then sum_chunks (both on poisoned buffers). Every tile
-// (ClwShape, wide and narrow: CONVX_CLW_TILE) with both grid targets.
-template <typename T, int KH, int KW, int S, bool kNarrow>
-Tensor clw_run(const T* x, const T* gy, const Plan& P, bool wide_index, int64_t target_blocks) {
-  using Shape = ClwShape<T, KH, KW, kNarrow>;
+// cl_wgrad.cu's run<>: the partial kernel, then sum_chunks (both on poisoned buffers).
+template <typename T, int KH, int KW, int S>
+Tensor clw_run(const T* x, const T* gy, const Plan& P, bool wide_index) {
+  using Shape = ClwShape<T, KH, KW>;
   constexpr int VW = Shape::VW, R = Shape::R, RH = Shape::RH;
   if (P.out_c % VW != 0) return Tensor();
   ClwTile L{};
   int64_t ctiles = 0, chunks = 0;
-  if (!choose_clw_tile(L, P, VW, R, (R - 1) * S + KW, target_blocks, ctiles, chunks)) return Tensor();
+  if (!choose_clw_tile(L, P, VW, R, (R - 1) * S + KW, ctiles, chunks)) return Tensor();
   if (wide_index) L.i32 = false;  // the 64-bit item decomposition, which only huge shapes take
   const int64_t taps = int64_t(P.k[0]) * P.k[1] * KW, n = P.out_c * taps;
   Tensor part = at::full({chunks, n}, NAN, at::kFloat);
@@ -250,27 +276,16 @@ Tensor clw_run(const T* x, const T* gy, const Plan& P, bool wide_index, int64_t 
   launch(sgrid, sblock, [&] { sum_chunks<T>(pp, gp, chunks, n); });
   return gw;
 }
-// Runs every tile and grid target that cl_wgrad.cu's launcher can pick for the shape; f(tag, result).
-template <typename T, typename F>
-void clw_dispatch(const T* x, const T* gy, const Plan& P, bool wide_index, F&& f) {
+// The weight-grad as cl_wgrad.cu's launcher runs it for the shape (undefined: not taken).
+template <typename T>
+Tensor clw_dispatch(const T* x, const T* gy, const Plan& P, bool wide_index) {
   const int kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
-  auto all = [&](auto wide, auto narrow) {
-    f("", wide(kWgradWave));
-    f(" 4w", wide(4 * kWgradWave));
-    Tensor r = narrow();
-    if (r.defined()) f(" nar", r);
-  };
-#define C_(KH, KW, S)                                                                                     \
-  if ((kh == KH || (KH == 0 && kh != 1)) && kw == KW && s == S) {                                                                   \
-    using Wd = ClwShape<T, KH, KW, false>;                                                                \
-    using Nr = ClwShape<T, KH, KW, true>;                                                                 \
-    constexpr bool differs = Wd::VW != Nr::VW || Wd::R != Nr::R || Wd::RH != Nr::RH;                      \
-    return all([&](int64_t tb) { return clw_run<T, KH, KW, S, false>(x, gy, P, wide_index, tb); },        \
-               [&] { return differs ? clw_run<T, KH, KW, S, true>(x, gy, P, wide_index, kWgradWave) : Tensor(); }); \
-  }
+#define C_(KH, KW, S) \
+  if ((kh == KH || (KH == 0 && kh != 1)) && kw == KW && s == S) return clw_run<T, KH, KW, S>(x, gy, P, wide_index);
   C_(1, 2, 1) C_(1, 3, 1) C_(1, 4, 1) C_(1, 15, 1) C_(1, 31, 1) C_(3, 3, 1) C_(5, 5, 1) C_(7, 7, 1) C_(3, 3, 2)
   C_(5, 5, 2) C_(7, 7, 2) C_(0, 31, 1)
 #undef C_
+  return Tensor();
 }
 
 Tensor prep(const Tensor& w, Plan& P, Prep& Q, bool cl) {
@@ -280,6 +295,16 @@ Tensor prep(const Tensor& w, Plan& P, Prep& Q, bool cl) {
   Tensor wp = at::full({Q.phases * P.wphase}, NAN, at::kFloat);
   Tensor wc = w.contiguous();
   launch(dim3{1}, dim3{64}, [&] { prepare_weights<float>(wc.data_ptr<float>(), wp.data_ptr<float>(), Q); });
+  return wp;
+}
+// The prepared weights of the 16-bit fast path: the 16-bit filter's own values.
+Tensor prep16(const Tensor& wh, Plan& P, Prep& Q) {
+  Q.wrows = P.wrows;
+  Q.cl = true;
+  P.wphase = P.wrows * Q.T[0] * Q.T[1] * Q.T[2];
+  Tensor wp = at::full({Q.phases * P.wphase}, NAN, at::kHalf);
+  Tensor wc = wh.contiguous();
+  launch(dim3{1}, dim3{64}, [&] { prepare_weights<at::Half, at::Half>(wc.data_ptr<at::Half>(), wp.data_ptr<at::Half>(), Q); });
   return wp;
 }
 Tensor to_cl(const Tensor& t) {  // (N, C, *s) -> memory (N, *s, C) as a contiguous tensor
@@ -432,19 +457,29 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
     if (m == 1 && C % 4 == 0) {
       Tensor wt = prep(w, P, Q, true);
       Tensor xc = to_cl(x), xch = to_cl(xh);
-      cl_dispatch<float>(P, [&](int tile, auto run) {
+      cl_dispatch<float>(P, [&](const std::string& tile, auto run) {
         Tensor oc = at::full(to_cl(y).sizes(), NAN);
         cl_out_numel = oc.numel();
         if (run(xc.data_ptr<float>(), wt.data_ptr<float>(), b.data_ptr<float>(), oc.data_ptr<float>(), P))
-          check(("fwd cl R" + std::to_string(tile)).c_str(), from_cl(oc), y, name);
+          check(("fwd cl " + tile).c_str(), from_cl(oc), y, name);
       });
-      if (C % 8 == 0)  // 16-bit channels-last takes 16-byte aligned channel rows
-        cl_dispatch<at::Half>(P, [&](int tile, auto run) {
+      if (C % 8 == 0) {  // 16-bit channels-last takes 16-byte aligned channel rows
+        cl_dispatch<at::Half>(P, [&](const std::string& tile, auto run) {
           Tensor oc = at::full(to_cl(y).sizes(), NAN, at::kHalf);
           cl_out_numel = oc.numel();
           if (run(xch.data_ptr<at::Half>(), wt.data_ptr<float>(), bh.data_ptr<at::Half>(), oc.data_ptr<at::Half>(), P))
-            check(("fwd16 cl R" + std::to_string(tile)).c_str(), from_cl(oc), yh, name, 2e-3);
+            check(("fwd16 cl " + tile).c_str(), from_cl(oc), yh, name, 2e-3);
         });
+        // the fast path: 16-bit weights, against float64 on the 16-bit filter
+        Tensor wh = w.to(at::kHalf), wp16 = prep16(wh, P, Q);
+        Tensor yhh = at::convolution(xh.to(at::kDouble), wh.to(at::kDouble), bh.to(at::kDouble), s, p, dil, false, op, C);
+        cl16_dispatch<at::Half>(P, [&](const std::string& tile, auto run) {
+          Tensor oc = at::full(to_cl(y).sizes(), NAN, at::kHalf);
+          cl_out_numel = oc.numel();
+          if (run(xch.data_ptr<at::Half>(), wp16.data_ptr<at::Half>(), bh.data_ptr<at::Half>(), oc.data_ptr<at::Half>(), P))
+            check(("fwd16 cl16 " + tile).c_str(), from_cl(oc), yhh, name, 2e-3);
+        });
+      }
     }
   }
   {  // data-grad
@@ -470,21 +505,31 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
       if (m == 1 && C % 4 == 0) {
         Tensor wt = prep(w, P, Q, true);
         Tensor gc = to_cl(gy);
-        cl_dispatch<float>(P, [&](int tile, auto run) {
+        cl_dispatch<float>(P, [&](const std::string& tile, auto run) {
           Tensor oc = at::full(to_cl(x).sizes(), NAN);
           cl_out_numel = oc.numel();
           if (run(gc.data_ptr<float>(), wt.data_ptr<float>(), nullptr, oc.data_ptr<float>(), P))
-            check(("dgrad cl R" + std::to_string(tile)).c_str(), from_cl(oc), gx_ref, name);
+            check(("dgrad cl " + tile).c_str(), from_cl(oc), gx_ref, name);
         });
         if (C % 8 == 0) {  // half storage: against float64 on the same half-rounded gradient
           Tensor gh = gy.to(at::kHalf), gch = to_cl(gh);
           auto gr = at::convolution_backward(gh.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble), std::nullopt, s, p,
                                              dil, false, op, C, {true, false, false});
-          cl_dispatch<at::Half>(P, [&](int tile, auto run) {
+          cl_dispatch<at::Half>(P, [&](const std::string& tile, auto run) {
             Tensor oc = at::full(to_cl(x).sizes(), NAN, at::kHalf);
             cl_out_numel = oc.numel();
             if (run(gch.data_ptr<at::Half>(), wt.data_ptr<float>(), nullptr, oc.data_ptr<at::Half>(), P))
-              check(("dgrad16 cl R" + std::to_string(tile)).c_str(), from_cl(oc), std::get<0>(gr), name, 2e-3);
+              check(("dgrad16 cl " + tile).c_str(), from_cl(oc), std::get<0>(gr), name, 2e-3);
+          });
+          // the fast path: 16-bit weights, against float64 on the 16-bit filter
+          Tensor wh = w.to(at::kHalf), wp16 = prep16(wh, P, Q);
+          auto gr16 = at::convolution_backward(gh.to(at::kDouble), x.to(at::kDouble), wh.to(at::kDouble), std::nullopt, s,
+                                               p, dil, false, op, C, {true, false, false});
+          cl16_dispatch<at::Half>(P, [&](const std::string& tile, auto run) {
+            Tensor oc = at::full(to_cl(x).sizes(), NAN, at::kHalf);
+            cl_out_numel = oc.numel();
+            if (run(gch.data_ptr<at::Half>(), wp16.data_ptr<at::Half>(), nullptr, oc.data_ptr<at::Half>(), P))
+              check(("dgrad16 cl16 " + tile).c_str(), from_cl(oc), std::get<0>(gr16), name, 2e-3);
           });
         }
       }
@@ -505,19 +550,16 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
     if (m == 1) {
       Tensor xc = to_cl(x), gc = to_cl(gy);
       for (bool wide : {false, true}) {
-        const std::string tag = wide ? "wgrad cl64" : "wgrad cl";
-        clw_dispatch<float>(xc.data_ptr<float>(), gc.data_ptr<float>(), P, wide, [&](const char* t, const Tensor& rc) {
-          if (rc.defined()) check((tag + t).c_str(), rc.view(gw_ref.sizes()), gw_ref, name);
-        });
+        const Tensor rc = clw_dispatch<float>(xc.data_ptr<float>(), gc.data_ptr<float>(), P, wide);
+        if (rc.defined()) check(wide ? "wgrad cl64" : "wgrad cl", rc.view(gw_ref.sizes()), gw_ref, name);
       }
       // Half storage, float accumulation: against float64 on the same half-rounded data.
       Tensor xh = xc.to(at::kHalf), gh = gc.to(at::kHalf);
       auto gr = at::convolution_backward(from_cl(gh).to(at::kDouble), from_cl(xh).to(at::kDouble), w.to(at::kDouble),
                                          std::nullopt, s, p, dil, false, op, C, {false, true, false});
       const Tensor gw16_ref = std::get<1>(gr);
-      clw_dispatch<at::Half>(xh.data_ptr<at::Half>(), gh.data_ptr<at::Half>(), P, false, [&](const char* t, const Tensor& rc) {
-        if (rc.defined()) check((std::string("wgrad16 cl") + t).c_str(), rc.view(gw16_ref.sizes()), gw16_ref, name, 2e-3);
-      });
+      const Tensor rc = clw_dispatch<at::Half>(xh.data_ptr<at::Half>(), gh.data_ptr<at::Half>(), P, false);
+      if (rc.defined()) check("wgrad16 cl", rc.view(gw16_ref.sizes()), gw16_ref, name, 2e-3);
     }
   }
 }

@@ -1,8 +1,9 @@
 // Register-tiled depthwise forward / data-grad for channels-last tensors (NHWC, NDHWC and the
 // (N, L, C) layout of rank 1), channel multiplier 1, channels a multiple of the vector width.
 //
-// Each thread computes V = 4 channels (16-byte fp32 / 8-byte fp16-bf16 loads) of R consecutive
-// outputs of one output row. Per input row it loads that filter row's taps (at most
+// Each thread computes V channels of R consecutive outputs of one output row: V = 4 (16-byte
+// fp32 loads, 8-byte fp16 / bf16 loads) or, on the 16-bit fast path (launch_cl_gather16), V = 8
+// (16-byte fp16 / bf16 loads). Per input row it loads that filter row's taps (at most
 // kClTapChunk at a time: wide filters go in chunks) and then streams the row segment
 // ((R - 1) * S + taps vectors) one vector at a time, applying each vector to every output of the
 // strip it touches. Only the accumulators, one filter row and one input vector live in
@@ -10,8 +11,10 @@
 // tile of the square filters; the previous design held every tap of a band of rows: 123-144 registers, 12.5-25%,
 // latency-bound) and hides the load latency with warps instead of with a thread's own state;
 // the rows shared by neighbouring outputs are re-read from L1 by the threads of the block (one
-// thread per output row). The filter is read in fp32, laid out [tap][channel] so that a warp's
-// channel lanes read consecutive weights; accumulation is in fp32 (the opmath type).
+// thread per output row). The filter, laid out [tap][channel] so that a warp's channel lanes
+// read consecutive weights, is read in its weight type WT: fp32 (the opmath type), or the 16-bit
+// input type itself on the 16-bit fast path (the weight tensor is 16-bit: the same values, half
+// the filter bytes through L1 per output); accumulation is in fp32 (the opmath type).
 #pragma once
 
 #include "ops/depthwise_conv/cuda/plan.cuh"
@@ -30,17 +33,24 @@ struct alignas(sizeof(T) * V) Pack {
   T v[V];
 };
 
-// Channels per thread: 4 (16-byte fp32 loads, 8-byte fp16 / bf16 loads).
-constexpr int kClVec = 4;
+// Channels per thread: 4 (16-byte fp32 loads, 8-byte fp16 / bf16 loads); 8 on the 16-bit fast
+// path (16-byte loads).
+constexpr int kClVec = 4, kClVec16 = 8;
 
 // Outputs per thread along W: 8 for the square 2x2-7x7 filters (of the three tiles measured on
 // the H100 in session 4 -- R = 4; R = 2 with 16-byte 16-bit loads; R = 8 -- R = 8 was the fastest
 // on every channels-last 2-D row despite its 128 registers: 3 loads per 8 outputs of a 3x3 row,
 // e.g. MobileNetV2 k3 fp32 forward 0.101 ms vs 0.126 and 0.143), 4 for the one-row and 31-wide
 // filters, whose taps go in chunks (KH = 0: 31 rows at run time).
-template <int KH, int KW>
+//
+// 16-byte 16-bit vectors (V = 8, the 16-bit fast path; not yet measured on a GPU): R = 8 for
+// 2x2 and 3x3 at stride 1 -- the same 10 loads per 8 outputs of a 3x3 row as fp32, now 16 bytes
+// each; 64 accumulators + 24 weights fit 128 registers without a spill in the row loop -- and
+// R = 4 otherwise (3x3 stride 2 at R = 8 spills in the row loop: 17 input vectors per row).
+template <int KH, int KW, int V = 4, int S = 1>
 constexpr int cl_outputs() {
-  return KH >= 2 && KH == KW && KW <= 7 ? 8 : 4;
+  if (KH < 2 || KH != KW || KW > 7) return 4;
+  return V <= 4 || (KW <= 3 && S == 1) ? 8 : 4;
 }
 
 // Filter taps of one row held in registers at a time (1x15, 1x31, 31x31 go in chunks).
@@ -49,14 +59,14 @@ constexpr int kClTapChunk = 8;
 // Blocks of 256 threads per SM asked of ptxas (__launch_bounds__): 4 = 64 registers (50%
 // occupancy), 3 = 80, 2 = 128. From -Xptxas -v over every specialisation (sm_90): the
 // row loop (filter row + streamed inputs + accumulators) spills nothing at 64 registers while
-// (KC + R) * V <= 32 and at 80 beyond that, except R = 8, which needs 128 (the row loop of
-// 3x3 s2 spills at 80). What spills at those caps is block set-up state (indices, pointers),
-// reloaded once per output strip, not per row.
-template <int KW, int R>
+// (KC + R) * V <= 32 and at 80 beyond that, except from R * V = 32 accumulators on (R = 8 x 4
+// channels, R = 4 or 8 x 8 channels), which need 128 (the row loop of 3x3 s2 spills at 80).
+// What spills at those caps is block set-up state (indices, pointers), reloaded once per output
+// strip, not per row.
+template <int KW, int R, int V = 4>
 constexpr int cl_min_blocks() {
-  constexpr int V = kClVec;
   constexpr int KC = KW < kClTapChunk ? KW : kClTapChunk;
-  return R >= 8 ? 2 : ((KC + R) * V <= 32 ? 4 : 3);
+  return R * V >= 32 ? 2 : ((KC + R) * V <= 32 ? 4 : 3);
 }
 
 struct ClTile {
@@ -98,6 +108,15 @@ inline unsigned cl_block_threads(const ClTile& L) {
   return static_cast<unsigned>(ceil_div(int64_t(L.CB) * L.PX * L.PY, 32) * 32);
 }
 
+// The 16-bit fast path's specialisations (launch_cl_gather16): 2-D square filters 2x2, 3x3, 4x4,
+// 5x5, 7x7 at stride 1 and 3x3, 5x5, 7x7 at stride 2. The one-row, 31-wide and 3-D problems keep
+// the previous path.
+inline bool cl16_specialised(const Plan& P) {
+  const int k = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
+  return P.k[0] == 1 && P.in[0] == 1 && P.k[1] == k &&
+         ((s == 1 && k >= 2 && k <= 7 && k != 6) || (s == 2 && (k == 3 || k == 5 || k == 7)));
+}
+
 // The launcher only takes channel counts up to this, so that offsets within a filter row
 // (tap * channels) and within a row segment (column * channels) are 32-bit.
 constexpr int64_t kClMaxChannels = int64_t(1) << 24;
@@ -105,13 +124,20 @@ constexpr int64_t kClMaxChannels = int64_t(1) << 24;
 // NK taps of one filter row on the thread's strip: w -> the first tap's weights (stride ws per
 // tap), row -> the segment's first input vector (stride cs per column), cols bit c set when
 // column c of the segment lies inside the input row (outside it reads zero).
-template <int NK, int S, int R, int V, typename T, typename acc_t>
+template <int NK, int S, int R, int V, typename T, typename WT, typename acc_t>
 __device__ __forceinline__ void cl_row(acc_t (&acc)[R][V], const T* __restrict__ row,
-                                       const acc_t* __restrict__ w, int cs, int ws, uint32_t cols) {
+                                       const WT* __restrict__ w, int cs, int ws, uint32_t cols) {
   constexpr int NX = (R - 1) * S + NK;
-  Pack<acc_t, V> wv[NK];
+  acc_t wv[NK][V];
 #pragma unroll
-  for (int k = 0; k < NK; ++k) wv[k] = *reinterpret_cast<const Pack<acc_t, V>*>(w + k * ws);
+  for (int k = 0; k < NK; ++k) {
+    // one vector load per tap (as 32-bit words, like the inputs), converted once per row
+    const auto raw = *reinterpret_cast<const Pack<uint32_t, sizeof(WT) * V / 4>*>(w + k * ws);
+    Pack<WT, V> p;
+    memcpy(&p, &raw, sizeof(p));
+#pragma unroll
+    for (int v = 0; v < V; ++v) wv[k][v] = static_cast<acc_t>(p.v[v]);
+  }
 #pragma unroll
   for (int c = 0; c < NX; ++c) {
     // Loaded as 32-bit words (zero outside the row) and only then viewed as T: element-wise
@@ -128,15 +154,15 @@ __device__ __forceinline__ void cl_row(acc_t (&acc)[R][V], const T* __restrict__
       const int k = c - r * S;
       if (k < 0 || k >= NK) continue;
 #pragma unroll
-      for (int v = 0; v < V; ++v) acc[r][v] += wv[k].v[v] * xf[v];
+      for (int v = 0; v < V; ++v) acc[r][v] += wv[k][v] * xf[v];
     }
   }
 }
 
 // KH == 0: the filter height is read from the plan (a runtime loop, for tall filters).
-template <typename T, int KH, int KW, int S, int V, int R, int MINB>
+template <typename T, typename WT, int KH, int KW, int S, int V, int R, int MINB>
 __global__ void __launch_bounds__(256, MINB)
-cl_gather(const T* __restrict__ in, const at::opmath_type<T>* __restrict__ wt,
+cl_gather(const T* __restrict__ in, const WT* __restrict__ wt,
           const T* __restrict__ bias, T* __restrict__ out, const Plan P, const ClTile L) {
   using acc_t = at::opmath_type<T>;
   constexpr int KC = KW < kClTapChunk ? KW : kClTapChunk, KR = KW % KC;
@@ -190,7 +216,7 @@ cl_gather(const T* __restrict__ in, const at::opmath_type<T>* __restrict__ wt,
     // Input (iz + kd0, iy + kh0, ix) and its weights; the column may lie left of the row and
     // the pointer before the row: only the columns of `cols` are read.
     const T* x0 = in + ((n * P.in[0] + iz + kd0) * P.in[1] + iy + kh0) * rs + ix * P.in_c + co0;
-    const acc_t* w0 = wt + ph * P.wphase + (int64_t(kd0) * kh_n + kh0) * KW * P.wrows + co0;
+    const WT* w0 = wt + ph * P.wphase + (int64_t(kd0) * kh_n + kh0) * KW * P.wrows + co0;
     // The strip's first output and how many of its R outputs exist, computed before the loops
     // so that the block indices are dead during them (fewer live registers).
     const int64_t od = int64_t(qd) * P.os[0] + P.r[0][pd], oy = qy * P.os[1] + P.r[1][phh];
@@ -211,7 +237,7 @@ cl_gather(const T* __restrict__ in, const at::opmath_type<T>* __restrict__ wt,
 #pragma unroll 1
       for (int kd = kd0; kd < kd1; ++kd) {
         const T* row = x0 + (kd - kd0) * ds + kc0 * cs;
-        const acc_t* w = w0 + (int64_t(kd - kd0) * kh_n * KW + kc0) * P.wrows;
+        const WT* w = w0 + (int64_t(kd - kd0) * kh_n * KW + kc0) * P.wrows;
 #pragma unroll 1
         for (int kh = kh0; kh < kh1; ++kh, row += rs, w += wrow)
           cl_row<NK, S, R, V>(acc, row, w, cs, ws, cols);

@@ -14,7 +14,7 @@
 // consecutive pixels' channels, which are consecutive in memory); the groups walk the block's
 // items in an interleaved order. The G groups' sums are added in group order through shared
 // memory and written as the block's partial [chunk][channel][tap]; a second kernel adds the chunks
-// in a fixed order. No atomics: the result depends only on the shapes (and CONVX_CLW_TILE).
+// in a fixed order. No atomics: the result depends only on the shapes.
 #include "ops/depthwise_conv/cuda/cl_tiled.cuh"
 #include "ops/depthwise_conv/cuda/launch.h"
 
@@ -22,12 +22,10 @@
 #include <c10/core/ScalarType.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/util/BFloat16.h>
-#include <c10/util/Exception.h>
 #include <c10/util/Half.h>
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -43,14 +41,13 @@ constexpr int kWgradBlocksPerSm = 2;  // __launch_bounds__: at most 128 register
 constexpr int64_t kWgradWave = 132 * kWgradBlocksPerSm;
 
 // The per-thread tile: VW channels (one vector load), RH filter rows per pass, strips of R
-// outputs. kNarrow: the first version's tile (CONVX_CLW_TILE=1), kept while the new one is
-// measured.
-template <typename T, int KH, int KW, bool kNarrow>
+// outputs.
+template <typename T, int KH, int KW>
 struct ClwShape {
   static constexpr int rows = KH > 0 ? KH : 1;  // filter rows of one depth slice held at once
   // 16-bit 2-D filters: at least two channels per lane (a 32-bit load, conversions and
   // addresses shared by two channels) and at most 64 tap sums, splitting the rows into passes.
-  static constexpr bool wide = !kNarrow && sizeof(T) == 2 && KH > 1;
+  static constexpr bool wide = sizeof(T) == 2 && KH > 1;
   static constexpr int VW = [] {
     int v = static_cast<int>(16 / sizeof(T));
     if (wide) {
@@ -287,10 +284,9 @@ sum_chunks(const at::opmath_type<T>* __restrict__ part, T* __restrict__ gw, int6
   }
 }
 
-// The block shape and the split of the items, from the shapes alone (target_blocks: the grid
-// aimed at). false: a size is too large.
-inline bool choose_clw_tile(ClwTile& L, const Plan& P, int VW, int R, int SEG, int64_t target_blocks,
-                            int64_t& ctiles, int64_t& chunks) {
+// The block shape and the split of the items, from the shapes alone (one wave of blocks:
+// kWgradWave). false: a size is too large.
+inline bool choose_clw_tile(ClwTile& L, const Plan& P, int VW, int R, int SEG, int64_t& ctiles, int64_t& chunks) {
   constexpr int64_t kSpatialMax = std::numeric_limits<int>::max() / 8;
   for (int d = 0; d < 3; ++d) {
     if (P.in[d] > kSpatialMax || P.q[d] > kSpatialMax) return false;
@@ -315,9 +311,9 @@ inline bool choose_clw_tile(ClwTile& L, const Plan& P, int VW, int R, int SEG, i
   L.items = P.N * P.q[0] * P.q[1] * L.strips;
   L.i32 = L.items <= std::numeric_limits<int32_t>::max();
   ctiles = ctn;
-  // The target grid in all, each block at least 2 items per group (4 left MobileNetV2's 7x7
+  // One wave in all, each block at least 2 items per group (4 left MobileNetV2's 7x7
   // layer, 448 items, with 112 blocks for 132 SMs).
-  chunks = std::clamp<int64_t>(ceil_div(target_blocks, ctiles), 1, std::max<int64_t>(1, L.items / (2 * L.G)));
+  chunks = std::clamp<int64_t>(ceil_div(kWgradWave, ctiles), 1, std::max<int64_t>(1, L.items / (2 * L.G)));
   chunks = std::min<int64_t>(chunks, 65535);
   L.chunk = ceil_div(std::max<int64_t>(L.items, 1), chunks);
   chunks = ceil_div(std::max<int64_t>(L.items, 1), L.chunk);
@@ -325,11 +321,10 @@ inline bool choose_clw_tile(ClwTile& L, const Plan& P, int VW, int R, int SEG, i
 }
 
 // ---- host launch (cpp_tests/cuda_on_cpu/run.sh takes the kernels above this line) ----
-template <typename T, int KH, int KW, int S, bool kNarrow>
-bool run(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, int64_t target_blocks,
-         cudaStream_t stream) {
+template <typename T, int KH, int KW, int S>
+bool run(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
   using acc_t = at::opmath_type<T>;
-  using Shape = ClwShape<T, KH, KW, kNarrow>;
+  using Shape = ClwShape<T, KH, KW>;
   constexpr int VW = Shape::VW, R = Shape::R, RH = Shape::RH;
   if (P.out_c % VW != 0 || reinterpret_cast<uintptr_t>(x) % (sizeof(T) * VW) != 0 ||
       reinterpret_cast<uintptr_t>(gy) % (sizeof(T) * VW) != 0) {
@@ -337,7 +332,7 @@ bool run(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& li
   }
   ClwTile L{};
   int64_t ctiles = 0, chunks = 0;
-  if (!choose_clw_tile(L, P, VW, R, (R - 1) * S + KW, target_blocks, ctiles, chunks)) return false;
+  if (!choose_clw_tile(L, P, VW, R, (R - 1) * S + KW, ctiles, chunks)) return false;
   const int64_t taps = int64_t(P.k[0]) * P.k[1] * KW, n = P.out_c * taps;
   const at::Tensor part = at::empty({chunks, n}, like.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
   const unsigned threads = static_cast<unsigned>(ceil_div(int64_t(L.CT) * L.G, 32) * 32);
@@ -348,31 +343,6 @@ bool run(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& li
                   stream>>>(part.const_data_ptr<acc_t>(), gw, chunks, n);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return true;
-}
-
-// CONVX_CLW_TILE, a temporary tuning knob (read once) while the tiles are measured on the GPU:
-// unset or 0: the wide 16-bit tile (ClwShape), one wave of blocks; 1: the first version's tile
-// (narrow), one wave; 2: the wide tile, four waves (smaller blocks, a larger partial buffer).
-int clw_tile_choice() {
-  static const int choice = [] {
-    const char* e = std::getenv("CONVX_CLW_TILE");
-    if (!e || !*e || std::strcmp(e, "0") == 0) return 0;
-    if (std::strcmp(e, "1") == 0) return 1;
-    if (std::strcmp(e, "2") == 0) return 2;
-    TORCH_CHECK(false, "convx: CONVX_CLW_TILE must be 0, 1, 2 or unset, got '", e, "'");
-  }();
-  return choice;
-}
-
-template <typename T, int KH, int KW, int S>
-bool run_choice(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
-  const int choice = clw_tile_choice();
-  using Wide = ClwShape<T, KH, KW, false>;
-  using Narrow = ClwShape<T, KH, KW, true>;
-  if constexpr (Wide::VW != Narrow::VW || Wide::R != Narrow::R || Wide::RH != Narrow::RH) {
-    if (choice == 1) return run<T, KH, KW, S, true>(x, gy, gw, P, like, kWgradWave, stream);
-  }
-  return run<T, KH, KW, S, false>(x, gy, gw, P, like, choice == 2 ? 4 * kWgradWave : kWgradWave, stream);
 }
 
 }  // namespace
@@ -386,7 +356,7 @@ bool launch_cl_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::Te
     if (P.in_div != 1) return false;
     const int kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
 #define CONVX_CASE(KH, KW, S) \
-  if (kh == KH && kw == KW && s == S) return run_choice<T, KH, KW, S>(x, gy, gw, P, like, stream);
+  if (kh == KH && kw == KW && s == S) return run<T, KH, KW, S>(x, gy, gw, P, like, stream);
     CONVX_CASE(1, 2, 1)
     CONVX_CASE(1, 3, 1)
     CONVX_CASE(1, 4, 1)
@@ -399,7 +369,7 @@ bool launch_cl_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::Te
     CONVX_CASE(5, 5, 2)
     CONVX_CASE(7, 7, 2)
 #undef CONVX_CASE
-    if (kw == 31 && s == 1) return run_choice<T, 0, 31, 1>(x, gy, gw, P, like, stream);
+    if (kw == 31 && s == 1) return run<T, 0, 31, 1>(x, gy, gw, P, like, stream);
     return false;
   }
 }

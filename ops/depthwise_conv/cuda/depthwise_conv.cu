@@ -374,9 +374,9 @@ struct Prep {
   bool cl;  // [phase][tap][row] instead of [phase][row][tap]
 };
 
-template <typename T>
-__global__ void prepare_weights(const T* __restrict__ w, at::opmath_type<T>* __restrict__ dst, const Prep Q) {
-  using acc_t = at::opmath_type<T>;
+// D: the opmath type, or T itself for the 16-bit channels-last fast path (launch_cl_gather16).
+template <typename T, typename D = at::opmath_type<T>>
+__global__ void prepare_weights(const T* __restrict__ w, D* __restrict__ dst, const Prep Q) {
   const int64_t taps = Q.T[0] * Q.T[1] * Q.T[2];
   CONVX_GRID_STRIDE(i, Q.phases * Q.wrows * taps) {
     const int64_t tap = i % taps, row = (i / taps) % Q.wrows, ph = i / (taps * Q.wrows);
@@ -389,7 +389,7 @@ __global__ void prepare_weights(const T* __restrict__ w, at::opmath_type<T>* __r
       ok = ok && k >= 0 && k < Q.K[d];
       src = src * Q.K[d] + k;
     }
-    dst[Q.cl ? (ph * taps + tap) * Q.wrows + row : i] = ok ? static_cast<acc_t>(w[src]) : acc_t(0);
+    dst[Q.cl ? (ph * taps + tap) * Q.wrows + row : i] = ok ? static_cast<D>(w[src]) : D(0);
   }
 }
 
@@ -476,10 +476,18 @@ bool launch_tiled(const Tensor& in, const Tensor& weight, const Tensor& bias, co
   Q.wrows = P.wrows;
   Q.cl = cl;
   P.wphase = P.wrows * Q.T[0] * Q.T[1] * Q.T[2];
+  const T* bp = bias.defined() ? bias.const_data_ptr<T>() : nullptr;
+  if constexpr (sizeof(T) == 2) {
+    if (cl && cl_fast_takes(P)) {  // 16-bit weights: the weight tensor's own values
+      const Tensor wp = at::empty({Q.phases * P.wphase}, out.options());
+      prepare_weights<T, T><<<blocks_for(wp.numel()), kThreads, 0, stream>>>(w.const_data_ptr<T>(), wp.mutable_data_ptr<T>(), Q);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      return launch_cl_gather16<T>(ip, wp.const_data_ptr<T>(), bp, op, P, stream);
+    }
+  }
   const Tensor wp = at::empty({Q.phases * P.wphase}, out.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
   prepare_weights<T><<<blocks_for(wp.numel()), kThreads, 0, stream>>>(w.const_data_ptr<T>(), wp.mutable_data_ptr<acc_t>(), Q);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  const T* bp = bias.defined() ? bias.const_data_ptr<T>() : nullptr;
   const acc_t* wq = wp.const_data_ptr<acc_t>();
   if (cl) return launch_cl_gather<T>(ip, wq, bp, op, P, stream);
   return launch_row1d<T>(ip, wq, bp, op, P, stream) || launch_nc_plane<T>(ip, wq, bp, op, P, stream) ||

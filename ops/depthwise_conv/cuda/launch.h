@@ -42,6 +42,20 @@ template <typename T>
 bool launch_cl_gather(const T* in, const at::opmath_type<T>* w, const T* bias, T* out,
                       const Plan& P, cudaStream_t stream);
 
+// CONVX_CL_FAST, a temporary knob (read once per process) while the 16-bit channels-last fast
+// path is measured: 0 = off (launch_cl_gather only); unset or 1 = on for 2x2 and 3x3; 2 = also
+// 4x4-7x7 with 16-byte vectors (V = 8, R = 4); 3 = also 4x4-7x7 with the previous tile and
+// 16-bit weights.
+int cl_fast_choice();
+
+// Whether launch_cl_gather16 takes the plan of a 16-bit problem (2-D square 2x2-7x7 filters as
+// the knob allows); the caller then prepares 16-bit weights.
+bool cl_fast_takes(const Plan& P);
+
+// The 16-bit fast path of launch_cl_gather: w is [phases][taps][wrows] in T (cl_tiled.cuh).
+template <typename T>
+bool launch_cl_gather16(const T* in, const T* w, const T* bias, T* out, const Plan& P, cudaStream_t stream);
+
 // NC(D)HW weight-grad, one pass + ordered sum: gw [out_c][taps] (dense) from x (read) and gy
 // (written positions); the plan is the forward's. Workspace from `like`'s allocator.
 template <typename T>
