@@ -11,6 +11,7 @@
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAMacros.h>
 #include <c10/util/BFloat16.h>
+#include <c10/util/Exception.h>
 #include <c10/util/Half.h>
 
 #include <algorithm>
@@ -23,10 +24,14 @@
 namespace convx::cuda {
 namespace {
 
+// CONVX_DEPTH3D: unset or "1" = the depth-streaming kernels, "0" = the previous ones.
 bool depth3d_enabled() {
   static const bool on = [] {
     const char* e = std::getenv("CONVX_DEPTH3D");
-    return !(e && std::strcmp(e, "0") == 0);
+    if (e == nullptr || *e == '\0') return true;
+    TORCH_CHECK(std::strcmp(e, "0") == 0 || std::strcmp(e, "1") == 0,
+                "CONVX_DEPTH3D: expected 0 or 1, got '", e, "'");
+    return std::strcmp(e, "1") == 0;
   }();
   return on;
 }
