@@ -437,6 +437,12 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
         const Tensor ref16 = std::get<1>(at::convolution_backward(gh.to(at::kDouble), xh.to(at::kDouble), w.to(at::kDouble),
                                                                   std::nullopt, s, p, dil, false, op, C, {false, true, false}));
         check((tag + " 16").c_str(), r3h.view(ref16.sizes()), ref16, name, 2e-3);
+        // x and dy one element past a 16-byte boundary (the 16-bit row loads' misaligned path)
+        Tensor x1 = at::full({xh.numel() + 1}, NAN, xh.options()), g1 = at::full({gh.numel() + 1}, NAN, gh.options());
+        x1.narrow(0, 1, xh.numel()).copy_(xh.flatten());
+        g1.narrow(0, 1, gh.numel()).copy_(gh.flatten());
+        Tensor r3m = ncw3_dispatch<at::Half>(x1.data_ptr<at::Half>() + 1, g1.data_ptr<at::Half>() + 1, P, &segs);
+        check((tag + " 16 off1").c_str(), r3m.view(ref16.sizes()), ref16, name, 2e-3);
       }
     }
     if (m == 1) {
