@@ -570,6 +570,25 @@ def test_depthwise_depth3d(dtype):
                                        msg=lambda m: f"case {i} {what}: {m}")
 
 
+def test_depthwise_depth3d_beyond_2_pow_31_elements():
+    """The depth-streaming forward on an NCDHW tensor of more than 2^31 elements (64-bit plane
+    offsets): the first and last two output depth planes against aten in float32."""
+    import torch.nn.functional as F
+
+    if torch.cuda.mem_get_info()[0] < 20e9:
+        pytest.skip("needs >= 20 GB of free GPU memory")
+    x = torch.empty(1, 1, 2100, 1024, 1000, device=DEV, dtype=torch.float16)
+    x.uniform_(-1, 1)
+    w = torch.randn(1, 1, 3, 3, 3, device=DEV, dtype=torch.float16)
+    y = torch.ops.convx.depthwise_conv3d(x, w, None, [1, 1, 1], [1, 1, 1], [1, 1, 1])
+    assert y.numel() > 2**31
+    tail = F.conv3d(F.pad(x[:, :, -3:].float(), (1, 1, 1, 1, 0, 1)), w.float())
+    torch.testing.assert_close(y[:, :, -2:].float(), tail, rtol=2e-3, atol=2e-3)
+    head = F.conv3d(F.pad(x[:, :, :3].float(), (1, 1, 1, 1, 1, 0)), w.float())
+    torch.testing.assert_close(y[:, :, :2].float(), head, rtol=2e-3, atol=2e-3)
+    del x, y
+
+
 def test_depthwise_depth3d_old_path():
     """The test above in a process with CONVX_DEPTH3D=0 (read once per process): the previous
     kernels (nc_stream, nc_wgrad_stream) stay correct while the knob exists."""
