@@ -363,8 +363,21 @@ FAST_PATHS = [
     (2, 1, 4, 1, (13, 29), (7, 7), 1, 3, 1, False),
     # fp32 planes up to 8 wide on nc_stream_vec (8 x 2 tiles for 5x5; 3x3 7x7 planes above)
     (2, 2, 4, 1, (8, 8), (5, 5), 1, 2, 1, True),
+    # depth-streaming NCDHW (nc_depth3d.cuh): k3 / k5x3x3 at depth stride 1, spatial stride 1 and
+    # 2 (data-grad: 2x2 sub-filters in 4 phases), aligned 16-bit rows (16, 24) and odd widths,
+    # depth segments (batch 1, deep) and depths under 2*KD, no depth padding, padding beyond the
+    # filter, multiplier 2 (its data-grad declines to nc_stream)
+    (3, 2, 3, 1, (13, 6, 16), (3, 3, 3), 1, 1, 1, True),
+    (3, 1, 2, 1, (12, 7, 24), (5, 3, 3), 1, (2, 1, 1), 1, False),
+    (3, 2, 2, 1, (9, 9, 11), (3, 3, 3), (1, 2, 2), 1, 1, True),
+    (3, 1, 3, 1, (11, 8, 13), (5, 3, 3), (1, 2, 2), (2, 1, 1), 1, False),
+    (3, 1, 2, 1, (4, 5, 9), (3, 3, 3), 1, (0, 1, 1), 1, True),
+    (3, 1, 3, 1, (3, 5, 7), (5, 3, 3), 1, (3, 2, 0), 1, False),
+    (3, 1, 2, 2, (10, 5, 8), (3, 3, 3), 1, 1, 1, True),
+    (3, 1, 3, 1, (40, 4, 6), (3, 3, 3), 1, 1, 1, False),
 ]
-FP_IDS = [f"r{c[0]}_k{'x'.join(map(str, c[5]))}_s{c[6]}_m{c[3]}_n{c[1]}_c{c[2]}" + ("_d2" if c[8] != 1 else "") for c in FAST_PATHS]
+FP_IDS = [f"r{c[0]}_k{'x'.join(map(str, c[5]))}_s{c[6] if isinstance(c[6], int) else 'x'.join(map(str, c[6]))}"
+          f"_m{c[3]}_n{c[1]}_c{c[2]}" + ("_d2" if c[8] != 1 else "") for c in FAST_PATHS]
 
 
 def _held(t, layout):
@@ -747,3 +760,76 @@ def test_depthwise_row1d_old_path():
                           env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "6 passed" in proc.stdout
+# The depth-streaming NCDHW kernels (nc_depth3d.cuh) in bf16 too, at X3D-like sizes (width 56:
+# aligned 16-byte rows; batch 1 cut into depth segments), spatial strides 1 and 2.
+DEPTH3D_CASES = [  # (N, C, size, k, stride, padding)
+    (2, 8, (8, 14, 56), (3, 3, 3), (1, 1, 1), (1, 1, 1)),
+    (1, 6, (16, 9, 20), (5, 3, 3), (1, 1, 1), (2, 1, 1)),
+    (2, 4, (6, 15, 17), (3, 3, 3), (1, 2, 2), (1, 1, 1)),
+    (1, 4, (9, 12, 56), (5, 3, 3), (1, 2, 2), (2, 1, 1)),
+    (2, 4, (7, 9, 10), (3, 3, 3), (2, 1, 1), (1, 1, 1)),  # depth stride 2: declines to the old path
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["fp32", "fp16", "bf16"])
+def test_depthwise_depth3d(dtype):
+    """Forward, input-grad and weight-grad of NCDHW KD x 3 x 3 filters against float64 on the same
+    rounded data, on poisoned memory; the weight-grad bitwise repeatable. Runs the depth-streaming
+    kernels unless this process has CONVX_DEPTH3D=0 (the test below)."""
+    import torch.nn.functional as F
+
+    tol = {torch.float32: 1e-4, torch.float16: 4e-3, torch.bfloat16: 3e-2}[dtype]
+    for i, (N, C, size, k, s, p) in enumerate(DEPTH3D_CASES):
+        gen = torch.Generator().manual_seed(70 + i)
+        x = torch.randn(N, C, *size, generator=gen).to(DEV, dtype)
+        w = torch.randn(C, 1, *k, generator=gen).to(DEV, dtype)
+        b = torch.randn(C, generator=gen).to(DEV, dtype)
+        xr, wr = x.double().requires_grad_(), w.double().requires_grad_()
+        ref = F.conv3d(xr, wr, b.double(), s, p, 1, C)
+        gy = torch.randn(ref.shape, generator=gen).to(DEV, dtype)
+        gx_ref, gw_ref = torch.autograd.grad(ref, (xr, wr), gy.double())
+        ops = torch.ops.convx
+        poison()
+        with deterministic():
+            y = ops.depthwise_conv3d(x, w, b, s, p, [1, 1, 1])
+            gx = ops.conv3d_input_grad(list(x.shape), w, gy, s, p, [1, 1, 1], C)
+            gw = ops.conv3d_weight_grad(x, list(w.shape), gy, s, p, [1, 1, 1], C)
+            poison()
+            gw2 = ops.conv3d_weight_grad(x, list(w.shape), gy, s, p, [1, 1, 1], C)
+        assert torch.equal(gw, gw2), f"case {i}: weight-grad not bitwise repeatable"
+        for what, out, r in (("forward", y, ref.detach()), ("input-grad", gx, gx_ref), ("weight-grad", gw, gw_ref)):
+            assert not torch.isnan(out).any(), f"case {i} {what}: NaN (unwritten element)"
+            scale = max(1.0, float(r.abs().max()))
+            torch.testing.assert_close(out.double() / scale, r / scale, rtol=tol, atol=tol,
+                                       msg=lambda m: f"case {i} {what}: {m}")
+
+
+def test_depthwise_depth3d_beyond_2_pow_31_elements():
+    """The depth-streaming forward on an NCDHW tensor of more than 2^31 elements (64-bit plane
+    offsets): the first and last two output depth planes against aten in float32."""
+    import torch.nn.functional as F
+
+    if torch.cuda.mem_get_info()[0] < 20e9:
+        pytest.skip("needs >= 20 GB of free GPU memory")
+    x = torch.empty(1, 1, 2100, 1024, 1000, device=DEV, dtype=torch.float16)
+    x.uniform_(-1, 1)
+    w = torch.randn(1, 1, 3, 3, 3, device=DEV, dtype=torch.float16)
+    y = torch.ops.convx.depthwise_conv3d(x, w, None, [1, 1, 1], [1, 1, 1], [1, 1, 1])
+    assert y.numel() > 2**31
+    tail = F.conv3d(F.pad(x[:, :, -3:].float(), (1, 1, 1, 1, 0, 1)), w.float())
+    torch.testing.assert_close(y[:, :, -2:].float(), tail, rtol=2e-3, atol=2e-3)
+    head = F.conv3d(F.pad(x[:, :, :3].float(), (1, 1, 1, 1, 1, 0)), w.float())
+    torch.testing.assert_close(y[:, :, :2].float(), head, rtol=2e-3, atol=2e-3)
+    del x, y
+
+
+def test_depthwise_depth3d_old_path():
+    """The test above in a process with CONVX_DEPTH3D=0 (read once per process): the previous
+    kernels (nc_stream, nc_wgrad_stream) stay correct while the knob exists."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, CONVX_DEPTH3D="0")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+                           os.path.join(here, "test_cuda.py"), "-k", "test_depthwise_depth3d and not old_path and not beyond"],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "3 passed" in proc.stdout

@@ -1,4 +1,4 @@
-// The depthwise CUDA kernels' sources (nc_stream.cuh, nc_plane.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu, the plans of
+// The depthwise CUDA kernels' sources (nc_stream.cuh, nc_plane.cuh, nc_depth3d.cuh, row1d.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu, the plans of
 // depthwise_conv.cu) run on the CPU through shim.h and compared with aten in float64, with
 // poisoned outputs and workspaces: the index arithmetic, tiles, phases, shared-memory layout,
 // barriers and fixed-order reductions of every specialisation, without a GPU. The launch glue
@@ -16,6 +16,7 @@
 #include "nc_wgrad_stream.cuh"
 #include "row1d.cuh"
 #include <string>
+#include "nc_depth3d.cuh"
 namespace convx::cuda {
 namespace {
 constexpr int kThreads = 256;
@@ -117,6 +118,7 @@ bool np_dispatch(const T* in, const float* w, const T* bias, T* out, const Plan&
   C_(2, 2, 1) C_(3, 3, 1) C_(4, 4, 1) C_(5, 5, 1) C_(7, 7, 1) C_(3, 3, 2) C_(5, 5, 2) C_(7, 7, 2)
 #undef C_
   return false;
+}
 static int row_taken = 0, row_declined = 0;  // row1d launches / 15- and 31-tap plans it declined
 // row1d.cu's launcher (15 / 31 taps, R = row_outputs), on at most max_blocks blocks: 1 block
 // makes every warp walk many items with the prefetch, 2^30 gives one warp per item.
@@ -253,6 +255,59 @@ Tensor ncw_dispatch(const T* x, const T* gy, const Plan& P, const char** which) 
   return Tensor();
 }
 // ---- end streaming NC weight-grad ----
+// ---- depth-streaming NCDHW kernels (nc_depth3d.cuh), mirror nc_depth3d.cu ----
+// Forward / data-grad: f(tile, run) for the launcher's tile of the specialisation, with one
+// depth segment per column (target 1) and with the most segments (a huge target).
+template <typename T, int KD, int KH, int KW, int S>
+bool d3_run(const T* in, const float* w, const T* bias, T* out, const Plan& P, int64_t target) {
+  constexpr int R = depth3d_strip<T, KD>(), TH = depth3d_band<T, KD>();
+  NcDepth3d L{};
+  if (!depth3d_items(L, P, KD, R, TH, target)) return false;
+  launch(dim3{unsigned(ceil_div(L.items, kDepthThreads))}, dim3{kDepthThreads},
+         [&] { nc_depth3d<T, KD, KH, KW, S, R, TH>(in, w, bias, out, P, L); });
+  return true;
+}
+template <typename T, typename F>
+bool d3_dispatch(const Plan& P, const char** which, F&& f) {
+  const int kd = P.k[0], kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
+#define C_(KD, KH, KW, S)                                                                       \
+  if (kd == KD && kh == KH && kw == KW && s == S) {                                             \
+    *which = "d3 " #KD "x" #KH "x" #KW "s" #S;                                                  \
+    const std::string tile = "R" + std::to_string(depth3d_strip<T, KD>()) + "xTH" + std::to_string(depth3d_band<T, KD>()); \
+    for (int64_t target : {int64_t(1), int64_t(1) << 40})                                       \
+      f(tile + (target == 1 ? " seg1" : " segs"), [target](const T* i, const float* w, const T* b, T* o, const Plan& Pl) { \
+        return d3_run<T, KD, KH, KW, S>(i, w, b, o, Pl, target);                                \
+      });                                                                                       \
+    return true;                                                                                \
+  }
+  C_(3, 3, 3, 1) C_(3, 3, 3, 2) C_(3, 2, 2, 1) C_(5, 3, 3, 1) C_(5, 3, 3, 2) C_(5, 2, 2, 1)
+#undef C_
+  return false;
+}
+// Weight-grad: the partial kernel on a poisoned workspace, grid of at most 3 blocks (the block
+// loop is walked); an undefined tensor when the launcher declines.
+template <typename T, int KD, int KH, int KW, int S>
+Tensor ncw3_run(const T* x, const T* gy, const Plan& P, int* segs) {
+  constexpr int R = wgrad3d_strip<T, S>(), TH = wgrad3d_band<T, KD, S>();
+  NcWgrad3d L{};
+  if (!choose_wgrad3d(L, P, KD, R, TH, S, KH, KW)) return Tensor();
+  *segs = L.segs;
+  constexpr int64_t taps = KD * KH * KW;
+  Tensor part = at::full({P.out_c, int64_t(L.chunks), taps}, NAN, at::kFloat);
+  float* pp = part.data_ptr<float>();
+  const unsigned grid = unsigned(std::min<int64_t>(P.out_c * L.chunks, 3));
+  launch(dim3{grid}, dim3{unsigned(L.threads)}, [&] { nc_wgrad_depth3d<T, KD, KH, KW, S, R, TH>(x, gy, pp, P, L); });
+  return part.sum(1);
+}
+template <typename T>
+Tensor ncw3_dispatch(const T* x, const T* gy, const Plan& P, int* segs) {
+  const int kd = P.k[0], kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
+#define C_(KD, KH, KW, S) if (kd == KD && kh == KH && kw == KW && s == S) return ncw3_run<T, KD, KH, KW, S>(x, gy, P, segs);
+  C_(3, 3, 3, 1) C_(3, 3, 3, 2) C_(5, 3, 3, 1) C_(5, 3, 3, 2)
+#undef C_
+  return Tensor();
+}
+// ---- end depth-streaming NCDHW kernels ----
 // cl_wgrad.cu's run<>: the partial kernel, then sum_chunks (both on poisoned buffers).
 template <typename T, int KH, int KW, int S>
 Tensor clw_run(const T* x, const T* gy, const Plan& P, bool wide_index) {
@@ -350,8 +405,9 @@ void roww_check(const char* what, const Plan& P, const Tensor& x, const Tensor& 
   }
 }
 // Every nc_stream tile and load mode on src (read) as allocated, and on copies of src and of the
+// Every nc_stream (kDepth3d: nc_depth3d) tile and load mode on src (read) as allocated, and on copies of src and of the
 // output one element past a 16-byte boundary (rows and stores misaligned for the vector paths).
-template <typename T>
+template <typename T, bool kDepth3d = false>
 void st_check(const char* what, const Plan& P, const Tensor& src, const Tensor& wp, const Tensor& bias, const Tensor& ref,
               const std::string& name, double tol) {
   const char* which = "";
@@ -360,7 +416,7 @@ void st_check(const char* what, const Plan& P, const Tensor& src, const Tensor& 
   src1.narrow(0, 1, src.numel()).copy_(src.flatten());
   for (int off : {0, 1}) {
     const T* ip = off ? src1.data_ptr<T>() + 1 : src.data_ptr<T>();
-    st_dispatch<T>(P, &which, [&](const std::string& tile, auto run) {
+    auto one = [&](const std::string& tile, auto run) {
       Tensor o = off ? out1.narrow(0, 1, ref.numel()).view(ref.sizes()) : at::full(ref.sizes(), NAN, opts);
       o.fill_(NAN);
       if (run(ip, wp.data_ptr<float>(), bias.defined() ? bias.data_ptr<T>() : nullptr, o.data_ptr<T>(), P))
@@ -398,6 +454,11 @@ void np_check(const char* what, const Plan& P, const Tensor& src, const Tensor& 
       const std::string tag = std::string(what) + " plane pb" + std::to_string(L.pb) + "x" +
                               std::to_string(ceil_div(L.planes, L.pb)) + (off ? " off1" : "");
       check(tag.c_str(), o, ref, name, tol);
+    };
+    if constexpr (kDepth3d) {
+      d3_dispatch<T>(P, &which, one);
+    } else {
+      st_dispatch<T>(P, &which, one);
     }
   }
 }
@@ -454,6 +515,8 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
       Tensor yb = at::convolution(xb.to(at::kDouble), w.to(at::kDouble), bb.to(at::kDouble), s, p, dil, false, op, C);
       np_check<at::BFloat16>("fwdbf16", P, xb, wp, bb, yb, name, 1e-2);
     }
+    st_check<float, true>("fwd", P, x, wp, b, y, name, 1e-4);
+    st_check<at::Half, true>("fwd16", P, xh, wp, bh, yh, name, 2e-3);
     if (m == 1 && C % 4 == 0) {
       Tensor wt = prep(w, P, Q, true);
       Tensor xc = to_cl(x), xch = to_cl(xh);
@@ -502,6 +565,8 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
                                                           std::nullopt, s, p, dil, false, op, C, {true, false, false}));
         np_check<at::BFloat16>("dgradbf16", P, gyb, wp, Tensor(), gxb, name, 1e-2);
       }
+      st_check<float, true>("dgrad", P, gy, wp, Tensor(), gx_ref, name, 1e-4);
+      st_check<at::Half, true>("dgrad16", P, gyh, wp, Tensor(), gxh, name, 2e-3);
       if (m == 1 && C % 4 == 0) {
         Tensor wt = prep(w, P, Q, true);
         Tensor gc = to_cl(gy);
@@ -546,6 +611,24 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
       auto gr = at::convolution_backward(gh.to(at::kDouble), xh.to(at::kDouble), w.to(at::kDouble), std::nullopt, s, p, dil,
                                          false, op, C, {false, true, false});
       roww_check<at::Half>("wgrad16", P, xh, gh, std::get<1>(gr), name, 2e-3);
+    {  // depth-streaming NCDHW weight-grad, fp32 and half storage (float accumulation)
+      int segs = 0;
+      Tensor r3 = ncw3_dispatch<float>(x.data_ptr<float>(), gy.data_ptr<float>(), P, &segs);
+      const std::string tag = "wgrad d3 segs" + std::to_string(segs);
+      if (r3.defined()) check(tag.c_str(), r3.view(gw_ref.sizes()), gw_ref, name);
+      Tensor xh = x.to(at::kHalf), gh = gy.to(at::kHalf);
+      Tensor r3h = ncw3_dispatch<at::Half>(xh.data_ptr<at::Half>(), gh.data_ptr<at::Half>(), P, &segs);
+      if (r3h.defined()) {
+        const Tensor ref16 = std::get<1>(at::convolution_backward(gh.to(at::kDouble), xh.to(at::kDouble), w.to(at::kDouble),
+                                                                  std::nullopt, s, p, dil, false, op, C, {false, true, false}));
+        check((tag + " 16").c_str(), r3h.view(ref16.sizes()), ref16, name, 2e-3);
+        // x and dy one element past a 16-byte boundary (the 16-bit row loads' misaligned path)
+        Tensor x1 = at::full({xh.numel() + 1}, NAN, xh.options()), g1 = at::full({gh.numel() + 1}, NAN, gh.options());
+        x1.narrow(0, 1, xh.numel()).copy_(xh.flatten());
+        g1.narrow(0, 1, gh.numel()).copy_(gh.flatten());
+        Tensor r3m = ncw3_dispatch<at::Half>(x1.data_ptr<at::Half>() + 1, g1.data_ptr<at::Half>() + 1, P, &segs);
+        check((tag + " 16 off1").c_str(), r3m.view(ref16.sizes()), ref16, name, 2e-3);
+      }
     }
     if (m == 1) {
       Tensor xc = to_cl(x), gc = to_cl(gy);
@@ -734,6 +817,18 @@ int main() {
   run_case(1, 5, 1, 1, {1500}, {31}, {1}, {15});
   std::printf("row1d: %d launches checked, %d declined\n", row_taken, row_declined);
   if (row_taken == 0) ++failures;
+  // depth-streaming NCDHW (nc_depth3d.cuh): X3D k3 / k5x3x3 at depth stride 1 with spatial stride
+  // 1 and 2 (the data-grad's 2x2 sub-filters in 4 phases), widths 16 / 24 (aligned 16-bit rows)
+  // and odd, depths that give several segments and shallower than 2*KD, no depth padding, padding
+  // beyond the filter, batch 1, multiplier 2 (forward / weight-grad only; the data-grad declines)
+  run_case(3, 2, 3, 1, {13, 6, 16}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1});
+  run_case(3, 1, 2, 1, {12, 7, 24}, {5, 3, 3}, {1, 1, 1}, {2, 1, 1});
+  run_case(3, 2, 2, 1, {9, 9, 11}, {3, 3, 3}, {1, 2, 2}, {1, 1, 1});
+  run_case(3, 1, 3, 1, {11, 8, 13}, {5, 3, 3}, {1, 2, 2}, {2, 1, 1});
+  run_case(3, 1, 2, 1, {4, 5, 9}, {3, 3, 3}, {1, 1, 1}, {0, 1, 1});
+  run_case(3, 1, 3, 1, {3, 5, 7}, {5, 3, 3}, {1, 1, 1}, {3, 2, 0});
+  run_case(3, 1, 2, 2, {10, 5, 8}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1});
+  run_case(3, 1, 3, 1, {40, 4, 6}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1});
   std::printf("failures: %d\n", failures);
   return failures != 0;
 }

@@ -18,6 +18,10 @@ done
 # the streaming NC weight-grad: its block-static reduction scratch becomes a function static
 sed -e 's/__shared__ acc_t red/static acc_t red/' "$src/nc_wgrad_stream.cuh" >"$tmp/nc_wgrad_stream.cuh"
 cp "$src/nc_stream.cuh" "$tmp/nc_stream.cuh"
+# the depth-streaming NCDHW kernels: its includes of the two files above point at the copies
+sed -e 's#"ops/depthwise_conv/cuda/nc_stream.cuh"#"nc_stream.cuh"#' \
+    -e 's#"ops/depthwise_conv/cuda/nc_wgrad_stream.cuh"#"nc_wgrad_stream.cuh"#' \
+    -e 's/__shared__ acc_t red/static acc_t red/' "$src/nc_depth3d.cuh" >"$tmp/nc_depth3d.cuh"
 # the kernels of cl_wgrad.cu (up to its '// ---- host launch' line) and the plans of depthwise_conv.cu
 sed -n '/^namespace convx::cuda {/,/^\/\/ ---- host launch/p' "$src/cl_wgrad.cu" | sed '$d' |
   sed -e 's/__shared__ acc_t red/static acc_t red/' >"$tmp/cl_wgrad_k.inc"

@@ -490,8 +490,8 @@ bool launch_tiled(const Tensor& in, const Tensor& weight, const Tensor& bias, co
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   const acc_t* wq = wp.const_data_ptr<acc_t>();
   if (cl) return launch_cl_gather<T>(ip, wq, bp, op, P, stream);
-  return launch_row1d<T>(ip, wq, bp, op, P, stream) || launch_nc_plane<T>(ip, wq, bp, op, P, stream) ||
-         launch_nc_stream<T>(ip, wq, bp, op, P, stream) ||
+  return launch_row1d<T>(ip, wq, bp, op, P, stream) || launch_nc_depth3d<T>(ip, wq, bp, op, P, stream) ||
+         launch_nc_plane<T>(ip, wq, bp, op, P, stream) || launch_nc_stream<T>(ip, wq, bp, op, P, stream) ||
          launch_nc_gather<T>(ip, wq, bp, op, P, stream);
 }
 
@@ -596,7 +596,10 @@ void depthwise_weight_grad(const ConvArgs& a, const Tensor& input, const Tensor&
       Prep Q{};
       forward_plan(g, P, Q);
       auto launch = cl ? launch_cl_wgrad<scalar_t> : launch_nc_wgrad<scalar_t>;
-      done = launch(x.const_data_ptr<scalar_t>(), gy.const_data_ptr<scalar_t>(), gw.mutable_data_ptr<scalar_t>(), P, x, stream);
+      const scalar_t* xp = x.const_data_ptr<scalar_t>();
+      const scalar_t* gp = gy.const_data_ptr<scalar_t>();
+      scalar_t* wp = gw.mutable_data_ptr<scalar_t>();
+      done = (!cl && launch_nc_wgrad_depth3d<scalar_t>(xp, gp, wp, P, x, stream)) || launch(xp, gp, wp, P, x, stream);
     });
     if (done) {
       if (!direct) grad_weight.copy_(gw.view(grad_weight.sizes()));

@@ -36,6 +36,11 @@ bool launch_nc_plane(const T* in, const at::opmath_type<T>* w, const T* bias, T*
 template <typename T>
 bool launch_row1d(const T* in, const at::opmath_type<T>* w, const T* bias, T* out,
                   const Plan& P, cudaStream_t stream);
+// NCDHW forward / data-grad streaming along depth (nc_depth3d.cuh): KD x 3 x 3 filters, KD 3 or
+// 5, depth stride 1, data-grad channel multiplier 1; false otherwise or with CONVX_DEPTH3D=0.
+template <typename T>
+bool launch_nc_depth3d(const T* in, const at::opmath_type<T>* w, const T* bias, T* out,
+                       const Plan& P, cudaStream_t stream);
 
 // Channels-last forward / data-grad, channel multiplier 1: w is [phases][taps][wrows].
 template <typename T>
@@ -67,6 +72,11 @@ bool launch_nc_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::Te
 template <typename T>
 bool launch_row1d_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like,
                         cudaStream_t stream);
+// NCDHW weight-grad streaming along depth (nc_depth3d.cuh), the filters of launch_nc_depth3d
+// (plan: the forward's); ordered sums as launch_nc_wgrad. false when it does not cover the plan.
+template <typename T>
+bool launch_nc_wgrad_depth3d(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like,
+                             cudaStream_t stream);
 
 // Channels-last weight-grad, channel multiplier 1, one pass + ordered sum (cl_wgrad.cu).
 template <typename T>

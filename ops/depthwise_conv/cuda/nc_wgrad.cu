@@ -3,6 +3,7 @@
 #include "ops/depthwise_conv/cuda/launch.h"
 #include "ops/depthwise_conv/cuda/nc_tiled.cuh"
 #include "ops/depthwise_conv/cuda/nc_wgrad_stream.cuh"
+#include "ops/depthwise_conv/cuda/wgrad_sum.cuh"
 
 #include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAException.h>
@@ -14,21 +15,6 @@
 
 namespace convx::cuda {
 namespace {
-
-// gw[i] = sum over slots, in order, of part[row][slot][tap] (i = row * taps + tap).
-template <typename T>
-__global__ void sum_slots(const at::opmath_type<T>* __restrict__ part, T* __restrict__ gw,
-                          int64_t rows, int64_t slots, int64_t taps) {
-  using acc_t = at::opmath_type<T>;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < rows * taps;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t row = i / taps, tap = i % taps;
-    const acc_t* p = part + row * slots * taps + tap;
-    acc_t s = acc_t(0);
-    for (int64_t k = 0; k < slots; ++k) s += p[k * taps];
-    gw[i] = static_cast<T>(s);
-  }
-}
 
 template <typename T, int KH, int KW, int S>
 bool run_stream(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {

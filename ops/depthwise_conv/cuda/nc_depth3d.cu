@@ -1,0 +1,138 @@
+// Launchers of the NCDHW depth-streaming kernels (nc_depth3d.cuh): forward / data-grad and
+// weight-grad of KD x 3 x 3 filters (KD 3 or 5; the data-grad's 2 x 2 sub-filters of stride-2
+// rows too) at depth stride 1. Everything else returns false: the caller keeps nc_stream /
+// nc_wgrad. CONVX_DEPTH3D=0 (temporary, read once per process) turns both off for A/B timing.
+#include "ops/depthwise_conv/cuda/launch.h"
+#include "ops/depthwise_conv/cuda/nc_depth3d.cuh"
+#include "ops/depthwise_conv/cuda/wgrad_sum.cuh"
+
+#include <ATen/ops/empty.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAMacros.h>
+#include <c10/util/BFloat16.h>
+#include <c10/util/Exception.h>
+#include <c10/util/Half.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <type_traits>
+
+namespace convx::cuda {
+namespace {
+
+// CONVX_DEPTH3D: unset or "1" = the depth-streaming kernels, "0" = the previous ones.
+bool depth3d_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("CONVX_DEPTH3D");
+    if (e == nullptr || *e == '\0') return true;
+    TORCH_CHECK(std::strcmp(e, "0") == 0 || std::strcmp(e, "1") == 0,
+                "CONVX_DEPTH3D: expected 0 or 1, got '", e, "'");
+    return std::strcmp(e, "1") == 0;
+  }();
+  return on;
+}
+
+// SMs of the current GPU, asked of the driver once per device (0: not asked yet).
+int64_t sm_count() {
+  static std::array<std::atomic<int>, C10_COMPILE_TIME_MAX_GPUS> sms{};
+  const c10::DeviceIndex dev = c10::cuda::current_device();
+  int n = sms[dev].load(std::memory_order_relaxed);
+  if (n == 0) {
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
+    sms[dev].store(n, std::memory_order_relaxed);
+  }
+  return n;
+}
+
+template <typename T, int KD, int KH, int KW, int S>
+bool run_fwd(const T* in, const at::opmath_type<T>* w, const T* bias, T* out, const Plan& P, cudaStream_t stream) {
+  constexpr int R = depth3d_strip<T, KD>(), TH = depth3d_band<T, KD>();
+  // Depth segments only when a column per thread would not fill the GPU twice (2048 threads per SM).
+  const int64_t target = sm_count() * 2048 * 2;
+  NcDepth3d L{};
+  if (!depth3d_items(L, P, KD, R, TH, target)) return false;
+  nc_depth3d<T, KD, KH, KW, S, R, TH>
+      <<<static_cast<unsigned>(ceil_div(L.items, kDepthThreads)), kDepthThreads, 0, stream>>>(in, w, bias, out, P, L);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return true;
+}
+
+template <typename T, int KD, int KH, int KW, int S>
+bool run_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
+  using acc_t = at::opmath_type<T>;
+  constexpr int R = wgrad3d_strip<T, S>(), TH = wgrad3d_band<T, KD, S>();
+  NcWgrad3d L{};
+  if (!choose_wgrad3d(L, P, KD, R, TH, S, KH, KW)) return false;
+  constexpr int64_t taps = KD * KH * KW;
+  const at::Tensor part = at::empty({P.out_c, int64_t(L.chunks), taps},
+                                    like.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
+  const int64_t blocks = P.out_c * L.chunks;
+  nc_wgrad_depth3d<T, KD, KH, KW, S, R, TH>
+      <<<static_cast<unsigned>(std::min<int64_t>(blocks, int64_t(1) << 30)), L.threads, 0, stream>>>(
+          x, gy, part.mutable_data_ptr<acc_t>(), P, L);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  const int64_t n = P.out_c * taps;
+  sum_slots<T><<<static_cast<unsigned>(std::clamp<int64_t>(ceil_div(n, 256), 1, 1 << 20)), 256, 0, stream>>>(
+      part.const_data_ptr<acc_t>(), gw, P.out_c, L.chunks, taps);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return true;
+}
+
+}  // namespace
+
+template <typename T>
+bool launch_nc_depth3d(const T* in, const at::opmath_type<T>* w, const T* bias, T* out, const Plan& P,
+                       cudaStream_t stream) {
+  if constexpr (std::is_same_v<T, double>) {
+    return false;  // float64 is for correctness only
+  } else {
+    if (!depth3d_enabled()) return false;
+    const int kd = P.k[0], kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
+#define CONVX_CASE(KD, KH, KW, S) \
+  if (kd == KD && kh == KH && kw == KW && s == S) return run_fwd<T, KD, KH, KW, S>(in, w, bias, out, P, stream);
+    CONVX_CASE(3, 3, 3, 1)
+    CONVX_CASE(3, 3, 3, 2)
+    CONVX_CASE(3, 2, 2, 1)
+    CONVX_CASE(5, 3, 3, 1)
+    CONVX_CASE(5, 3, 3, 2)
+    CONVX_CASE(5, 2, 2, 1)
+#undef CONVX_CASE
+    return false;
+  }
+}
+
+template <typename T>
+bool launch_nc_wgrad_depth3d(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like,
+                             cudaStream_t stream) {
+  if constexpr (std::is_same_v<T, double>) {
+    return false;
+  } else {
+    if (!depth3d_enabled()) return false;
+    const int kd = P.k[0], kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
+#define CONVX_CASE(KD, KH, KW, S) \
+  if (kd == KD && kh == KH && kw == KW && s == S) return run_wgrad<T, KD, KH, KW, S>(x, gy, gw, P, like, stream);
+    CONVX_CASE(3, 3, 3, 1)
+    CONVX_CASE(3, 3, 3, 2)
+    CONVX_CASE(5, 3, 3, 1)
+    CONVX_CASE(5, 3, 3, 2)
+#undef CONVX_CASE
+    return false;
+  }
+}
+
+#define CONVX_INST(T)                                                                                          \
+  template bool launch_nc_depth3d<T>(const T*, const at::opmath_type<T>*, const T*, T*, const Plan&,          \
+                                     cudaStream_t);                                                            \
+  template bool launch_nc_wgrad_depth3d<T>(const T*, const T*, T*, const Plan&, const at::TensorBase&,        \
+                                           cudaStream_t);
+CONVX_INST(float)
+CONVX_INST(double)
+CONVX_INST(c10::Half)
+CONVX_INST(c10::BFloat16)
+#undef CONVX_INST
+
+}  // namespace convx::cuda
