@@ -7,8 +7,6 @@ caching-allocator blocks and under ``torch.use_deterministic_algorithms(True)`` 
 """
 
 import os
-import subprocess
-import sys
 import warnings
 
 # cuBLAS (the dense fallback's GEMMs) refuses to run under use_deterministic_algorithms without
@@ -514,10 +512,9 @@ def test_depthwise_cl_weight_grad_tiles(dtype):
         torch.testing.assert_close(a.double() / scale, ref / scale, rtol=2e-2, atol=1e-2, msg=lambda m: f"case {i}: {m}")
 
 
-# The 16-bit channels-last forward / data-grad fast path (launch_cl_gather16, CONVX_CL_FAST):
-# every specialisation (2x2, 3x3, 4x4, 5x5, 7x7 at stride 1; 3x3, 5x5, 7x7 at stride 2; the
-# data-grad's stride-2 phases take 2x2, 3x3, 4x4 sub-filters; 4x4-7x7 only with the knob at 2 or
-# 3, run by the second test), 8 channels (one lane) to 960
+# The 16-bit channels-last forward / data-grad fast path (launch_cl_gather16: 3x3 read at stride
+# 1, the forward and the stride-1 data-grad) and, around it, the filters and strides that keep the
+# previous tile (2x2, 4x4, 5x5, 7x7; stride 2 and its data-grad phases), 8 channels (one lane) to 960
 # (2 equal channel tiles of 60 lanes) and 536 (67 lanes: 3 tiles of 32, idle lanes), batch 1, odd
 # sizes, strips and rows cut by the edges, no padding; then what it declines: channels not a
 # multiple of 8 and a misaligned input (generic kernel), 3-D (the previous tile).
@@ -544,8 +541,7 @@ CL16_CASES = [  # (rank, N, C, size, k, stride, padding, bias)
 def test_depthwise_cl16_fast_path(dtype):
     """Forward, input-grad and the depthwise transposed convolution (output_padding where the
     stride allows it) in channels-last 16-bit against float64 on the same 16-bit data, on
-    poisoned memory, with this process's CONVX_CL_FAST (the test below runs the others); the
-    forward also on an input one element past an aligned address."""
+    poisoned memory; the forward also on an input one element past an aligned address."""
     import torch.nn.functional as F
 
     tol = dict(rtol=4e-3, atol=4e-3) if dtype == torch.float16 else dict(rtol=2e-2, atol=2e-2)
@@ -594,25 +590,11 @@ def test_depthwise_cl16_fast_path(dtype):
         close(tr, tr_ref, "transposed")
 
 
-@pytest.mark.parametrize("choice", ["0", "2", "3"])
-def test_depthwise_cl16_fast_path_every_choice(choice):
-    """The test above in a process with CONVX_CL_FAST=choice (the knob is read once per process):
-    0 = the previous path; 2, 3 = the fast path for 4x4-7x7 too (16-byte vectors; the previous
-    tile with 16-bit weights)."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    env = dict(os.environ, CONVX_CL_FAST=choice)
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
-                           os.path.join(here, "test_cuda.py"), "-k", "test_depthwise_cl16_fast_path and not every"],
-                          env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "2 passed" in proc.stdout
-
-
 # Whole-plane NCHW kernel (nc_plane.cuh): (N, C, m, size, k, stride, padding, bias). Several
 # blocks with a partial last one (120 planes in blocks of 36; batch 1 with 37), 7x7 planes under
 # 3x3 / 5x5 / 7x7, stride 2 onto 7x7 and 8x8, even filters, odd sizes, a data-grad whose padding
 # is negative (forward padding 3 on a 3x3 filter); then shapes the default declines to nc_stream
-# (28x28 planes: taken with CONVX_NC_SMALL=2), that no setting takes (112x112: a plane does not
+# (28x28 planes: fp32 and 16-bit both taken), that no setting takes (112x112: a plane does not
 # fit a block's shared memory) and multiplier 2.
 NC_SMALL = [
     (3, 40, 1, (7, 7), 3, 1, 1, True),
@@ -673,35 +655,6 @@ def test_depthwise_nc_small_planes(cfg, dtype, offset):
     close(gx, gx_ref, "input-grad")
 
 
-@pytest.mark.parametrize("choice", ["0", "2"])
-def test_depthwise_nc_small_knob(choice):
-    """The test above in a process with CONVX_NC_SMALL=choice (read once per process): 0 = the
-    streaming kernels only, 2 = the whole-plane kernel on every plane that fits (28x28 here)."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    env = dict(os.environ, CONVX_NC_SMALL=choice)
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
-                           os.path.join(here, "test_cuda.py"), "-k", "test_depthwise_nc_small_planes"],
-                          env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert f"{len(NC_SMALL) * 6} passed" in proc.stdout
-# The shared-memory NCL kernel for 15- and 31-tap rows (row1d.cuh): causal-style padding on odd
-# lengths (several warp segments per row, scalar stores), 'same' padding on aligned rows (vector
-# stores), the forward's channel multiplier (its data-grad declines to nc_stream), padding beyond
-# the filter, rows shorter than the filter, batch 1, more items than one wave of warps (the
-# grid-stride loop with prefetch), and stride 2 (declined: nc_stream / generic).
-ROW1D_CASES = [  # (N, C, multiplier, L, k, stride, padding, bias)
-    (2, 3, 1, 1100, 15, 1, 14, True),
-    (1, 4, 1, 1030, 31, 1, 30, False),
-    (2, 8, 1, 1000, 31, 1, 15, True),
-    (2, 3, 2, 90, 15, 1, 7, True),
-    (1, 2, 1, 40, 15, 1, 20, False),
-    (2, 2, 1, 9, 31, 1, 15, True),
-    (8, 128, 1, 4000, 31, 1, 15, False),
-    (8, 128, 1, 4096, 15, 1, 14, True),
-    (1, 2, 1, 81, 15, 2, 7, True),
-]
-
-
 @pytest.mark.parametrize("misaligned", [False, True], ids=["aligned", "off1"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["fp32", "fp16", "bf16"])
 def test_depthwise_row1d(dtype, misaligned):
@@ -751,31 +704,11 @@ def test_depthwise_row1d(dtype, misaligned):
             close(tr, tr_ref, what + " transposed")
 
 
-def test_depthwise_row1d_old_path():
-    """The test above in a process with CONVX_ROW1D=0 (nc_stream; the knob is read once)."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    env = dict(os.environ, CONVX_ROW1D="0")
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
-                           os.path.join(here, "test_cuda.py"), "-k", "test_depthwise_row1d and not old_path"],
-                          env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "6 passed" in proc.stdout
-# The depth-streaming NCDHW kernels (nc_depth3d.cuh) in bf16 too, at X3D-like sizes (width 56:
-# aligned 16-byte rows; batch 1 cut into depth segments), spatial strides 1 and 2.
-DEPTH3D_CASES = [  # (N, C, size, k, stride, padding)
-    (2, 8, (8, 14, 56), (3, 3, 3), (1, 1, 1), (1, 1, 1)),
-    (1, 6, (16, 9, 20), (5, 3, 3), (1, 1, 1), (2, 1, 1)),
-    (2, 4, (6, 15, 17), (3, 3, 3), (1, 2, 2), (1, 1, 1)),
-    (1, 4, (9, 12, 56), (5, 3, 3), (1, 2, 2), (2, 1, 1)),
-    (2, 4, (7, 9, 10), (3, 3, 3), (2, 1, 1), (1, 1, 1)),  # depth stride 2: declines to the old path
-]
-
-
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["fp32", "fp16", "bf16"])
 def test_depthwise_depth3d(dtype):
     """Forward, input-grad and weight-grad of NCDHW KD x 3 x 3 filters against float64 on the same
-    rounded data, on poisoned memory; the weight-grad bitwise repeatable. Runs the depth-streaming
-    kernels unless this process has CONVX_DEPTH3D=0 (the test below)."""
+    rounded data, on poisoned memory; the weight-grad bitwise repeatable (the depth-streaming
+    kernels, nc_depth3d.cuh; depth stride 2 keeps the previous ones)."""
     import torch.nn.functional as F
 
     tol = {torch.float32: 1e-4, torch.float16: 4e-3, torch.bfloat16: 3e-2}[dtype]
@@ -821,15 +754,3 @@ def test_depthwise_depth3d_beyond_2_pow_31_elements():
     head = F.conv3d(F.pad(x[:, :, :3].float(), (1, 1, 1, 1, 1, 0)), w.float())
     torch.testing.assert_close(y[:, :, :2].float(), head, rtol=2e-3, atol=2e-3)
     del x, y
-
-
-def test_depthwise_depth3d_old_path():
-    """The test above in a process with CONVX_DEPTH3D=0 (read once per process): the previous
-    kernels (nc_stream, nc_wgrad_stream) stay correct while the knob exists."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    env = dict(os.environ, CONVX_DEPTH3D="0")
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
-                           os.path.join(here, "test_cuda.py"), "-k", "test_depthwise_depth3d and not old_path and not beyond"],
-                          env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "3 passed" in proc.stdout

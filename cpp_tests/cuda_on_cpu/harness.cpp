@@ -97,9 +97,8 @@ bool st_dispatch(const Plan& P, const char** which, F&& f) {
 #undef C_
   return false;
 }
-// nc_plane.cu's specialisations at any plane size whose block fits (CONVX_NC_SMALL=2; the default
-// takes the same kernel on planes of at most kPlaneSmallOutputs outputs). false when the launcher
-// declines the plan.
+// nc_plane.cu's specialisations at any plane size whose block fits (the launcher also declines
+// fp32 planes above kPlaneFloatMaxOutputs). false when choose_nc_plane declines the plan.
 static int np_runs = 0;
 template <typename T, int KH, int KW, int S>
 bool np_run(const T* in, const float* w, const T* bias, T* out, const Plan& P) {
@@ -134,10 +133,10 @@ bool row_run(const T* in, const float* w, const T* bias, T* out, const Plan& P, 
 }
 template <typename T, typename F>
 void row_dispatch(const Plan& P, F&& f) {
-  if (P.k[2] != 15 && P.k[2] != 31) return;
+  if (P.k[2] != 31) return;  // the launcher's forward / data-grad: 31 taps
   for (unsigned mb : {1u, 1u << 30}) {
     auto run = [mb](const T* in, const float* w, const T* bias, T* out, const Plan& Q) {
-      return Q.k[2] == 15 ? row_run<T, 15>(in, w, bias, out, Q, mb) : row_run<T, 31>(in, w, bias, out, Q, mb);
+      return row_run<T, 31>(in, w, bias, out, Q, mb);
     };
     f(std::string(mb == 1 ? "row1d 1 block" : "row1d"), run);
   }
@@ -158,15 +157,10 @@ Tensor roww_run(const T* x, const T* gy, const Plan& P) {
          [&] { row1d_wgrad_sum<T>(part.data_ptr<float>(), gw.data_ptr<T>(), P.out_c * K, int(L.chunks), K); });
   return gw;
 }
-// cl_gather.cu's specialisations: f(tile, run) with the tile the launcher uses for the filter
-// (cl_outputs); false when the launcher does not take it.
-template <typename T, int KH, int KW, int S>
-bool cl_run(const T* in, const float* w, const T* bias, T* out, const Plan& P) {
-  constexpr int V = kClVec, R = cl_outputs<KH, KW>(), MB = cl_min_blocks<KW, R>();
 // cl_gather.cu's specialisations: f(tile, run) with each tile the launchers may use for the
 // filter; false when they do not take it. launch_cl_gather: V = 4 (kClVec), fp32
-// weights, R = cl_outputs. launch_cl_gather16 (16-bit, cl16_specialised): 16-bit weights, V = 8
-// for 2x2 / 3x3; V = 8 (CONVX_CL_FAST=2) and V = 4 (CONVX_CL_FAST=3) for 4x4-7x7.
+// weights, R = cl_outputs. launch_cl_gather16 (16-bit, cl16_specialised: 3x3 at stride 1):
+// 16-bit weights, V = 8.
 template <typename T, typename WT, int KH, int KW, int S, int V>
 bool cl_run(const T* in, const WT* w, const T* bias, T* out, const Plan& P) {
   constexpr int R = cl_outputs<KH, KW, V, S>(), MB = cl_min_blocks<KW, R, V>();
@@ -199,16 +193,8 @@ bool cl_dispatch(const Plan& P, F&& f) {
 template <typename T, typename F>
 bool cl16_dispatch(const Plan& P, F&& f) {
   if (!cl16_specialised(P)) return false;
-  const int k = P.k[2], s = P.S[1];
-#define C_(K, S)                                                                  \
-  if (k == K && s == S) {                                                         \
-    if constexpr (K > 3) f(cl_tile_name<K, K, S, 4>(), cl_run<T, T, K, K, S, 4>); \
-    f(cl_tile_name<K, K, S, 8>(), cl_run<T, T, K, K, S, 8>);                      \
-    return true;                                                                  \
-  }
-  C_(2, 1) C_(3, 1) C_(4, 1) C_(5, 1) C_(7, 1) C_(3, 2) C_(5, 2) C_(7, 2)
-#undef C_
-  return false;
+  f(cl_tile_name<3, 3, 1, 8>(), cl_run<T, T, 3, 3, 1, 8>);
+  return true;
 }
 template <typename T, int KH, int KW, int S, int R>
 Tensor ncw_run(const T* x, const T* gy, const Plan& P) {
@@ -404,9 +390,9 @@ void roww_check(const char* what, const Plan& P, const Tensor& x, const Tensor& 
     }
   }
 }
-// Every nc_stream tile and load mode on src (read) as allocated, and on copies of src and of the
-// Every nc_stream (kDepth3d: nc_depth3d) tile and load mode on src (read) as allocated, and on copies of src and of the
-// output one element past a 16-byte boundary (rows and stores misaligned for the vector paths).
+// Every nc_stream (kDepth3d: nc_depth3d) tile and load mode, and row1d's launches, on src (read)
+// as allocated and on copies of src and of the output one element past a 16-byte boundary (rows
+// and stores misaligned for the vector paths).
 template <typename T, bool kDepth3d = false>
 void st_check(const char* what, const Plan& P, const Tensor& src, const Tensor& wp, const Tensor& bias, const Tensor& ref,
               const std::string& name, double tol) {
@@ -421,18 +407,23 @@ void st_check(const char* what, const Plan& P, const Tensor& src, const Tensor& 
       o.fill_(NAN);
       if (run(ip, wp.data_ptr<float>(), bias.defined() ? bias.data_ptr<T>() : nullptr, o.data_ptr<T>(), P))
         check((std::string(what) + " " + which + " " + tile + (off ? " off1" : "")).c_str(), o, ref, name, tol);
-    });
-    row_dispatch<T>(P, [&](const std::string& tile, auto run) {
-      Tensor o = off ? out1.narrow(0, 1, ref.numel()).view(ref.sizes()) : at::full(ref.sizes(), NAN, opts);
-      o.fill_(NAN);
-      if (run(ip, wp.data_ptr<float>(), bias.defined() ? bias.data_ptr<T>() : nullptr, o.data_ptr<T>(), P)) {
-        ++row_taken;
-        check((std::string(what) + " " + tile + (off ? " off1" : "")).c_str(), o, ref, name, tol);
-      } else {
-        ++row_declined;
-        std::printf("%-44s %-34s declined\n", name.c_str(), (std::string(what) + " " + tile).c_str());
-      }
-    });
+    };
+    if constexpr (kDepth3d) {
+      d3_dispatch<T>(P, &which, one);
+    } else {
+      st_dispatch<T>(P, &which, one);
+      row_dispatch<T>(P, [&](const std::string& tile, auto run) {
+        Tensor o = off ? out1.narrow(0, 1, ref.numel()).view(ref.sizes()) : at::full(ref.sizes(), NAN, opts);
+        o.fill_(NAN);
+        if (run(ip, wp.data_ptr<float>(), bias.defined() ? bias.data_ptr<T>() : nullptr, o.data_ptr<T>(), P)) {
+          ++row_taken;
+          check((std::string(what) + " " + tile + (off ? " off1" : "")).c_str(), o, ref, name, tol);
+        } else {
+          ++row_declined;
+          std::printf("%-44s %-34s declined\n", name.c_str(), (std::string(what) + " " + tile).c_str());
+        }
+      });
+    }
   }
 }
 
@@ -454,11 +445,6 @@ void np_check(const char* what, const Plan& P, const Tensor& src, const Tensor& 
       const std::string tag = std::string(what) + " plane pb" + std::to_string(L.pb) + "x" +
                               std::to_string(ceil_div(L.planes, L.pb)) + (off ? " off1" : "");
       check(tag.c_str(), o, ref, name, tol);
-    };
-    if constexpr (kDepth3d) {
-      d3_dispatch<T>(P, &which, one);
-    } else {
-      st_dispatch<T>(P, &which, one);
     }
   }
 }

@@ -27,17 +27,17 @@ bool launch_nc_stream(const T* in, const at::opmath_type<T>* w, const T* bias, T
 
 // The same for small NCHW planes, a block per group of whole planes (nc_plane.cuh): one-phase
 // 2-D plans with multiplier 1, square filters 2-7 (stride 1) and 3, 5, 7 (stride 2); false when
-// not covered or not small (CONVX_NC_SMALL, nc_plane.cu), then launch_nc_stream.
+// not covered (fp32 planes above 28x28 included: nc_plane.cu), then launch_nc_stream.
 template <typename T>
 bool launch_nc_plane(const T* in, const at::opmath_type<T>* w, const T* bias, T* out,
                      const Plan& P, cudaStream_t stream);
-// The same for 15- and 31-tap 1-D rows at stride 1 (forward, stride-1 data-grad) through
-// shared memory (row1d.cuh); false when not covered or disabled by CONVX_ROW1D=0.
+// The same for 31-tap 1-D rows at stride 1 (forward, stride-1 data-grad) through shared memory
+// (row1d.cuh); false when not covered.
 template <typename T>
 bool launch_row1d(const T* in, const at::opmath_type<T>* w, const T* bias, T* out,
                   const Plan& P, cudaStream_t stream);
 // NCDHW forward / data-grad streaming along depth (nc_depth3d.cuh): KD x 3 x 3 filters, KD 3 or
-// 5, depth stride 1, data-grad channel multiplier 1; false otherwise or with CONVX_DEPTH3D=0.
+// 5, depth stride 1, data-grad channel multiplier 1; false otherwise.
 template <typename T>
 bool launch_nc_depth3d(const T* in, const at::opmath_type<T>* w, const T* bias, T* out,
                        const Plan& P, cudaStream_t stream);
@@ -47,14 +47,8 @@ template <typename T>
 bool launch_cl_gather(const T* in, const at::opmath_type<T>* w, const T* bias, T* out,
                       const Plan& P, cudaStream_t stream);
 
-// CONVX_CL_FAST, a temporary knob (read once per process) while the 16-bit channels-last fast
-// path is measured: 0 = off (launch_cl_gather only); unset or 1 = on for 2x2 and 3x3; 2 = also
-// 4x4-7x7 with 16-byte vectors (V = 8, R = 4); 3 = also 4x4-7x7 with the previous tile and
-// 16-bit weights.
-int cl_fast_choice();
-
-// Whether launch_cl_gather16 takes the plan of a 16-bit problem (2-D square 2x2-7x7 filters as
-// the knob allows); the caller then prepares 16-bit weights.
+// Whether launch_cl_gather16 takes the plan of a 16-bit problem (cl16_specialised: 3x3 at
+// stride 1); the caller then prepares 16-bit weights.
 bool cl_fast_takes(const Plan& P);
 
 // The 16-bit fast path of launch_cl_gather: w is [phases][taps][wrows] in T (cl_tiled.cuh).
@@ -68,7 +62,7 @@ bool launch_nc_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::Te
                      cudaStream_t stream);
 
 // NCL weight-grad of 15- and 31-tap rows at stride 1 (row1d.cuh), deterministic; false when not
-// covered or disabled by CONVX_ROW1D=0.
+// covered.
 template <typename T>
 bool launch_row1d_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like,
                         cudaStream_t stream);

@@ -1,7 +1,9 @@
 // Launchers of the NCDHW depth-streaming kernels (nc_depth3d.cuh): forward / data-grad and
 // weight-grad of KD x 3 x 3 filters (KD 3 or 5; the data-grad's 2 x 2 sub-filters of stride-2
 // rows too) at depth stride 1. Everything else returns false: the caller keeps nc_stream /
-// nc_wgrad. CONVX_DEPTH3D=0 (temporary, read once per process) turns both off for A/B timing.
+// nc_wgrad. Measured on the H100 against those (bench/results/h100/session5/ab_knobs.log): X3D
+// k3 fp32 forward 0.795 -> 0.572 ms (72% of the copy bandwidth), backward 2.190 -> 1.144;
+// k5x3x3 bf16 forward 1.798 -> 1.462, backward 3.500 -> 2.998.
 #include "ops/depthwise_conv/cuda/launch.h"
 #include "ops/depthwise_conv/cuda/nc_depth3d.cuh"
 #include "ops/depthwise_conv/cuda/wgrad_sum.cuh"
@@ -17,24 +19,10 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
 #include <type_traits>
 
 namespace convx::cuda {
 namespace {
-
-// CONVX_DEPTH3D: unset or "1" = the depth-streaming kernels, "0" = the previous ones.
-bool depth3d_enabled() {
-  static const bool on = [] {
-    const char* e = std::getenv("CONVX_DEPTH3D");
-    if (e == nullptr || *e == '\0') return true;
-    TORCH_CHECK(std::strcmp(e, "0") == 0 || std::strcmp(e, "1") == 0,
-                "CONVX_DEPTH3D: expected 0 or 1, got '", e, "'");
-    return std::strcmp(e, "1") == 0;
-  }();
-  return on;
-}
 
 // SMs of the current GPU, asked of the driver once per device (0: not asked yet).
 int64_t sm_count() {
@@ -90,7 +78,6 @@ bool launch_nc_depth3d(const T* in, const at::opmath_type<T>* w, const T* bias, 
   if constexpr (std::is_same_v<T, double>) {
     return false;  // float64 is for correctness only
   } else {
-    if (!depth3d_enabled()) return false;
     const int kd = P.k[0], kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
 #define CONVX_CASE(KD, KH, KW, S) \
   if (kd == KD && kh == KH && kw == KW && s == S) return run_fwd<T, KD, KH, KW, S>(in, w, bias, out, P, stream);
@@ -111,7 +98,6 @@ bool launch_nc_wgrad_depth3d(const T* x, const T* gy, T* gw, const Plan& P, cons
   if constexpr (std::is_same_v<T, double>) {
     return false;
   } else {
-    if (!depth3d_enabled()) return false;
     const int kd = P.k[0], kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
 #define CONVX_CASE(KD, KH, KW, S) \
   if (kd == KD && kh == KH && kw == KW && s == S) return run_wgrad<T, KD, KH, KW, S>(x, gy, gw, P, like, stream);

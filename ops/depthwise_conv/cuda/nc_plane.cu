@@ -1,42 +1,28 @@
-// Launcher of the whole-plane NCHW kernel (nc_plane.cuh) for small planes: square filters 2-7 at
+// Launcher of the whole-plane NCHW kernel (nc_plane.cuh) for planes that fit a block: square filters 2-7 at
 // stride 1 and 3, 5, 7 at stride 2 (nc_stream's set), fp32 / fp16 / bf16.
 #include "ops/depthwise_conv/cuda/launch.h"
 #include "ops/depthwise_conv/cuda/nc_plane.cuh"
 
 #include <c10/cuda/CUDAException.h>
 #include <c10/util/BFloat16.h>
-#include <c10/util/Exception.h>
 #include <c10/util/Half.h>
 #include <cuda_runtime_api.h>
 
-#include <cstdlib>
-#include <cstring>
 #include <type_traits>
 
 namespace convx::cuda {
 namespace {
 
-// CONVX_NC_SMALL, a temporary knob (read once per process) for the A/B measurement of this
-// kernel on the GPU: unset or 1: output planes up to kPlaneSmallOutputs elements; 0: never (the
-// streaming kernels as before); 2: every plane whose block fits in shared memory (to time it on
-// 14x14-56x56 planes before widening the default).
-int small_choice() {
-  static const int choice = [] {
-    const char* e = std::getenv("CONVX_NC_SMALL");
-    if (!e || !*e || std::strcmp(e, "1") == 0) return 1;
-    if (std::strcmp(e, "0") == 0) return 0;
-    if (std::strcmp(e, "2") == 0) return 2;
-    TORCH_CHECK(false, "convx: CONVX_NC_SMALL must be 0, 1, 2 or unset, got '", e, "'");
-  }();
-  return choice;
-}
-
 template <typename T, int KH, int KW, int S>
 bool run(const T* in, const at::opmath_type<T>* w, const T* bias, T* out, const Plan& P, cudaStream_t stream) {
   NcPlane L{};
   if (!choose_nc_plane(L, P, KH, KW, S, sizeof(T))) return false;
-  const int choice = small_choice();
-  if (choice == 0 || (choice == 1 && int64_t(L.oh) * L.ow > kPlaneSmallOutputs)) return false;
+  // Measured on the H100 (bench/results/h100/session5/ab_knobs.log): faster than nc_stream on
+  // every 16-bit plane that fits (MobileNetV2 56x56 fp16 0.116 -> 0.095 ms, EfficientNet 28x28
+  // 0.112 -> 0.064, ConvNeXt 14x14 0.078 -> 0.037, 7x7 0.054 -> 0.019) and on fp32 planes up to
+  // 28x28 (0.084 -> 0.068, 0.071 -> 0.040, 0.043 -> 0.019), but 7% slower on fp32 56x56, where
+  // nc_stream's register tile already reaches 75% of the copy bandwidth.
+  if (std::is_same_v<T, float> && int64_t(L.oh) * L.ow > kPlaneFloatMaxOutputs) return false;
   const unsigned blocks = static_cast<unsigned>(ceil_div(L.planes, L.pb));
   nc_plane<T, KH, KW, S, kPlaneStrip><<<blocks, kPlaneThreads, static_cast<size_t>(L.smem), stream>>>(in, w, bias, out, L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();

@@ -31,9 +31,9 @@ constexpr int64_t kPlaneSmemBytes = 48 * 1024;  // dynamic shared memory without
 // Outputs per thread along a row: 7 divides the ImageNet widths (112, 56, 28, 14, 7), so no lane
 // idles on them.
 constexpr int kPlaneStrip = 7;
-// The launcher's default takes output planes up to this many elements (7x7 .. 10x10); larger
-// planes stay on nc_stream unless CONVX_NC_SMALL=2 (nc_plane.cu).
-constexpr int64_t kPlaneSmallOutputs = 100;
+// The launcher takes every 16-bit plane whose block fits, and fp32 output planes up to this many
+// elements (28x28 and smaller; measured, nc_plane.cu); larger fp32 planes stay on nc_stream.
+constexpr int64_t kPlaneFloatMaxOutputs = 28 * 28;
 
 struct NcPlane {
   uint32_t planes;       // N * channels: planes read and written (one each, multiplier 1)

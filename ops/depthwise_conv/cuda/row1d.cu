@@ -1,7 +1,10 @@
-// Launchers of the shared-memory NCL kernels for 15- and 31-tap rows (row1d.cuh), tried before
-// nc_stream for the forward and the stride-1 data-grad and before nc_wgrad_stream for the
-// weight-grad. CONVX_ROW1D=0 (temporary A/B knob, read once per process) leaves these rows on
-// the old kernels.
+// Launchers of the shared-memory NCL kernels for long 1-D rows (row1d.cuh): tried before
+// nc_stream for the forward and stride-1 data-grad of 31-tap rows and before nc_wgrad_stream for
+// the weight-grad of 15- and 31-tap rows. Measured on the H100 against those kernels
+// (bench/results/h100/session5/ab_knobs.log): Conformer k31 bf16 forward 0.109 -> 0.056 ms, fp32
+// 0.168 -> 0.108 (81% of the copy bandwidth), backward 0.198 -> 0.114 and 0.407 -> 0.222; the
+// k15 causal bf16 backward 0.399 -> 0.260, but its forward 0.402 -> 0.522, so 15-tap forwards stay
+// on nc_stream (16 outputs per thread there against 16 staged per lane here).
 #include "ops/depthwise_conv/cuda/launch.h"
 #include "ops/depthwise_conv/cuda/row1d.cuh"
 
@@ -10,29 +13,16 @@
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAMacros.h>
 #include <c10/util/BFloat16.h>
-#include <c10/util/Exception.h>
 #include <c10/util/Half.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
 #include <type_traits>
 
 namespace convx::cuda {
 namespace {
-
-bool row1d_enabled() {
-  static const bool on = [] {
-    const char* e = std::getenv("CONVX_ROW1D");
-    if (!e || !*e || std::strcmp(e, "1") == 0) return true;
-    if (std::strcmp(e, "0") == 0) return false;
-    TORCH_CHECK(false, "convx: CONVX_ROW1D must be 0, 1 or unset, got '", e, "'");
-  }();
-  return on;
-}
 
 // Warps of one full wave of this specialisation on the current device (SMs x resident blocks x
 // 8), asked of the driver once per device (0: not asked yet; two threads asking at once store
@@ -89,7 +79,6 @@ bool launch_row1d_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at:
   if constexpr (std::is_same_v<T, double>) {
     return false;
   } else {
-    if (!row1d_enabled()) return false;
     if (P.k[2] == 15) return run_wgrad<T, 15>(x, gy, gw, P, like, stream);
     if (P.k[2] == 31) return run_wgrad<T, 31>(x, gy, gw, P, like, stream);
     return false;
@@ -102,8 +91,6 @@ bool launch_row1d(const T* in, const at::opmath_type<T>* w, const T* bias, T* ou
   if constexpr (std::is_same_v<T, double>) {
     return false;  // float64 is for correctness only: nc_gather's generic kernel
   } else {
-    if (!row1d_enabled()) return false;
-    if (P.k[2] == 15) return run<T, 15>(in, w, bias, out, P, stream);
     if (P.k[2] == 31) return run<T, 31>(in, w, bias, out, P, stream);
     return false;
   }
