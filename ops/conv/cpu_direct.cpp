@@ -27,50 +27,61 @@ namespace {
 // NCHW <-> channels-last copies of float operands. aten's copy_ between the two layouts moves
 // ~0.7 GB/s on this machine (8x128x32² to channels-last: 5.7 ms at one thread, 8x256x64²:
 // 45 ms), as much as a third of the GEMM it feeds; a tiled transpose is several times faster.
-// dst[b][s][r] = src[b][r][s]: tasks of 16 columns of src, whose 16 destination rows are
-// written while the source lines they read stay in L1.
+// dst[b][s][r] = src[b][r][s], in 16 x 16 tiles through a local buffer: 16 source lines read
+// whole, then 16 destination lines written whole. Transposing straight from source to
+// destination would keep 16 lines open on each side, and at power-of-two row strides (a
+// 32x32 plane is 4 KB) they all fall into one L1 set and evict each other.
 void transpose_planes(const float* src, float* dst, int64_t B, int64_t R, int64_t S) {
   constexpr int64_t kT = 16;
   const int64_t tiles = (S + kT - 1) / kT;
   at::parallel_for(0, B * tiles, 1, [&](int64_t begin, int64_t end) {
+    float tile[kT][kT];
     for (int64_t task = begin; task < end; ++task) {
-      const int64_t b = task / tiles, s0 = task % tiles * kT, s1 = std::min(S, s0 + kT);
-      const float* in = src + b * R * S;
-      float* out = dst + b * R * S;
+      const int64_t b = task / tiles, s0 = task % tiles * kT, ns = std::min(kT, S - s0);
+      const float* in = src + b * R * S + s0;
+      float* out = dst + b * R * S + s0 * R;
       for (int64_t r0 = 0; r0 < R; r0 += kT) {
-        const int64_t r1 = std::min(R, r0 + kT);
-        for (int64_t s = s0; s < s1; ++s) {
-          for (int64_t r = r0; r < r1; ++r) out[s * R + r] = in[r * S + s];
+        const int64_t nr = std::min(kT, R - r0);
+        for (int64_t r = 0; r < nr; ++r) {
+          for (int64_t s = 0; s < ns; ++s) tile[s][r] = in[(r0 + r) * S + s];
+        }
+        for (int64_t s = 0; s < ns; ++s) {
+          for (int64_t r = 0; r < nr; ++r) out[s * R + r0 + r] = tile[s][r];
         }
       }
     }
   });
 }
 
-// t (float, batched) as a dense channels-last tensor: itself, a transposed copy of a dense
-// NCHW t, or aten's copy of any other strides.
-Tensor as_channels_last(const Tensor& t) {
-  if (has_layout(t, true)) return t;
-  if (!t.is_contiguous()) return to_layout(t, true);
-  auto out = new_tensor(t.sym_sizes(), t.options(), true);
-  const int64_t B = t.size(0), C = t.size(1);
-  transpose_planes(t.const_data_ptr<float>(), out.mutable_data_ptr<float>(), B, C,
-                   B * C == 0 ? 0 : t.numel() / (B * C));
-  return out;
+// An operand as the kernels below read it: dense channels-last or dense NCHW (aten's copy for
+// any other strides).
+Tensor dense_operand(const Tensor& t) {
+  return has_layout(t, true) || t.is_contiguous() ? t : to_layout(t, true);
 }
 
-// Runs body on a dense channels-last float output: out itself, or a temporary transposed into
-// a dense NCHW out afterwards (with_output_as's copy for any other out).
-template <typename F>
-void with_channels_last_output(const Tensor& out, F&& body) {
-  if (out.scalar_type() != at::kFloat || has_layout(out, true) || !out.is_contiguous()) {
-    return with_output_as(out, at::kFloat, true, body);
-  }
-  auto tmp = new_tensor(out.sym_sizes(), out.options(), true);
-  body(tmp);
-  const int64_t B = out.size(0), C = out.size(1);
-  transpose_planes(tmp.const_data_ptr<float>(), out.mutable_data_ptr<float>(), B,
-                   B * C == 0 ? 0 : out.numel() / (B * C), C);
+int64_t plane_numel(const Tensor& t) {
+  int64_t n = 1;
+  for (int64_t d = 2; d < t.dim(); ++d) n *= t.size(d);
+  return n;
+}
+
+// Samples [b0, b0 + n) of a dense operand as channels-last [n][pixels][C] floats: its own
+// memory when it is channels-last, else transposed from NCHW into `stage`. Staging a group of
+// samples at a time (not the whole batch) keeps the copy small, cache-resident when the kernel
+// reads it, and allocated once per call: a whole-batch copy (a fresh multi-MB block) page-faults
+// in on every call (DCGAN's NCHW data grad: ~3 ms of ~28 ms).
+const float* channels_last_samples(const Tensor& t, int64_t b0, int64_t n, float* stage) {
+  const int64_t C = t.size(1), P = plane_numel(t);
+  if (has_layout(t, true)) return t.const_data_ptr<float>() + b0 * P * C;
+  transpose_planes(t.const_data_ptr<float>() + b0 * C * P, stage, n, C, P);
+  return stage;
+}
+
+// Samples per group: the whole batch when nothing is staged, else ~1 MB of staged floats.
+int64_t group_samples(bool staged, int64_t batch, int64_t floats_per_sample) {
+  if (!staged) return std::max<int64_t>(batch, 1);
+  return std::clamp<int64_t>((int64_t(1) << 18) / std::max<int64_t>(floats_per_sample, 1), 1,
+                             std::max<int64_t>(batch, 1));
 }
 
 }  // namespace
@@ -87,24 +98,39 @@ bool direct_forward_applies(const Geometry& g, const Tensor& input, const Tensor
 
 void direct_forward(const Geometry& g, const Tensor& input, const Tensor& weight,
                     const std::optional<Tensor>& bias, const Tensor& output) {
+  if (!has_layout(output, true) && !output.is_contiguous()) {
+    return with_output_as(output, at::kFloat, true, [&](const Tensor& y) {
+      direct_forward(g, input, weight, bias, y);
+    });
+  }
   const int64_t Ci = g.in_channels, Co = g.out_channels, taps = g.kernel_numel();
-  const auto x = as_channels_last(input);
+  const auto x = dense_operand(input);
+  const bool x_cl = has_layout(x, true), y_cl = has_layout(output, true);
   // weight [C_out, C_in, *k] -> [taps*C_in, C_out] (tap-major), packed.
   const auto w = weight.to(at::kFloat).contiguous().view({Co, Ci, taps}).permute({2, 1, 0}).reshape({taps * Ci, Co});
   const auto packed = pack_gemm_b(w.contiguous());
   Tensor b;
   if (bias.has_value() && bias->defined()) b = bias->to(at::kFloat).contiguous();
   const std::vector<float> zeros(Ci, 0.f);
-  const int64_t M = g.batch * g.output_numel();
-  with_channels_last_output(output, [&](const Tensor& y) {
-    const float* xp = x.const_data_ptr<float>();
-    float* yp = y.mutable_data_ptr<float>();
-    const auto& [OD, OH, OW] = g.output;
-    const auto& [KD, KH, KW] = g.kernel;
-    at::parallel_for(0, (M + kImplicitRows - 1) / kImplicitRows, 1, [&](int64_t begin, int64_t end) {
-      int64_t pos[kImplicitRows][4];  // (b, od, oh, ow) of each row of the block
+  const int64_t Lin = g.input_numel(), Lout = g.output_numel();
+  const int64_t group = group_samples(!(x_cl && y_cl), g.batch, std::max(Ci * Lin, Co * Lout));
+  std::vector<float> x_stage(x_cl ? 0 : group * Ci * Lin), y_stage(y_cl ? 0 : group * Co * Lout);
+  const auto& [OD, OH, OW] = g.output;
+  const auto& [KD, KH, KW] = g.kernel;
+  const int64_t threads = at::get_num_threads();
+  for (int64_t b0 = 0; b0 < g.batch; b0 += group) {
+    const int64_t ns = std::min(group, g.batch - b0), M = ns * Lout;
+    const float* xp = channels_last_samples(x, b0, ns, x_stage.data());
+    float* yp = y_cl ? output.mutable_data_ptr<float>() + b0 * Lout * Co : y_stage.data();
+    // Blocks of at most 192 rows, as many as a multiple of the threads: equal shares.
+    int64_t blocks = (M + kImplicitRows - 1) / kImplicitRows;
+    blocks = (blocks + threads - 1) / threads * threads;
+    const int64_t rows = (M + blocks - 1) / blocks;
+    at::parallel_for(0, blocks, 1, [&](int64_t begin, int64_t end) {
+      int64_t pos[kImplicitRows][4];  // (sample in the group, od, oh, ow) of each row
       for (int64_t blk = begin; blk < end; ++blk) {
-        const int64_t m0 = blk * kImplicitRows, n = std::min(kImplicitRows, M - m0);
+        const int64_t m0 = blk * rows, n = std::min(rows, M - m0);
+        if (n <= 0) continue;
         for (int64_t i = 0; i < n; ++i) {
           const int64_t m = m0 + i;
           pos[i][3] = m % OW;
@@ -128,12 +154,13 @@ void direct_forward(const Geometry& g, const Tensor& input, const Tensor& weight
             });
       }
     });
-  });
+    if (!y_cl) {
+      transpose_planes(y_stage.data(), output.mutable_data_ptr<float>() + b0 * Co * Lout, ns,
+                       Lout, Co);
+    }
+  }
 }
 
-}  // namespace convx::cpu
-
-namespace convx::cpu {
 
 bool direct_weight_grad_applies(const Geometry& g, const Tensor& input, const Tensor& grad_output) {
   // As for the forward; the NCHW 1x1 stride-1 weight grad is one BLAS call per sample on the
@@ -145,29 +172,20 @@ bool direct_weight_grad_applies(const Geometry& g, const Tensor& input, const Te
          (is_channels_last(input) || is_channels_last(grad_output) || !pointwise);
 }
 
-namespace {
-
-// Element strides of a batched dense channels-last [N, C, *spatial] operand as (N, C, d, h,
-// w), the spatial dims padded to three with leading zeros (Geometry pads their sizes with 1s).
-std::array<int64_t, 5> strides5(const Tensor& t) {
-  std::array<int64_t, 5> s{t.stride(0), t.stride(1), 0, 0, 0};
-  const int64_t r = t.dim() - 2;
-  for (int64_t i = 0; i < r; ++i) s[5 - r + i] = t.stride(2 + i);
-  return s;
-}
-
-}  // namespace
-
 void direct_weight_grad(const Geometry& g, const Tensor& input, const Tensor& grad_output,
                         const Tensor& grad_weight) {
   const int64_t Ci = g.in_channels, Co = g.out_channels, taps = g.kernel_numel();
-  const auto x = as_channels_last(input), gy = as_channels_last(grad_output);
-  const auto sx = strides5(x), sy = strides5(gy);
+  const int64_t Lin = g.input_numel(), Lout = g.output_numel();
+  if (g.batch * Lout == 0) {
+    grad_weight.zero_();
+    return;
+  }
+  const auto x = dense_operand(input), gy = dense_operand(grad_output);
+  const bool x_cl = has_layout(x, true), gy_cl = has_layout(gy, true);
+  const int64_t group = group_samples(!(x_cl && gy_cl), g.batch, std::max(Ci * Lin, Co * Lout));
+  std::vector<float> x_stage(x_cl ? 0 : group * Ci * Lin), gy_stage(gy_cl ? 0 : group * Co * Lout);
   auto gw = at::empty({taps * Ci, Co}, input.options());  // [taps, C_in, C_out]
-  const float* xp = x.const_data_ptr<float>();
-  const float* gyp = gy.const_data_ptr<float>();
   float* gwp = gw.mutable_data_ptr<float>();
-  const int64_t M = g.batch * g.output_numel();
   const auto& [OD, OH, OW] = g.output;
   const auto& [KD, KH, KW] = g.kernel;
   // Tasks: (tap, block of up to 96 input channels), each owning those rows of grad_weight.
@@ -179,58 +197,65 @@ void direct_weight_grad(const Geometry& g, const Tensor& input, const Tensor& gr
   constexpr int64_t kChunk = 256;
   const int64_t blocks = (Ci + kTaskRows - 1) / kTaskRows;
   const int64_t panels = (Co + kOuterCols - 1) / kOuterCols;
-  at::parallel_for(0, taps * blocks, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> ap(kTaskRows * kChunk), bp(panels * kOuterCols * kChunk, 0.f);
-    int64_t pos[kChunk][4];  // (b, od, oh, ow) of each pixel of the block
-    int64_t off[kChunk];
-    for (int64_t task = begin; task < end; ++task) {
-      const int64_t t = task / blocks, c0 = task % blocks * kTaskRows;
-      std::fill(gwp + (t * Ci + c0) * Co, gwp + (t * Ci + std::min(Ci, c0 + kTaskRows)) * Co, 0.f);
-    }
-    for (int64_t m0 = 0; m0 < M; m0 += kChunk) {
-      const int64_t n = std::min(kChunk, M - m0);
-      for (int64_t i = 0; i < n; ++i) {
-        const int64_t m = m0 + i;
-        pos[i][0] = m / (OW * OH * OD);
-        pos[i][1] = m / (OW * OH) % OD;
-        pos[i][2] = m / OW % OH;
-        pos[i][3] = m % OW;
-        off[i] = pos[i][0] * sy[0] + pos[i][1] * sy[2] + pos[i][2] * sy[3] + pos[i][3] * sy[4];
+  for (int64_t b0 = 0; b0 < g.batch; b0 += group) {  // groups in order: deterministic sums
+    const int64_t ns = std::min(group, g.batch - b0), M = ns * Lout;
+    const float* xp = channels_last_samples(x, b0, ns, x_stage.data());
+    const float* gyp = channels_last_samples(gy, b0, ns, gy_stage.data());
+    at::parallel_for(0, taps * blocks, 1, [&](int64_t begin, int64_t end) {
+      std::vector<float> ap(kTaskRows * kChunk), bp(panels * kOuterCols * kChunk, 0.f);
+      int64_t pos[kChunk][4];  // (sample in the group, od, oh, ow) of each pixel of the block
+      int64_t off[kChunk];
+      if (b0 == 0) {
+        for (int64_t task = begin; task < end; ++task) {
+          const int64_t t = task / blocks, c0 = task % blocks * kTaskRows;
+          std::fill(gwp + (t * Ci + c0) * Co, gwp + (t * Ci + std::min(Ci, c0 + kTaskRows)) * Co, 0.f);
+        }
       }
-      // The last panel's columns past C_out hold stale values: the kernel does not store them.
-      for (int64_t col = 0, p = 0; col < Co; col += kOuterCols, ++p) {
-        const int64_t w = std::min(kOuterCols, Co - col);
+      for (int64_t m0 = 0; m0 < M; m0 += kChunk) {
+        const int64_t n = std::min(kChunk, M - m0);
         for (int64_t i = 0; i < n; ++i) {
-          std::copy(gyp + off[i] + col, gyp + off[i] + col + w, bp.data() + (p * n + i) * kOuterCols);
+          const int64_t m = m0 + i;
+          pos[i][0] = m / (OW * OH * OD);
+          pos[i][1] = m / (OW * OH) % OD;
+          pos[i][2] = m / OW % OH;
+          pos[i][3] = m % OW;
         }
-      }
-      for (int64_t task = begin; task < end; ++task) {
-        const int64_t t = task / blocks, c0 = task % blocks * kTaskRows;
-        const int64_t rows = std::min(kTaskRows, Ci - c0);
-        const int64_t k[3] = {t / (KH * KW), t / KW % KH, t % KW};
-        for (int64_t i = 0; i < n; ++i) {  // the input pixel tap t reads, or -1 (outside)
-          int64_t xo = pos[i][0] * sx[0] + c0;
-          for (int d = 0; d < 3 && xo >= 0; ++d) {
-            const int64_t ii = pos[i][d + 1] * g.stride[d] - g.padding[d] + k[d] * g.dilation[d];
-            xo = ii >= 0 && ii < g.input[d] ? xo + ii * sx[2 + d] : -1;
+        // The last panel's columns past C_out hold stale values: the kernel does not store them.
+        for (int64_t col = 0, p = 0; col < Co; col += kOuterCols, ++p) {
+          const int64_t w = std::min(kOuterCols, Co - col);
+          for (int64_t i = 0; i < n; ++i) {
+            const float* src = gyp + (m0 + i) * Co + col;
+            std::copy(src, src + w, bp.data() + (p * n + i) * kOuterCols);
           }
-          off[i] = xo;
         }
-        for (int64_t r = 0; r < rows; r += kOuterRows) {  // tiles [n][12] of A
-          const int64_t w = std::min(kOuterRows, rows - r);
-          float* dst = ap.data() + r * n;
-          for (int64_t i = 0; i < n; ++i, dst += kOuterRows) {
-            if (off[i] < 0) {
-              std::fill(dst, dst + w, 0.f);
-            } else {
-              std::copy(xp + off[i] + r, xp + off[i] + r + w, dst);
+        for (int64_t task = begin; task < end; ++task) {
+          const int64_t t = task / blocks, c0 = task % blocks * kTaskRows;
+          const int64_t rows = std::min(kTaskRows, Ci - c0);
+          const int64_t k[3] = {t / (KH * KW), t / KW % KH, t % KW};
+          for (int64_t i = 0; i < n; ++i) {  // the input pixel tap t reads, or -1 (outside)
+            int64_t idx = pos[i][0];
+            for (int d = 0; d < 3 && idx >= 0; ++d) {
+              const int64_t ii = pos[i][d + 1] * g.stride[d] - g.padding[d] + k[d] * g.dilation[d];
+              idx = ii >= 0 && ii < g.input[d] ? idx * g.input[d] + ii : -1;
+            }
+            off[i] = idx < 0 ? -1 : idx * Ci + c0;
+          }
+          for (int64_t r = 0; r < rows; r += kOuterRows) {  // tiles [n][12] of A
+            const int64_t w = std::min(kOuterRows, rows - r);
+            float* dst = ap.data() + r * n;
+            for (int64_t i = 0; i < n; ++i, dst += kOuterRows) {
+              if (off[i] < 0) {
+                std::fill(dst, dst + w, 0.f);
+              } else {
+                std::copy(xp + off[i] + r, xp + off[i] + r + w, dst);
+              }
             }
           }
+          packed_outer_gemm(rows, Co, n, ap.data(), bp.data(), gwp + (t * Ci + c0) * Co, Co);
         }
-        packed_outer_gemm(rows, Co, n, ap.data(), bp.data(), gwp + (t * Ci + c0) * Co, Co);
       }
-    }
-  });
+    });
+  }
   // [taps, C_in, C_out] -> [C_out, C_in, *k]
   grad_weight.copy_(gw.view({taps, Ci, Co}).permute({2, 1, 0}).reshape(grad_weight.sizes()));
 }
