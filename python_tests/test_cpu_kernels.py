@@ -293,3 +293,71 @@ def test_direct_forward_float32(rank, ci, co, k, s, p, d, cl):
         xs = torch.randn(3, ci, spatial[0], 2 * spatial[1], generator=g)[..., ::2]
         ours = X.conv2d(xs, w, None, list(s), list(p), list(d), 1)
         assert rel_err(ours, F.conv2d(xs.double(), w.double(), None, s, p, d, 1)) < 1e-5
+
+
+# The implicit-GEMM weight grad (ops/conv/cpu_direct.cpp, same conditions as the forward): the
+# DIRECT_CASES geometries with the operands in each layout (mixed ones included: NCHW operands
+# are copied to channels-last), batch 0 / 1 / 3, a non-contiguous input.
+@pytest.mark.parametrize("layouts", ["nchw", "channels_last", "mixed"])
+@pytest.mark.parametrize("rank,ci,co,k,s,p,d", DIRECT_CASES, ids=lambda v: "x".join(map(str, v)) if isinstance(v, tuple) else str(v))
+def test_direct_weight_grad_float32(rank, ci, co, k, s, p, d, layouts):
+    g = torch.Generator().manual_seed(ci * 3 + co + sum(k) * 10 + rank)
+    spatial = {1: (41,), 2: (15, 13), 3: (6, 7, 5)}[rank]
+    op = getattr(X, f"conv{rank}d_weight_grad")
+    conv = getattr(F, f"conv{rank}d")
+    for batch in (3, 1, 0):
+        x = torch.randn(batch, ci, *spatial, generator=g)
+        w = torch.randn(co, ci, *k, dtype=torch.float64, requires_grad=True)
+        ref_y = conv(x.double(), w, None, s, p, d, 1)
+        gy = torch.randn(ref_y.shape, generator=g)
+        if layouts != "nchw":
+            x = _channels_last(x)
+        if layouts == "channels_last":
+            gy = _channels_last(gy)
+        ours = op(x, list(w.shape), gy, list(s), list(p), list(d), 1)
+        (ref,) = torch.autograd.grad(ref_y, w, gy.double())
+        assert ours.dtype == torch.float32 and ours.shape == w.shape
+        assert rel_err(ours, ref) < 1e-5, (batch, rel_err(ours, ref))
+    if rank == 2:  # a non-contiguous input
+        xs = torch.randn(3, ci, spatial[0], 2 * spatial[1], generator=g)[..., ::2]
+        w = torch.randn(co, ci, *k, dtype=torch.float64, requires_grad=True)
+        ref_y = conv(xs.double(), w, None, s, p, d, 1)
+        gy = torch.randn(ref_y.shape, generator=g)
+        ours = op(xs, list(w.shape), gy, list(s), list(p), list(d), 1)
+        (ref,) = torch.autograd.grad(ref_y, w, gy.double())
+        assert rel_err(ours, ref) < 1e-5
+
+
+def test_direct_weight_grad_does_not_depend_on_threads():
+    # Each task sums its pixels in a fixed order: the same bits at 1 and 2 threads.
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(3, 200, 17, 17, generator=g)
+    gy = torch.randn(3, 64, 8, 8, generator=g)
+    before = torch.get_num_threads()
+    results = []
+    try:
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            results.append(X.conv2d_weight_grad(x, [64, 200, 4, 4], gy, [2, 2], [1, 1], [1, 1], 1))
+    finally:
+        torch.set_num_threads(before)
+    assert torch.equal(results[0], results[1])
+
+
+def test_transposed_backward_realistic_channels():
+    # DCGAN / UNet shaped transposed convolutions (smaller images): their backward is the
+    # implicit-GEMM forward (data grad) and weight grad, checked through autograd in float64.
+    for (ci, co, k, s, p, hw), cl in itertools.product(
+            [(256, 128, 4, 2, 1, 7), (128, 64, 2, 2, 0, 6)], (False, True)):
+        g = torch.Generator().manual_seed(ci + k)
+        x = torch.randn(3, ci, hw, hw + 1, generator=g)
+        x = _channels_last(x) if cl else x
+        w = torch.randn(ci, co, k, k, generator=g)
+        x.requires_grad_()
+        w.requires_grad_()
+        y = X.conv_transpose2d(x, w, None, [s, s], [p, p], [0, 0], 1, [1, 1])
+        ref = F.conv_transpose2d(x.double(), w.double(), None, s, p)
+        gy = torch.randn(ref.shape, generator=g, dtype=torch.float64)
+        gx, gw = torch.autograd.grad(y, (x, w), gy.float())
+        gx_ref, gw_ref = torch.autograd.grad(ref, (x, w), gy)
+        assert rel_err(gx, gx_ref) < 1e-5 and rel_err(gw, gw_ref) < 1e-5

@@ -221,6 +221,10 @@ void dense_data_grad(const ConvArgs& a, const Tensor& grad_output, const Tensor&
 
 void dense_weight_grad(const ConvArgs& a, const Tensor& input, const Tensor& grad_output,
                        const Tensor& grad_weight) {
+  const Geometry g = geometry(a, input, grad_weight, grad_output);
+  if (direct_weight_grad_applies(g, input, grad_output)) {
+    return direct_weight_grad(g, input, grad_output, grad_weight);
+  }
   gemm_weight_grad(kColumns, a, input, grad_output, grad_weight);
 }
 

@@ -1,4 +1,4 @@
-// The CPU's implicit-GEMM convolution forward (ops/conv/cpu_direct.cpp).
+// The CPU's implicit-GEMM convolution forward and weight grad (ops/conv/cpu_direct.cpp).
 #pragma once
 
 #include "ops/front.h"
@@ -8,4 +8,9 @@ namespace convx::cpu {
 bool direct_forward_applies(const Geometry& g, const Tensor& input, const Tensor& output);
 void direct_forward(const Geometry& g, const Tensor& input, const Tensor& weight,
                     const std::optional<Tensor>& bias, const Tensor& output);
+// The same conditions, for the weight grad (either layout; NCHW operands are transposed a few
+// samples at a time, as for the forward).
+bool direct_weight_grad_applies(const Geometry& g, const Tensor& input, const Tensor& grad_output);
+void direct_weight_grad(const Geometry& g, const Tensor& input, const Tensor& grad_output,
+                        const Tensor& grad_weight);
 }  // namespace convx::cpu

@@ -62,6 +62,42 @@ __attribute__((target("avx512f,fma"))) void micro(int64_t kc, const float* const
   }
 }
 
+// C rows c + r*ldc, columns [0, 32) (masked by m0 / m1) += sum over k < K of ap[k][r] *
+// bp[k][0:32]: both operands packed, so every k reads one line of A and two of B in order.
+template <int MR>
+__attribute__((target("avx512f,fma"))) void outer_micro(int64_t K, const float* ap,
+                                                        const float* bp, float* c, int64_t ldc,
+                                                        __mmask16 m0, __mmask16 m1) {
+  __m512 c0[MR], c1[MR];
+#pragma GCC unroll 12
+  for (int r = 0; r < MR; ++r) {
+    c0[r] = _mm512_maskz_loadu_ps(m0, c + r * ldc);
+    c1[r] = _mm512_maskz_loadu_ps(m1, c + r * ldc + 16);
+  }
+  for (int64_t k = 0; k < K; ++k, ap += kMR, bp += kNR) {
+    const __m512 b0 = _mm512_loadu_ps(bp);
+    const __m512 b1 = _mm512_loadu_ps(bp + 16);
+#pragma GCC unroll 12
+    for (int r = 0; r < MR; ++r) {
+      const __m512 v = _mm512_set1_ps(ap[r]);
+      c0[r] = _mm512_fmadd_ps(v, b0, c0[r]);
+      c1[r] = _mm512_fmadd_ps(v, b1, c1[r]);
+    }
+  }
+#pragma GCC unroll 12
+  for (int r = 0; r < MR; ++r) {
+    _mm512_mask_storeu_ps(c + r * ldc, m0, c0[r]);
+    _mm512_mask_storeu_ps(c + r * ldc + 16, m1, c1[r]);
+  }
+}
+
+using OuterMicro = void (*)(int64_t, const float*, const float*, float*, int64_t, __mmask16,
+                            __mmask16);
+constexpr OuterMicro kOuterMicro[kMR + 1] = {
+    nullptr,        outer_micro<1>, outer_micro<2>, outer_micro<3>,  outer_micro<4>,
+    outer_micro<5>, outer_micro<6>, outer_micro<7>, outer_micro<8>,  outer_micro<9>,
+    outer_micro<10>, outer_micro<11>, outer_micro<12>};
+
 using Micro = void (*)(int64_t, const float* const*, const float*, float* const*, int64_t,
                        __mmask16, __mmask16, const float*, bool);
 constexpr Micro kMicro[kMR + 1] = {nullptr,   micro<1>, micro<2>, micro<3>,  micro<4>,
@@ -106,6 +142,19 @@ void packed_gemm_rows(int64_t M, int64_t N, int64_t K, int64_t k0, int64_t kc,
   }
 }
 
+void packed_outer_gemm(int64_t M, int64_t N, int64_t K, const float* ap, const float* bp,
+                       float* c, int64_t ldc) {
+  static_assert(kOuterRows == kMR && kOuterCols == kNR, "packing and micro-kernel disagree");
+  // Panels outer: one panel of B (K * 128 bytes) stays in L1 while every row tile reads it.
+  for (int64_t col = 0, p = 0; col < N; col += kNR, ++p) {
+    const __mmask16 m0 = column_mask(N - col), m1 = column_mask(N - col - 16);
+    for (int64_t i = 0, t = 0; i < M; i += kMR, ++t) {
+      kOuterMicro[std::min(kMR, M - i)](K, ap + t * K * kMR, bp + p * K * kNR, c + i * ldc + col,
+                                        ldc, m0, m1);
+    }
+  }
+}
+
 #else
 
 bool packed_gemm_available() { return false; }
@@ -116,6 +165,9 @@ Tensor pack_gemm_b(const Tensor&) {
 void packed_gemm_rows(int64_t, int64_t, int64_t, int64_t, int64_t, const float* const*,
                       const float*, float* const*, const float*, bool) {
   TORCH_CHECK(false, "convx: packed_gemm_rows needs x86-64");
+}
+void packed_outer_gemm(int64_t, int64_t, int64_t, const float*, const float*, float*, int64_t) {
+  TORCH_CHECK(false, "convx: packed_outer_gemm needs x86-64");
 }
 
 #endif

@@ -18,6 +18,14 @@ Tensor pack_gemm_b(const Tensor& b);
 void packed_gemm_rows(int64_t M, int64_t N, int64_t K, int64_t k0, int64_t kc,
                       const float* const* a, const float* bp, float* const* c,
                       const float* init, bool accumulate);
+// Rows i < M of a row-major C (row stride ldc): c[i][0:N] += sum over k < K of A[k][i] *
+// B[k][0:N], the sum of K rank-1 updates (a weight grad: one per output pixel). The caller
+// packs both operands: ap holds ceil(M / 12) tiles [K][12] of A (rows past M unread), bp
+// ceil(N / 32) panels [K][32] of B (columns past N read but never stored). A 12 x 32 tile of
+// C stays in registers over all K.
+constexpr int64_t kOuterRows = 12, kOuterCols = 32;
+void packed_outer_gemm(int64_t M, int64_t N, int64_t K, const float* ap, const float* bp,
+                       float* c, int64_t ldc);
 
 // One block of n ≤ 192 output rows of a convolution as an implicit GEMM: out_row(i) is row i's
 // output pixel ([C_out] floats), in_pixel(i, t) the input pixel ([C_in] floats) it reads through
