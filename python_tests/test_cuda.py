@@ -655,6 +655,25 @@ def test_depthwise_nc_small_planes(cfg, dtype, offset):
     close(gx, gx_ref, "input-grad")
 
 
+# NCL 15- and 31-tap rows: the shared-memory kernels of row1d.cuh (31-tap forward / data-grad,
+# 15- and 31-tap weight-grad; the 15-tap forward keeps nc_stream): causal-style padding on odd
+# lengths (several warp segments per row, scalar stores), 'same' padding on aligned rows (vector
+# stores), the forward's channel multiplier (its data-grad declines to nc_stream), padding beyond
+# the filter, rows shorter than the filter, batch 1, more items than one wave of warps (the
+# grid-stride loop with prefetch), and stride 2 (declined: nc_stream / generic).
+ROW1D_CASES = [  # (N, C, multiplier, L, k, stride, padding, bias)
+    (2, 3, 1, 1100, 15, 1, 14, True),
+    (1, 4, 1, 1030, 31, 1, 30, False),
+    (2, 8, 1, 1000, 31, 1, 15, True),
+    (2, 3, 2, 90, 15, 1, 7, True),
+    (1, 2, 1, 40, 15, 1, 20, False),
+    (2, 2, 1, 9, 31, 1, 15, True),
+    (8, 128, 1, 4000, 31, 1, 15, False),
+    (8, 128, 1, 4096, 15, 1, 14, True),
+    (1, 2, 1, 81, 15, 2, 7, True),
+]
+
+
 @pytest.mark.parametrize("misaligned", [False, True], ids=["aligned", "off1"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["fp32", "fp16", "bf16"])
 def test_depthwise_row1d(dtype, misaligned):
@@ -702,6 +721,17 @@ def test_depthwise_row1d(dtype, misaligned):
             with deterministic():
                 tr = ops.conv_transpose1d(gy, w, b, [1], [p], [0], C, [1])
             close(tr, tr_ref, what + " transposed")
+
+
+# The depth-streaming NCDHW kernels (nc_depth3d.cuh) in bf16 too, at X3D-like sizes (width 56:
+# aligned 16-byte rows; batch 1 cut into depth segments), spatial strides 1 and 2.
+DEPTH3D_CASES = [  # (N, C, size, k, stride, padding)
+    (2, 8, (8, 14, 56), (3, 3, 3), (1, 1, 1), (1, 1, 1)),
+    (1, 6, (16, 9, 20), (5, 3, 3), (1, 1, 1), (2, 1, 1)),
+    (2, 4, (6, 15, 17), (3, 3, 3), (1, 2, 2), (1, 1, 1)),
+    (1, 4, (9, 12, 56), (5, 3, 3), (1, 2, 2), (2, 1, 1)),
+    (2, 4, (7, 9, 10), (3, 3, 3), (2, 1, 1), (1, 1, 1)),  # depth stride 2: declines to the old path
+]
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["fp32", "fp16", "bf16"])
