@@ -597,6 +597,7 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
       auto gr = at::convolution_backward(gh.to(at::kDouble), xh.to(at::kDouble), w.to(at::kDouble), std::nullopt, s, p, dil,
                                          false, op, C, {false, true, false});
       roww_check<at::Half>("wgrad16", P, xh, gh, std::get<1>(gr), name, 2e-3);
+    }
     {  // depth-streaming NCDHW weight-grad, fp32 and half storage (float accumulation)
       int segs = 0;
       Tensor r3 = ncw3_dispatch<float>(x.data_ptr<float>(), gy.data_ptr<float>(), P, &segs);
