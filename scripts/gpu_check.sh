@@ -53,10 +53,10 @@ stage dense "$OUT_DIR/gpu_tests.log" 240 python3 -m pytest python_tests/test_cud
 # racecheck: the shared-memory tiles of the NC forward / data-grad, both one-pass weight-grads,
 # the 1-D rows (warp-synchronous shared memory) and the whole-plane kernel.
 SAN="/usr/local/cuda/bin/compute-sanitizer --error-exitcode=99"
-PYTORCH_NO_CUDA_MEMORY_CACHING=1 stage memcheck "$OUT_DIR/sanitizer.log" 120 $SAN --tool memcheck \
+PYTORCH_NO_CUDA_MEMORY_CACHING=1 stage memcheck "$OUT_DIR/sanitizer.log" 200 $SAN --tool memcheck \
   python3 -m pytest python_tests/test_cuda.py -q -x \
   -k "(test_float64_matches_aten_cuda and (depthwise_conv2d or conv_transpose1d or conv3d_weight_grad)) or (test_depthwise_fast_paths and fp32 and (r2_k3x3 or r2_k4x4_s2 or r2_k7x7 or r2_k31 or r1_k4 or r1_k31 or r3_k3)) or (test_depthwise_nc_small_planes and aligned) or (test_depthwise_row1d and fp32) or (test_depthwise_cl16_fast_path) or (test_depthwise_depth3d and fp32 and not beyond)"
-stage racecheck "$OUT_DIR/sanitizer.log" 60 $SAN --tool racecheck \
+stage racecheck "$OUT_DIR/sanitizer.log" 120 $SAN --tool racecheck \
   python3 -m pytest python_tests/test_cuda.py -q -x \
   -k "(bitwise_repeatable and k3 and not k31) or (test_depthwise_fast_paths and fp32 and contiguous and (r2_k3x3_s1_m1_n2_c8 or r2_k4x4_s2_m1_n2_c4)) or (test_depthwise_row1d and fp32 and aligned) or (test_depthwise_nc_small_planes and fp32 and aligned and n3_c40)"
 
