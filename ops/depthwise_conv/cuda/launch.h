@@ -12,6 +12,10 @@
 
 namespace convx::cuda {
 
+// SMs of the current GPU, asked of the driver once per device (nc_stream.cu); the launchers size
+// their grids and tiles by it.
+int64_t sm_count();
+
 // NC(D)HW forward / data-grad: out = phased correlation of in with w ([phases][wrows][taps],
 // opmath type) plus bias.
 template <typename T>

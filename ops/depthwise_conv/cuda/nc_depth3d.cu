@@ -10,31 +10,15 @@
 
 #include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAFunctions.h>
-#include <c10/cuda/CUDAMacros.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Exception.h>
 #include <c10/util/Half.h>
 
 #include <algorithm>
-#include <array>
-#include <atomic>
 #include <type_traits>
 
 namespace convx::cuda {
 namespace {
-
-// SMs of the current GPU, asked of the driver once per device (0: not asked yet).
-int64_t sm_count() {
-  static std::array<std::atomic<int>, C10_COMPILE_TIME_MAX_GPUS> sms{};
-  const c10::DeviceIndex dev = c10::cuda::current_device();
-  int n = sms[dev].load(std::memory_order_relaxed);
-  if (n == 0) {
-    C10_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
-    sms[dev].store(n, std::memory_order_relaxed);
-  }
-  return n;
-}
 
 template <typename T, int KD, int KH, int KW, int S>
 bool run_fwd(const T* in, const at::opmath_type<T>* w, const T* bias, T* out, const Plan& P, cudaStream_t stream) {

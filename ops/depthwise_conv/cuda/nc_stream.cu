@@ -17,12 +17,8 @@
 #include <type_traits>
 
 namespace convx::cuda {
-namespace {
 
-// Threads that fill the current GPU once (2048 per SM), for choosing the band height. The SM
-// count is asked of the driver once per device, not on every launch (0: not asked yet; two
-// threads asking at once store the same value).
-int64_t resident_threads() {
+int64_t sm_count() {
   static std::array<std::atomic<int>, C10_COMPILE_TIME_MAX_GPUS> sms{};
   const c10::DeviceIndex dev = c10::cuda::current_device();
   int n = sms[dev].load(std::memory_order_relaxed);
@@ -30,8 +26,11 @@ int64_t resident_threads() {
     C10_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
     sms[dev].store(n, std::memory_order_relaxed);
   }
-  return int64_t(n) * 2048;
+  return n;
 }
+
+namespace {
+
 
 template <typename T, int KH, int KW, int S, int R, int TH, bool VEC = stream_vec<T, KH>()>
 bool run(const T* in, const at::opmath_type<T>* w, const T* bias, T* out, const Plan& P,
@@ -61,7 +60,7 @@ bool run_tiled(const T* in, const at::opmath_type<T>* w, const T* bias, T* out, 
   constexpr int tall = stream_band_tall<T, KH, KW>(), shrt = stream_band_short<T, KH, KW>();
   if constexpr (tall != shrt) {
     NcStream L{};
-    if (stream_items(L, P, R, tall) && L.items < 2 * resident_threads()) {
+    if (stream_items(L, P, R, tall) && L.items < 2 * sm_count() * 2048) {
       return run<T, KH, KW, S, R, shrt>(in, w, bias, out, P, stream);
     }
   }

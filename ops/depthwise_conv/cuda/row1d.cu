@@ -33,11 +33,10 @@ int64_t wave_warps() {
   const c10::DeviceIndex dev = c10::cuda::current_device();
   int n = cache[dev].load(std::memory_order_relaxed);
   if (n == 0) {
-    int sms = 0, blocks = 0;
-    C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    int blocks = 0;
     C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, row1d<T, K, R>, kRowThreads,
                                                                  row_smem_bytes<K, R>()));
-    n = std::max(1, sms * blocks);
+    n = std::max(1, static_cast<int>(sm_count()) * blocks);
     cache[dev].store(n, std::memory_order_relaxed);
   }
   return int64_t(n) * kRowWarps;
