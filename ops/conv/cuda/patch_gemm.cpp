@@ -67,10 +67,6 @@ ColMajor transposed_view(const Tensor& m) {
   return {CUBLAS_OP_T, std::max<int64_t>(ld, rows)};
 }
 
-bool unit_stride(const Tensor& m) {
-  return m.stride(1) == 1 || m.stride(2) == 1 || m.size(1) == 1 || m.size(2) == 1;
-}
-
 // C[b] = A[b] * B[b] + beta * C[b] for [batch, rows, cols] views (batch stride 0 = shared).
 void gemm(Tensor A, Tensor B, Tensor C, float beta, bool tf32) {
   if (!(C.stride(2) == 1 || C.size(2) == 1)) {  // C^T = B^T A^T: cuBLAS writes column-major
@@ -207,10 +203,9 @@ bool patch_gemm_applies(const ConvArgs& a, const Tensor& fine, const Tensor& wei
     if (coarse.size(2 + i) != fine.size(2 + i) / k) return false;
     if (!a.output_padding.empty() && a.output_padding[i] != 0) return false;
   }
-  // A layout the GEMM reads without a copy: pixel rows with unit channel stride, or unit pixel
-  // stride; both are views of any dense NC* / channels-last tensor.
-  const Tensor rows = pixel_rows(coarse);
-  return fine.numel() > 0 && coarse.numel() > 0 && unit_stride(rows);
+  // Any layout: pixel_rows is a view of a dense NC* / channels-last coarse tensor (a unit
+  // stride cuBLAS reads in place) and one copy of anything else.
+  return fine.numel() > 0 && coarse.numel() > 0;
 }
 
 void patch_gemm_forward(const ConvArgs& a, const Tensor& input, const Tensor& weight,
