@@ -18,6 +18,7 @@
 
 #include <ATen/ops/constant_pad_nd.h>
 #include <ATen/ops/sum.h>
+#include <c10/core/GradMode.h>
 #include <torch/csrc/autograd/custom_function.h>
 
 #include "ops/common/args.h"
@@ -52,14 +53,19 @@ struct Saved {
   }
 };
 
-// grad of a bias: gy summed over every dim but the channel dim.
+// grad of a bias: gy summed over every dim but the channel dim. convx::_bias_grad (a faster,
+// deterministic CUDA reduction) has no derivative of its own, so when this gradient is itself
+// being differentiated (create_graph) at::sum does it.
 Tensor bias_grad(const Tensor& gy, int64_t rank) {
-  std::vector<int64_t> dims;
-  const int64_t channel = gy.dim() - rank - 1;
-  for (int64_t i = 0; i < gy.dim(); ++i) {
-    if (i != channel) dims.push_back(i);
+  if (c10::GradMode::is_enabled() && gy.requires_grad()) {
+    std::vector<int64_t> dims;
+    const int64_t channel = gy.dim() - rank - 1;
+    for (int64_t i = 0; i < gy.dim(); ++i) {
+      if (i != channel) dims.push_back(i);
+    }
+    return at::sum(gy, dims);
   }
-  return at::sum(gy, dims);
+  return call::bias_grad(rank, gy);
 }
 
 bool has(const std::optional<Tensor>& t) { return t.has_value() && t->defined(); }

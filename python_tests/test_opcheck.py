@@ -45,3 +45,26 @@ def test_ops_are_pt2_compliant():
     for family, rank in ALL_OPS:
         op = convx_op(family, rank).default
         assert torch.Tag.pt2_compliant_tag in op.tags
+
+
+@pytest.mark.parametrize("shape,rank", [((2, 3, 5), 1), ((3, 5, 4), 2), ((2, 4, 3, 5), 2),
+                                        ((2, 4, 3, 5, 2), 3)])
+def test_opcheck_bias_grad(shape, rank):
+    """The private bias gradient of the closure: schema, Meta kernel, dynamic shapes. It has no
+    autograd formula (the closure differentiates through at::sum instead), so the autograd
+    registration check is left out."""
+    g = torch.randn(shape, dtype=torch.float64)
+    torch.library.opcheck(torch.ops.convx._bias_grad.default, (g, rank),
+                          test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_static",
+                                      "test_aot_dispatch_dynamic"))
+    channel = g.dim() - rank - 1
+    assert torch.equal(torch.ops.convx._bias_grad(g, rank),
+                       g.sum([d for d in range(g.dim()) if d != channel]))
+    assert torch.Tag.pt2_compliant_tag in torch.ops.convx._bias_grad.default.tags
+
+
+def test_bias_grad_errors():
+    with pytest.raises(RuntimeError, match="rank must be 1, 2 or 3, got 0"):
+        torch.ops.convx._bias_grad(torch.randn(2, 3), 0)
+    with pytest.raises(RuntimeError, match="expected grad_output with 3 .unbatched. or 4 .batched. dims, got 2"):
+        torch.ops.convx._bias_grad(torch.randn(2, 3), 2)

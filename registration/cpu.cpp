@@ -1,4 +1,5 @@
 // Which function serves the CPU key: the shared fronts (ops/front.h) over the CPU kernels.
+#include "ops/bias_grad/bias_grad.h"
 #include "ops/conv/conv.h"
 #include "ops/depthwise_conv/depthwise_conv.h"
 #include "registration/per_rank.h"
@@ -10,4 +11,7 @@ constexpr Backend kCpu{cpu::dense_forward,     cpu::dense_data_grad,     cpu::de
 }  // namespace
 }  // namespace convx
 
-TORCH_LIBRARY_IMPL(convx, CPU, m) { convx::register_all_ranks<convx::Fronts<convx::kCpu>>(m); }
+TORCH_LIBRARY_IMPL(convx, CPU, m) {
+  convx::register_all_ranks<convx::Fronts<convx::kCpu>>(m);
+  m.impl("_bias_grad", convx::cpu::bias_grad);
+}

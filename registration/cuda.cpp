@@ -1,4 +1,5 @@
 // Which function serves the CUDA key: the shared fronts (ops/front.h) over the CUDA kernels.
+#include "ops/bias_grad/bias_grad.h"
 #include "ops/conv/conv.h"
 #include "ops/depthwise_conv/depthwise_conv.h"
 #include "registration/per_rank.h"
@@ -10,4 +11,7 @@ constexpr Backend kCuda{cuda::dense_forward,     cuda::dense_data_grad,     cuda
 }  // namespace
 }  // namespace convx
 
-TORCH_LIBRARY_IMPL(convx, CUDA, m) { convx::register_all_ranks<convx::Fronts<convx::kCuda>>(m); }
+TORCH_LIBRARY_IMPL(convx, CUDA, m) {
+  convx::register_all_ranks<convx::Fronts<convx::kCuda>>(m);
+  m.impl("_bias_grad", convx::cuda::bias_grad);
+}

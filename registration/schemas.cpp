@@ -33,4 +33,7 @@ TORCH_LIBRARY(convx, m) {
   for (int r = 1; r <= 3; ++r) {
     for (const auto& schema : schemas_for(r)) m.def(schema.c_str(), {at::Tag::pt2_compliant_tag});
   }
+  // Private: the bias gradient of the autograd closure (ops/bias_grad/bias_grad.h). No autograd
+  // formula of its own; the closure calls it only when the gradient is not differentiated.
+  m.def("_bias_grad(Tensor grad_output, int rank) -> Tensor", {at::Tag::pt2_compliant_tag});
 }

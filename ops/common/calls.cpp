@@ -34,6 +34,13 @@ using WeightGradSig = Tensor(const Tensor&, c10::SymIntArrayRef, const Tensor&, 
 
 }  // namespace
 
+Tensor bias_grad(int64_t rank, const Tensor& grad_output) {
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("convx::_bias_grad", "")
+                             .typed<Tensor(const Tensor&, int64_t)>();
+  return op.call(grad_output, rank);
+}
+
 Tensor conv(int64_t rank, const Tensor& input, const Tensor& weight,
             const std::optional<Tensor>& bias, IntArrayRef stride, IntArrayRef padding,
             IntArrayRef dilation, int64_t groups) {

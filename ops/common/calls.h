@@ -27,4 +27,8 @@ Tensor conv_weight_grad(int64_t rank, const Tensor& input, c10::SymIntArrayRef w
                         const Tensor& grad_output, IntArrayRef stride, IntArrayRef padding,
                         IntArrayRef dilation, int64_t groups);
 
+// The private bias gradient (ops/bias_grad/bias_grad.h): grad_output summed over all but the
+// channel dim.
+Tensor bias_grad(int64_t rank, const Tensor& grad_output);
+
 }  // namespace convx::call
