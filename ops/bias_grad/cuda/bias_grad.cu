@@ -97,16 +97,30 @@ __global__ void __launch_bounds__(kThreads) planes_partial(const T* __restrict__
   }
 }
 
-// out[c] = sum over the slices in order; partial is [slices][C] (stride_s = C, stride_c = 1) or
-// [C][slices] (stride_s = 1, stride_c = slices).
+// out[c] = the sum of the channel's slices; partial is [slices][C] (stride_s = C, stride_c = 1)
+// or [C][slices] (stride_s = 1, stride_c = slices). A warp per channel: lane l sums slices
+// l, l + 32, ... in order, then a fixed shuffle tree (deterministic). One thread walking up to
+// a thousand slices serially was latency-bound: 60 us for a 3-channel gradient.
 template <typename T>
 __global__ void finish(const float* __restrict__ partial, T* __restrict__ out, int64_t C, int64_t slices,
                        int64_t stride_s, int64_t stride_c) {
-  const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (c >= C) return;
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (c >= C) return;  // whole warps leave together
   float s = 0.f;
-  for (int64_t i = 0; i < slices; ++i) s += partial[i * stride_s + c * stride_c];
-  out[c] = static_cast<T>(s);
+  for (int64_t i = lane; i < slices; i += 32) s += partial[i * stride_s + c * stride_c];
+#pragma unroll
+  for (int d = 16; d > 0; d >>= 1) s += __shfl_down_sync(0xffffffffu, s, d);
+  if (lane == 0) out[c] = static_cast<T>(s);
+}
+
+// One finishing launch: 8 channels (warps) per block.
+template <typename T>
+void launch_finish(const float* partial, T* out, int64_t C, int64_t slices, int64_t stride_s,
+                   int64_t stride_c, cudaStream_t stream) {
+  finish<T><<<static_cast<unsigned>((C + 7) / 8), kThreads, 0, stream>>>(partial, out, C, slices, stride_s,
+                                                                       stride_c);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
@@ -138,9 +152,7 @@ void sum_rows(const T* g, T* out, int64_t M, int64_t C, const at::TensorOptions&
     rows_partial<T, 1><<<grid, block, 0, stream>>>(g, partial.data_ptr<float>(), M, C, rows_per);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  finish<T><<<static_cast<unsigned>(ceil_div(C, kThreads)), kThreads, 0, stream>>>(
-      partial.data_ptr<float>(), out, C, used, C, 1);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  launch_finish<T>(partial.data_ptr<float>(), out, C, used, C, 1, stream);
 }
 
 template <typename T, int V, typename I>
@@ -174,8 +186,7 @@ void sum_planes(const T* g, T* out, int64_t outer, int64_t C, int64_t inner, con
     if (i32) planes_launch<T, 1, int32_t>(g, p, outer, inner_v, C, per, used, stream);
     else planes_launch<T, 1, int64_t>(g, p, outer, inner_v, C, per, used, stream);
   }
-  finish<T><<<static_cast<unsigned>(ceil_div(C, kThreads)), kThreads, 0, stream>>>(p, out, C, used, 1, used);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  launch_finish<T>(p, out, C, used, 1, used, stream);
 }
 
 // Whether every dim but the channel dim collapses into one dim of stride C with the channel dim
