@@ -12,7 +12,14 @@
 //   weight-grad  w[co, ci, t]       = sum_(n, pos) coarse[n, pos, co] * P[n, pos, (t, ci)]
 // The order of P follows the fine tensor's layout so that the gather / scatter moves whole runs:
 // channels-last: rows = pixels, columns (taps, channels), each run k_last * C contiguous
-// elements; NC*: per sample rows (channels, taps), columns = pixels, each run one fine row.
+// elements; NC*: per sample rows (channels, taps), columns = pixels, each run one fine row (the
+// weight-grad: rows (channels, taps), columns (samples, pixels), so that its reduction over
+// samples and pixels is one K dimension of one GEMM). Own kernels move the data
+// (patch_gather.cu, patch_scatter.cu). The channels-last forward needs no gather where the
+// fine tensor's strides allow: with the taps of all but the last dim fixed, every window's
+// remaining taps are one contiguous run of k_last * C elements at a stride that is uniform over
+// two groups of window dims (a strided-batched GEMM's batch and rows), so it runs as one such
+// GEMM per outer tap, accumulating into the output (beta = 1).
 // The GEMMs run in cuBLAS (torch's handle, stream and workspace: graph-capturable) at the
 // precision rules of a convolution, not of a matmul: float32 uses TF32 exactly when
 // torch.backends.cudnn.allow_tf32 allows it (cuBLAS would otherwise follow the matmul flag).
@@ -25,6 +32,8 @@
 #include <c10/util/Exception.h>
 #include <cublas_v2.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <numeric>
 
@@ -119,26 +128,31 @@ Tensor split_windows(const Tensor& fine, at::IntArrayRef coarse, at::IntArrayRef
 // permutation of split_windows' dims that lists P's dims in order.
 struct Patches {
   bool rows_are_pixels;        // channels-last: P [N, L, (taps, C)]; else P [N, (C, taps), L]
+  bool samples_inner;          // NC* only: P [(C, taps), N, L]
   std::vector<int64_t> order;  // P's dims as dims of split_windows(fine)
   std::vector<int64_t> shape;  // P's full shape in that order
   int64_t N, C, L, T;
 };
 
-Patches patches_of(const Tensor& fine, at::IntArrayRef coarse, at::IntArrayRef k) {
+Patches patches_of(const Tensor& fine, at::IntArrayRef coarse, at::IntArrayRef k,
+                   bool samples_inner = false) {
   const int64_t r = k.size();
   Patches p;
   p.rows_are_pixels = fine.size(1) > 1 && fine.stride(1) == 1;
+  p.samples_inner = samples_inner && !p.rows_are_pixels;
   p.N = fine.size(0), p.C = fine.size(1);
   p.L = std::accumulate(coarse.begin(), coarse.end(), int64_t(1), std::multiplies<>());
   p.T = std::accumulate(k.begin(), k.end(), int64_t(1), std::multiplies<>());
-  p.order.push_back(0);
   if (p.rows_are_pixels) {
+    p.order.push_back(0);
     for (int64_t i = 0; i < r; ++i) p.order.push_back(2 + 2 * i);  // coarse pixels
     for (int64_t i = 0; i < r; ++i) p.order.push_back(3 + 2 * i);  // taps
     p.order.push_back(1);
   } else {
+    if (!p.samples_inner) p.order.push_back(0);
     p.order.push_back(1);
     for (int64_t i = 0; i < r; ++i) p.order.push_back(3 + 2 * i);
+    if (p.samples_inner) p.order.push_back(0);
     for (int64_t i = 0; i < r; ++i) p.order.push_back(2 + 2 * i);
   }
   const Tensor v = split_windows(fine, coarse, k);
@@ -146,15 +160,77 @@ Patches patches_of(const Tensor& fine, at::IntArrayRef coarse, at::IntArrayRef k
   return p;
 }
 
+Tensor shared(const Tensor& m, int64_t batch) { return m.expand({batch, m.size(1), m.size(2)}); }
+
 // P as per-sample matrices: [N, L, T*C] (rows = pixels) or [N, C*T, L].
 Tensor patch_matrix(const Patches& p, const Tensor& P) {
   return p.rows_are_pixels ? P.view({p.N, p.L, p.T * p.C}) : P.view({p.N, p.C * p.T, p.L});
 }
 
+// P, contiguous in its order: patch_gather.cu's kernel, a permuted copy for views it declines.
 Tensor gather_patches(const Patches& p, const Tensor& fine, at::IntArrayRef coarse, at::IntArrayRef k) {
   Tensor P = at::empty(p.shape, fine.options());
-  P.copy_(split_windows(fine, coarse, k).permute(p.order));
+  if (!patch_gather(fine, p.rows_are_pixels, coarse, k, p.samples_inner, P)) {
+    P.copy_(split_windows(fine, coarse, k).permute(p.order));
+  }
   return P;
+}
+
+// A matrix view cuBLAS can read (one unit stride), else its contiguous copy.
+Tensor with_unit_stride(const Tensor& m) {
+  const bool ok = m.stride(1) == 1 || m.size(1) == 1 || m.stride(0) == 1 || m.size(0) == 1;
+  return ok ? m : m.contiguous();
+}
+
+// CONVX_PATCH_GATHER=always (temporary, for the benchmark): the channels-last forward gathers
+// even where forward_in_place could read the fine tensor in place.
+bool gather_forced() {
+  const char* e = std::getenv("CONVX_PATCH_GATHER");
+  return e && std::strcmp(e, "always") == 0;
+}
+
+// The channels-last forward without a gather (see the top): false, nothing written, where the
+// fine tensor's channels and last dim are not dense, the output's channels are not unit-stride,
+// or the windows' strides do not fold into two uniform groups (e.g. 3-D, or trailing rows).
+// wm: the weight as [1, (taps, C_in), C_out].
+bool forward_in_place(const Tensor& fine, const Tensor& wm, const Tensor& out, at::IntArrayRef coarse,
+                      at::IntArrayRef k, bool tf32) {
+  const int64_t r = k.size(), C = fine.size(1), Co = out.size(1);
+  const int64_t K = k[r - 1] * C;
+  if (fine.stride(1) != 1 || (fine.size(1 + r) > 1 && fine.stride(1 + r) != C)) return false;
+  if (out.stride(1) != 1 && Co > 1) return false;
+  // Window dims (n, c_1, ..., c_r): sizes, fine strides, output strides; size-1 dims dropped,
+  // neighbours folded where both tensors step uniformly across them.
+  struct Dim { int64_t size, fs, os; };
+  std::vector<Dim> dims;
+  for (int64_t d = 0; d <= r; ++d) {
+    const Dim x = d == 0 ? Dim{fine.size(0), fine.stride(0), out.stride(0)}
+                         : Dim{coarse[d - 1], k[d - 1] * fine.stride(1 + d), out.stride(1 + d)};
+    if (x.size == 1) continue;
+    if (!dims.empty() && dims.back().fs == x.fs * x.size && dims.back().os == x.os * x.size) {
+      dims.back() = Dim{dims.back().size * x.size, x.fs, x.os};
+    } else {
+      dims.push_back(x);
+    }
+  }
+  if (dims.size() > 2) return false;
+  while (dims.size() < 2) dims.insert(dims.begin(), Dim{1, 0, 0});
+  // The larger group as the GEMM's rows, the other as its batch.
+  const Dim& rows = dims[0].size >= dims[1].size ? dims[0] : dims[1];
+  const Dim& batch = dims[0].size >= dims[1].size ? dims[1] : dims[0];
+  const Tensor y = out.as_strided({batch.size, rows.size, Co}, {batch.os, rows.os, 1}, out.storage_offset());
+  const int64_t outer = std::accumulate(k.begin(), k.end() - 1, int64_t(1), std::multiplies<>());
+  for (int64_t tau = 0; tau < outer; ++tau) {
+    int64_t off = 0;  // the fine offset of outer tap combination tau
+    for (int64_t d = r - 2, rest = tau; d >= 0; --d) {
+      off += (rest % k[d]) * fine.stride(2 + d);
+      rest /= k[d];
+    }
+    const Tensor A = fine.as_strided({batch.size, rows.size, K}, {batch.fs, rows.fs, 1},
+                                     fine.storage_offset() + off);
+    gemm(A, shared(wm.narrow(1, tau * K, K), batch.size), y, tau ? 1.f : 0.f, tf32);
+  }
+  return true;
 }
 
 // The coarse tensor (N, C, c...) as per-sample matrices [N, L, C] (a view in either layout).
@@ -184,8 +260,6 @@ Tensor weight_matrix(const Tensor& w, bool rows_are_pixels) {
   return m.unsqueeze(0);
 }
 
-Tensor shared(const Tensor& m, int64_t batch) { return m.expand({batch, m.size(1), m.size(2)}); }
-
 }  // namespace
 
 bool patch_gemm_applies(const ConvArgs& a, const Tensor& fine, const Tensor& weight,
@@ -211,14 +285,18 @@ bool patch_gemm_applies(const ConvArgs& a, const Tensor& fine, const Tensor& wei
 void patch_gemm_forward(const ConvArgs& a, const Tensor& input, const Tensor& weight,
                         const std::optional<Tensor>& bias, const Tensor& output) {
   const auto coarse = output.sizes().slice(2), k = weight.sizes().slice(2);
+  const bool tf32 = tf32_allowed_for_conv();
   const Patches p = patches_of(input, coarse, k);
-  const Tensor P = patch_matrix(p, gather_patches(p, input, coarse, k));
-  const Tensor w = shared(weight_matrix(weight, p.rows_are_pixels), p.N);
-  const Tensor y = pixel_rows(output);  // [N, L, C_out]
-  if (p.rows_are_pixels) {
-    gemm(P, w, y, 0.f, tf32_allowed_for_conv());                    // [L, TC] x [TC, Co]
-  } else {
-    gemm(w, P, y.transpose(1, 2), 0.f, tf32_allowed_for_conv());    // [Co, CT] x [CT, L]
+  const Tensor wm = weight_matrix(weight, p.rows_are_pixels);
+  if (!(p.rows_are_pixels && !gather_forced() && forward_in_place(input, wm, output, coarse, k, tf32))) {
+    const Tensor P = patch_matrix(p, gather_patches(p, input, coarse, k));
+    const Tensor w = shared(wm, p.N);
+    const Tensor y = pixel_rows(output);  // [N, L, C_out]
+    if (p.rows_are_pixels) {
+      gemm(P, w, y, 0.f, tf32);                  // [L, TC] x [TC, Co]
+    } else {
+      gemm(w, P, y.transpose(1, 2), 0.f, tf32);  // [Co, CT] x [CT, L]
+    }
   }
   if (bias.has_value() && bias->defined()) {
     std::vector<int64_t> shape(output.dim(), 1);
@@ -259,24 +337,23 @@ void patch_gemm_data_grad(const ConvArgs& a, const Tensor& grad_output, const Te
 void patch_gemm_weight_grad(const ConvArgs& a, const Tensor& input, const Tensor& grad_output,
                             const Tensor& grad_weight) {
   const auto coarse = grad_output.sizes().slice(2), k = grad_weight.sizes().slice(2);
-  const Patches p = patches_of(input, coarse, k);
-  const Tensor P = patch_matrix(p, gather_patches(p, input, coarse, k));
-  const Tensor dy = pixel_rows(grad_output);  // [N, L, C_out]
-  const int64_t Co = grad_weight.size(0);
-  // Summed in float32 over every sample (16-bit partial sums would round at each step).
-  Tensor acc = at::empty({1, Co, p.T * p.C}, grad_weight.options().dtype(at::kFloat));
-  if (p.rows_are_pixels && dy.stride(2) == 1 && dy.stride(0) == p.L * dy.stride(1)) {
-    // [Co, (N, L)] x [(N, L), TC]: one GEMM, every sample's pixel rows being uniform.
-    gemm(dy.reshape({1, p.N * p.L, Co}).transpose(1, 2), P.reshape({1, p.N * p.L, p.T * p.C}),
-         acc, 0.f, tf32_allowed_for_conv());
-  } else {
-    // Per sample [Co, L] x [L, TC] (or [L, CT]), accumulated in sample order (deterministic).
-    for (int64_t n = 0; n < p.N; ++n) {
-      const Tensor Pn = P.narrow(0, n, 1);
-      gemm(dy.narrow(0, n, 1).transpose(1, 2), p.rows_are_pixels ? Pn : Pn.transpose(1, 2), acc,
-           n ? 1.f : 0.f, tf32_allowed_for_conv());
-    }
-  }
+  const Patches p = patches_of(input, coarse, k, /*samples_inner=*/true);
+  const Tensor P = gather_patches(p, input, coarse, k);
+  const int64_t Co = grad_weight.size(0), NL = p.N * p.L;
+  // One GEMM [Co, (N, L)] x [(N, L), TC or CT]: the coarse operand's (sample, pixel) rows as one
+  // uniform dim, a view for channels-last, a copy of [C_out, N, L] (in place for N == 1) for NC*.
+  const Tensor dy = p.rows_are_pixels ? with_unit_stride(pixel_rows(grad_output).reshape({NL, Co})).t()
+                                      : with_unit_stride(grad_output.transpose(0, 1).reshape({Co, NL}));
+  const Tensor Pm = p.rows_are_pixels ? P.view({1, NL, p.T * p.C})
+                                      : P.view({1, p.C * p.T, NL}).transpose(1, 2);
+  // Summed in float32 (16-bit partial sums would round at each step); a float32 NC* weight-grad
+  // is written in place.
+  const bool direct = !p.rows_are_pixels && grad_weight.scalar_type() == at::kFloat &&
+                      grad_weight.is_contiguous();
+  Tensor acc = direct ? grad_weight.view({1, Co, p.C * p.T})
+                      : at::empty({1, Co, p.T * p.C}, grad_weight.options().dtype(at::kFloat));
+  gemm(dy.unsqueeze(0), Pm, acc, 0.f, tf32_allowed_for_conv());
+  if (direct) return;
   // acc's columns are (taps, C_in) or (C_in, taps): back to [C_out, C_in, k...].
   std::vector<int64_t> shape{Co};
   if (p.rows_are_pixels) {
