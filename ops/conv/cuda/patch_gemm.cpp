@@ -29,6 +29,7 @@
 #include <ATen/cuda/CUDAContextLight.h>
 #include <ATen/ops/add.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/sum.h>
 #include <c10/util/Exception.h>
 #include <cublas_v2.h>
 
@@ -182,54 +183,94 @@ Tensor with_unit_stride(const Tensor& m) {
   return ok ? m : m.contiguous();
 }
 
-// CONVX_PATCH_GATHER=always (temporary, for the benchmark): the channels-last forward gathers
-// even where forward_in_place could read the fine tensor in place.
+// CONVX_PATCH_GATHER=always (temporary, for the benchmark): the channels-last forward and
+// weight-grad gather even where they could read the fine tensor in place.
 bool gather_forced() {
   const char* e = std::getenv("CONVX_PATCH_GATHER");
   return e && std::strcmp(e, "always") == 0;
 }
 
-// The channels-last forward without a gather (see the top): false, nothing written, where the
-// fine tensor's channels and last dim are not dense, the output's channels are not unit-stride,
-// or the windows' strides do not fold into two uniform groups (e.g. 3-D, or trailing rows).
-// wm: the weight as [1, (taps, C_in), C_out].
-bool forward_in_place(const Tensor& fine, const Tensor& wm, const Tensor& out, at::IntArrayRef coarse,
-                      at::IntArrayRef k, bool tf32) {
-  const int64_t r = k.size(), C = fine.size(1), Co = out.size(1);
-  const int64_t K = k[r - 1] * C;
-  if (fine.stride(1) != 1 || (fine.size(1 + r) > 1 && fine.stride(1 + r) != C)) return false;
-  if (out.stride(1) != 1 && Co > 1) return false;
-  // Window dims (n, c_1, ..., c_r): sizes, fine strides, output strides; size-1 dims dropped,
-  // neighbours folded where both tensors step uniformly across them.
-  struct Dim { int64_t size, fs, os; };
-  std::vector<Dim> dims;
+// The windows of a channels-last fine tensor read in place (see the top): with the taps of all
+// but the last dim fixed (`outer` combinations), window w's remaining taps are the K = k_last * C
+// contiguous elements at fine offset batch.fs * b + rows.fs * m (+ the outer taps' offset), and
+// its pixel in the coarse tensor is at batch.cs * b + rows.cs * m.
+struct Dim { int64_t size, fs, cs; };
+struct InPlace { Dim batch, rows; int64_t K, outer; };
+
+// None where the fine tensor's channels and last dim are not dense, the coarse tensor's channels
+// are not unit-stride, or the window dims (n, c_1, ..., c_r) do not fold into two groups that
+// both tensors step uniformly (e.g. 3-D, or trailing fine rows beyond c * k with N > 1).
+std::optional<InPlace> in_place_windows(const Tensor& fine, const Tensor& coarse, at::IntArrayRef k) {
+  const int64_t r = k.size(), C = fine.size(1);
+  if (fine.stride(1) != 1 || (fine.size(1 + r) > 1 && fine.stride(1 + r) != C)) return std::nullopt;
+  if (coarse.stride(1) != 1 && coarse.size(1) > 1) return std::nullopt;
+  std::vector<Dim> dims;  // size-1 dims dropped, neighbours folded
   for (int64_t d = 0; d <= r; ++d) {
-    const Dim x = d == 0 ? Dim{fine.size(0), fine.stride(0), out.stride(0)}
-                         : Dim{coarse[d - 1], k[d - 1] * fine.stride(1 + d), out.stride(1 + d)};
+    const Dim x = d == 0 ? Dim{fine.size(0), fine.stride(0), coarse.stride(0)}
+                         : Dim{coarse.size(1 + d), k[d - 1] * fine.stride(1 + d), coarse.stride(1 + d)};
     if (x.size == 1) continue;
-    if (!dims.empty() && dims.back().fs == x.fs * x.size && dims.back().os == x.os * x.size) {
-      dims.back() = Dim{dims.back().size * x.size, x.fs, x.os};
+    if (!dims.empty() && dims.back().fs == x.fs * x.size && dims.back().cs == x.cs * x.size) {
+      dims.back() = Dim{dims.back().size * x.size, x.fs, x.cs};
     } else {
       dims.push_back(x);
     }
   }
-  if (dims.size() > 2) return false;
+  if (dims.size() > 2) return std::nullopt;
   while (dims.size() < 2) dims.insert(dims.begin(), Dim{1, 0, 0});
-  // The larger group as the GEMM's rows, the other as its batch.
-  const Dim& rows = dims[0].size >= dims[1].size ? dims[0] : dims[1];
-  const Dim& batch = dims[0].size >= dims[1].size ? dims[1] : dims[0];
-  const Tensor y = out.as_strided({batch.size, rows.size, Co}, {batch.os, rows.os, 1}, out.storage_offset());
-  const int64_t outer = std::accumulate(k.begin(), k.end() - 1, int64_t(1), std::multiplies<>());
-  for (int64_t tau = 0; tau < outer; ++tau) {
-    int64_t off = 0;  // the fine offset of outer tap combination tau
-    for (int64_t d = r - 2, rest = tau; d >= 0; --d) {
-      off += (rest % k[d]) * fine.stride(2 + d);
-      rest /= k[d];
-    }
-    const Tensor A = fine.as_strided({batch.size, rows.size, K}, {batch.fs, rows.fs, 1},
-                                     fine.storage_offset() + off);
-    gemm(A, shared(wm.narrow(1, tau * K, K), batch.size), y, tau ? 1.f : 0.f, tf32);
+  // The larger group as the GEMM's rows (or reduction), the other as its batch.
+  const bool first = dims[0].size >= dims[1].size;
+  return InPlace{first ? dims[1] : dims[0], first ? dims[0] : dims[1], k[r - 1] * C,
+                 std::accumulate(k.begin(), k.end() - 1, int64_t(1), std::multiplies<>())};
+}
+
+// The fine offset of outer tap combination tau (the last outer dim fastest, as the weight
+// matrix's rows (taps, C_in) count them).
+int64_t outer_tap_offset(const Tensor& fine, at::IntArrayRef k, int64_t tau) {
+  int64_t off = 0;
+  for (int64_t d = static_cast<int64_t>(k.size()) - 2; d >= 0; --d) {
+    off += (tau % k[d]) * fine.stride(2 + d);
+    tau /= k[d];
   }
+  return off;
+}
+
+Tensor fine_operand(const Tensor& fine, const InPlace& w, int64_t off) {
+  return fine.as_strided({w.batch.size, w.rows.size, w.K}, {w.batch.fs, w.rows.fs, 1},
+                         fine.storage_offset() + off);
+}
+
+// The channels-last forward without a gather: per outer tap, [M, K] x [K, Co] for every batch
+// index, accumulated into the output (beta = 1, so 16-bit outputs round once per outer tap).
+// wm: the weight as [1, (taps, C_in), C_out]. False, nothing written, where it does not apply.
+bool forward_in_place(const Tensor& fine, const Tensor& wm, const Tensor& out, at::IntArrayRef k, bool tf32) {
+  const auto w = in_place_windows(fine, out, k);
+  if (!w) return false;
+  const Tensor y = out.as_strided({w->batch.size, w->rows.size, out.size(1)}, {w->batch.cs, w->rows.cs, 1},
+                                  out.storage_offset());
+  for (int64_t tau = 0; tau < w->outer; ++tau) {
+    gemm(fine_operand(fine, *w, outer_tap_offset(fine, k, tau)),
+         shared(wm.narrow(1, tau * w->K, w->K), w->batch.size), y, tau ? 1.f : 0.f, tf32);
+  }
+  return true;
+}
+
+// The channels-last weight-grad without a gather: per outer tap and batch index,
+// [Co, M] x [M, K] into float32 partial sums [batch, Co, (taps, C_in)], then their sum over the
+// batch (deterministic). Declined (false) where the partials would outgrow the fine tensor
+// (more traffic than a gather). acc: [1, Co, (taps, C_in)] float32.
+bool weight_grad_in_place(const Tensor& fine, const Tensor& coarse, at::IntArrayRef k, Tensor acc,
+                          bool tf32) {
+  const auto w = in_place_windows(fine, coarse, k);
+  const int64_t Co = coarse.size(1), TC = acc.size(2);
+  if (!w || w->batch.size * Co * TC > fine.numel()) return false;
+  const Tensor part = w->batch.size == 1 ? acc : at::empty({w->batch.size, Co, TC}, acc.options());
+  const Tensor x = coarse.as_strided({w->batch.size, Co, w->rows.size}, {w->batch.cs, 1, w->rows.cs},
+                                     coarse.storage_offset());
+  for (int64_t tau = 0; tau < w->outer; ++tau) {
+    gemm(x, fine_operand(fine, *w, outer_tap_offset(fine, k, tau)), part.narrow(2, tau * w->K, w->K),
+         0.f, tf32);
+  }
+  if (w->batch.size > 1) at::sum_out(acc, part, {0}, /*keepdim=*/true);
   return true;
 }
 
@@ -288,7 +329,7 @@ void patch_gemm_forward(const ConvArgs& a, const Tensor& input, const Tensor& we
   const bool tf32 = tf32_allowed_for_conv();
   const Patches p = patches_of(input, coarse, k);
   const Tensor wm = weight_matrix(weight, p.rows_are_pixels);
-  if (!(p.rows_are_pixels && !gather_forced() && forward_in_place(input, wm, output, coarse, k, tf32))) {
+  if (!(p.rows_are_pixels && !gather_forced() && forward_in_place(input, wm, output, k, tf32))) {
     const Tensor P = patch_matrix(p, gather_patches(p, input, coarse, k));
     const Tensor w = shared(wm, p.N);
     const Tensor y = pixel_rows(output);  // [N, L, C_out]
@@ -337,22 +378,26 @@ void patch_gemm_data_grad(const ConvArgs& a, const Tensor& grad_output, const Te
 void patch_gemm_weight_grad(const ConvArgs& a, const Tensor& input, const Tensor& grad_output,
                             const Tensor& grad_weight) {
   const auto coarse = grad_output.sizes().slice(2), k = grad_weight.sizes().slice(2);
+  const bool tf32 = tf32_allowed_for_conv();
   const Patches p = patches_of(input, coarse, k, /*samples_inner=*/true);
-  const Tensor P = gather_patches(p, input, coarse, k);
   const int64_t Co = grad_weight.size(0), NL = p.N * p.L;
-  // One GEMM [Co, (N, L)] x [(N, L), TC or CT]: the coarse operand's (sample, pixel) rows as one
-  // uniform dim, a view for channels-last, a copy of [C_out, N, L] (in place for N == 1) for NC*.
-  const Tensor dy = p.rows_are_pixels ? with_unit_stride(pixel_rows(grad_output).reshape({NL, Co})).t()
-                                      : with_unit_stride(grad_output.transpose(0, 1).reshape({Co, NL}));
-  const Tensor Pm = p.rows_are_pixels ? P.view({1, NL, p.T * p.C})
-                                      : P.view({1, p.C * p.T, NL}).transpose(1, 2);
   // Summed in float32 (16-bit partial sums would round at each step); a float32 NC* weight-grad
   // is written in place.
   const bool direct = !p.rows_are_pixels && grad_weight.scalar_type() == at::kFloat &&
                       grad_weight.is_contiguous();
   Tensor acc = direct ? grad_weight.view({1, Co, p.C * p.T})
                       : at::empty({1, Co, p.T * p.C}, grad_weight.options().dtype(at::kFloat));
-  gemm(dy.unsqueeze(0), Pm, acc, 0.f, tf32_allowed_for_conv());
+  if (!(p.rows_are_pixels && !gather_forced() && weight_grad_in_place(input, grad_output, k, acc, tf32))) {
+    const Tensor P = gather_patches(p, input, coarse, k);
+    // One GEMM [Co, (N, L)] x [(N, L), TC or CT]: the coarse operand's (sample, pixel) rows as
+    // one uniform dim, a view for channels-last, a copy of [C_out, N, L] (a view for N == 1)
+    // for NC*.
+    const Tensor dy = p.rows_are_pixels ? with_unit_stride(pixel_rows(grad_output).reshape({NL, Co})).t()
+                                        : with_unit_stride(grad_output.transpose(0, 1).reshape({Co, NL}));
+    const Tensor Pm = p.rows_are_pixels ? P.view({1, NL, p.T * p.C})
+                                        : P.view({1, p.C * p.T, NL}).transpose(1, 2);
+    gemm(dy.unsqueeze(0), Pm, acc, 0.f, tf32);
+  }
   if (direct) return;
   // acc's columns are (taps, C_in) or (C_in, taps): back to [C_out, C_in, k...].
   std::vector<int64_t> shape{Co};
