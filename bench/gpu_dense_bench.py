@@ -10,7 +10,14 @@ it; the default picks per call by the rule these columns measured), aten. Backwa
 input, weight and bias), convx (default and cuDNN only) vs aten. Ratios are aten time / convx time (> 1: convx faster);
 TFLOP/s counts 2*N*C_in*C_out/groups*in_pixels*k_pixels per pass (forward), twice that backward.
 
-    CONVX_LIBRARY=build-gpu/libconvx.so PYTHONPATH=python python3 bench/gpu_dense_bench.py [--quick]
+Stride == kernel rows add the backward through the patch GEMM in all directions
+(CONVX_CUDA_DENSE=patch_gemm: "patch"; and with CONVX_PATCH_GATHER=always, the fine tensor
+gathered even where the channels-last forms read it in place: "patchg") and, with --split, each
+half of the backward alone (grad_input = a stride == kernel conv forward of dy; grad_weight)
+for aten, cuDNN, patch and patchg.
+
+    CONVX_LIBRARY=build-gpu/libconvx.so PYTHONPATH=python python3 bench/gpu_dense_bench.py \
+        [--quick] [--cases unet_k2s2,unet3d_k2s2] [--split]
 """
 
 import argparse
@@ -36,6 +43,10 @@ CASES = [
 QUICK = {"unet_k2s2", "unet3d_k2s2", "vocoder1d_k16s8"}
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 CONV_T = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}
+CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
+CONV_WGRAD = {1: torch.nn.grad.conv1d_weight, 2: torch.nn.grad.conv2d_weight, 3: torch.nn.grad.conv3d_weight}
+# The patch GEMM's variants timed beside the default: (column, CONVX_CUDA_DENSE, CONVX_PATCH_GATHER)
+PATCH_PATHS = (("patch", "patch_gemm", None), ("patchg", "patch_gemm", "always"))
 
 
 def channels_last(t, rank):
@@ -67,7 +78,47 @@ def bias_mode(value):
     return env("CONVX_CUDNN_BIAS", value)
 
 
-def bench_case(case, dtype_name, layout, iters):
+class patch_path:
+    """CONVX_CUDA_DENSE and CONVX_PATCH_GATHER for one PATCH_PATHS entry."""
+
+    def __init__(self, dense, gather):
+        self.vars = [env("CONVX_CUDA_DENSE", dense)] + ([env("CONVX_PATCH_GATHER", gather)] if gather else [])
+
+    def __enter__(self):
+        for v in self.vars:
+            v.__enter__()
+
+    def __exit__(self, *exc):
+        for v in self.vars:
+            v.__exit__(*exc)
+
+
+def split_backward(row, x, w, dy, r, s, iters):
+    """Each half of a stride == kernel transposed conv's backward alone: grad_input (a conv
+    forward of dy) and grad_weight, aten vs convx on cuDNN and on the patch GEMM's variants,
+    with each result checked against aten's."""
+    ops = torch.ops.convx
+    conv_c = getattr(ops, f"conv{r}d")
+    wgrad_c = getattr(ops, f"conv{r}d_weight_grad")
+    st, pd, dl = [s] * r, [0] * r, [1] * r
+    halves = {
+        "gin": (lambda: CONV[r](dy, w, None, s), lambda: conv_c(dy, w, None, st, pd, dl, 1)),
+        "gw": (lambda: CONV_WGRAD[r](dy, w.shape, x, s), lambda: wgrad_c(dy, list(w.shape), x, st, pd, dl, 1)),
+    }
+    with torch.no_grad():
+        for half, (fa, fc) in halves.items():
+            ref = fa().float()
+            scale = float(ref.abs().max())
+            row[f"aten_{half}_ms"] = time_ms(fa, iters)
+            with forced_path("cudnn"):
+                row[f"convx_cudnn_{half}_ms"] = time_ms(fc, iters)
+            for col, dense, gather in PATCH_PATHS:
+                with patch_path(dense, gather):
+                    row[f"max_rel_err_{col}_{half}"] = float((fc().float() - ref).abs().max()) / scale
+                    row[f"convx_{col}_{half}_ms"] = time_ms(fc, iters)
+
+
+def bench_case(case, dtype_name, layout, iters, split):
     name, r, N, cin, cout, sp, k, s, p, op, g, _ = case
     dtype = DTYPES[dtype_name]
     x = torch.randn([N, cin] + [sp] * r, device="cuda", dtype=dtype)
@@ -113,6 +164,17 @@ def bench_case(case, dtype_name, layout, iters):
     row["convx_bwd_ms"] = time_ms(bwd_c, iters)
     with forced_path("cudnn"):
         row["convx_cudnn_bwd_ms"] = time_ms(bwd_c, iters)
+    if k == s and p == 0 and op == 0 and g == 1:
+        for col, dense, gather in PATCH_PATHS:
+            with patch_path(dense, gather):
+                gc = torch.autograd.grad(yc_g, (xs, ws, bs), dy, retain_graph=True)
+                ga = bwd_a()
+                row[f"max_rel_err_{col}_bwd"] = max(
+                    float((u.float() - v.float()).abs().max()) / float(v.float().abs().max()) for u, v in zip(gc, ga))
+                row[f"convx_{col}_bwd_ms"] = time_ms(bwd_c, iters)
+                row[f"{col}_bwd_ratio"] = row["aten_bwd_ms"] / row[f"convx_{col}_bwd_ms"]
+        if split:
+            split_backward(row, x, w, dy, r, s, iters)
 
     flops = 2 * N * cin * (cout // g) * sp**r * k**r
     row["fwd_ratio"] = row["aten_fwd_ms"] / row["convx_fwd_ms"]
@@ -129,6 +191,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--cases", default="", help="comma-separated case names (default: all, or --quick's)")
+    ap.add_argument("--split", action="store_true", help="stride == kernel rows: each backward half alone")
     ap.add_argument("--out", default="bench/results/h100/gpu_dense.json")
     a = ap.parse_args()
     torch.manual_seed(0)
@@ -139,15 +203,27 @@ def main():
     for case in CASES:
         if a.quick and case[0] not in QUICK:
             continue
+        if a.cases and case[0] not in a.cases.split(","):
+            continue
         for dt in case[-1]:
             for layout in ("contiguous", "channels_last"):
-                r = bench_case(case, dt, layout, a.iters)
+                r = bench_case(case, dt, layout, a.iters, a.split)
                 rows.append(r)
                 print(f"{r['case']:18} {dt:5} {layout:13} {r['aten_fwd_ms']:9.4f} {r['convx_fwd_ms']:8.4f} "
                       f"{r['convx_cudnn_fwd_ms']:8.4f} {r['convx_fusedbias_fwd_ms']:8.4f} {r['convx_sepbias_fwd_ms']:8.4f} {r['fwd_ratio']:6.2f} {r['aten_bwd_ms']:9.4f} "
                       f"{r['convx_bwd_ms']:8.4f} {r['convx_cudnn_bwd_ms']:8.4f} {r['bwd_ratio']:6.2f} {r['convx_fwd_tflops']:8.1f} "
                       f"{r['max_rel_err_vs_aten']:8.1e} {r['aten_fwd_host_us']:8.1f}/{r['convx_fwd_host_us']:.1f}",
                       flush=True)
+                if "convx_patch_bwd_ms" in r:
+                    print(f"{'':38} bwd patch {r['convx_patch_bwd_ms']:.4f} ({r['patch_bwd_ratio']:.2f}x) "
+                          f"patchg {r['convx_patchg_bwd_ms']:.4f} ({r['patchg_bwd_ratio']:.2f}x) "
+                          f"err {r['max_rel_err_patch_bwd']:.1e}/{r['max_rel_err_patchg_bwd']:.1e}", flush=True)
+                if "aten_gin_ms" in r:
+                    for half in ("gin", "gw"):
+                        print(f"{'':38} {half:3} aten {r[f'aten_{half}_ms']:.4f} cudnn {r[f'convx_cudnn_{half}_ms']:.4f} "
+                              f"patch {r[f'convx_patch_{half}_ms']:.4f} patchg {r[f'convx_patchg_{half}_ms']:.4f} "
+                              f"err {r[f'max_rel_err_patch_{half}']:.1e}/{r[f'max_rel_err_patchg_{half}']:.1e}",
+                              flush=True)
     meta = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
             "cudnn": torch.backends.cudnn.version(), "iters": a.iters,
             "tf32_conv": torch.backends.cudnn.allow_tf32}

@@ -176,18 +176,24 @@ def test_bias_fused_or_separate(family, bias_mode):
 
 def stride_equals_kernel_cases(family, rank, gen):
     """Cases of `family` whose stride equals the kernel (the patch GEMM's, and some it declines:
-    two groups, a trailing remainder the forward skips): both layouts, bias or not, odd sizes,
-    unbatched, batch 1 and 3."""
-    coarse = {1: [13], 2: [5, 7], 3: [3, 4, 5]}[rank]
+    two groups): both layouts, bias or not, odd sizes, unbatched, batch 1 and 3, trailing fine
+    pixels beyond c * k that the forward skips (channels-last with batch 1, where the in-place
+    forms still apply, and batch 3, where they gather), and wide cases (16 / 24 channels, fine
+    rows of 16k values) that take the gather's and scatter's 16-byte vector paths."""
     out = []
-    for k, groups, layout, bias, batch, extra in [
-            (2, 1, "contiguous", True, 3, 0), (2, 1, "channels_last", True, 2, 0),
-            (3, 1, "channels_last", False, 1, 1), (2, 2, "contiguous", True, 2, 0),
-            (2, 1, "contiguous", False, None, 1), (4, 1, "channels_last", True, 2, 0),
-            (2, 1, "strided", True, 2, 0)]:
+    for k, groups, layout, bias, batch, extra, wide in [
+            (2, 1, "contiguous", True, 3, 0, False), (2, 1, "channels_last", True, 2, 0, False),
+            (3, 1, "channels_last", False, 1, 1, False), (2, 2, "contiguous", True, 2, 0, False),
+            (2, 1, "contiguous", False, None, 1, False), (4, 1, "channels_last", True, 2, 0, False),
+            (2, 1, "strided", True, 2, 0, False), (2, 1, "channels_last", True, 3, 1, False),
+            (2, 1, "channels_last", True, 2, 0, True), (2, 1, "contiguous", True, 2, 0, True),
+            (3, 1, "contiguous", False, 1, 1, True)]:
+        coarse = {1: [13], 2: [5, 7], 3: [3, 4, 5]}[rank]
+        if wide:
+            coarse = coarse[:-1] + [8]
         lead = [] if batch is None else [batch]
         fine = [c * k + extra for c in coarse]
-        ci, co = 6, 10
+        ci, co = (16, 24) if wide else (6, 10)
         common = ([k] * rank, [0] * rank, [1] * rank, groups)
         w = torch.randn([co, ci // groups] + [k] * rank, generator=gen, dtype=torch.float64)
         b = torch.randn(co, generator=gen, dtype=torch.float64) if bias else None
@@ -209,22 +215,101 @@ def stride_equals_kernel_cases(family, rank, gen):
     return out
 
 
-@pytest.mark.parametrize("path", ["default", "cudnn", "patch_gemm"])
+def patch_gather(value):
+    return env_var("CONVX_PATCH_GATHER", value)
+
+
+# The patch GEMM's variants: (CONVX_CUDA_DENSE, CONVX_PATCH_GATHER) per test path.
+PATCH_PATHS = {"default": (None, None), "cudnn": ("cudnn", None), "patch_gemm": ("patch_gemm", None),
+               "patch_gemm_gather": ("patch_gemm", "always")}
+
+
+def check_low_nondeterministic(case, dtype, tol=None):
+    """check_low without torch.use_deterministic_algorithms, under which convx steps aside to
+    cuDNN (so the patch GEMM would never run): the caching allocator's free blocks are
+    NaN-poisoned instead, so an output element left unwritten stays NaN."""
+    rounded = case.with_tensors(case.map_tensors(lambda t: t.to(dtype).double()))
+    c = on(case, dtype=dtype)
+    poison()
+    with torch.no_grad():
+        out = c.run_convx()
+    assert out.dtype == dtype
+    with torch.no_grad():
+        ref = rounded.run_ref()
+        bound = abs_bound(rounded)
+    err = (out.double().cpu() - ref).abs()
+    tol = (LOW[dtype] if tol is None else tol) * bound + 1e-6
+    assert not torch.isnan(out).any(), case
+    assert bool((err <= tol).all()), f"{case}: max excess {float((err - tol).max())}"
+
+
+@pytest.mark.parametrize("path", list(PATCH_PATHS))
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32], ids=lambda d: str(d)[6:])
 @pytest.mark.parametrize("rank", [1, 2, 3])
 @pytest.mark.parametrize("family", DENSE)
 def test_stride_equals_kernel(family, rank, dtype, path):
     """Stride == kernel, by the patch GEMM (half types, and float32 with TF32 allowed: by default
-    for the data-grad, on request for all three directions) and by cuDNN (forced), on poisoned
-    outputs against float64. float32 runs with TF32 allowed
-    (the GEMM's case; TF32 keeps fp16's 10-bit mantissa, so fp16's tolerance) and without it
-    (cuDNN, float32's tolerance)."""
+    for the data-grad, on request for all three directions, in place or gathered) and by cuDNN
+    (forced), on poisoned outputs against float64, outside deterministic mode (which would send
+    every call to cuDNN). float32 runs with TF32 allowed (the GEMM's case; TF32 keeps fp16's
+    10-bit mantissa, so fp16's tolerance) and without it (cuDNN, float32's tolerance)."""
     gen = torch.Generator().manual_seed(rank)
+    dense, gather = PATCH_PATHS[path]
     for tf32 in ([True, False] if dtype == torch.float32 else [False]):
-        with dense_path(None if path == "default" else path), \
-                torch.backends.cudnn.flags(enabled=True, allow_tf32=tf32):
+        with dense_path(dense), patch_gather(gather), \
+                torch.backends.cudnn.flags(enabled=True, deterministic=False, allow_tf32=tf32):
             for case in stride_equals_kernel_cases(family, rank, gen):
-                check_low(case, dtype, tol=LOW[torch.float16] if tf32 else None)
+                check_low_nondeterministic(case, dtype, tol=LOW[torch.float16] if tf32 else None)
+
+
+def test_patch_gemm_steps_aside_in_deterministic_mode():
+    """Under torch.use_deterministic_algorithms the patch GEMM steps aside (cuBLAS is
+    deterministic only under a fixed workspace configuration), even when forced: no gather or
+    scatter kernel runs, and cuDNN's result is right."""
+    x = torch.randn(2, 16, 16, 12, device=DEV, dtype=torch.float16)
+    w = torch.randn(24, 16, 2, 2, device=DEV, dtype=torch.float16)
+    ops, st, pd, dl = torch.ops.convx, [2, 2], [0, 0], [1, 1]
+    y = torch.nn.functional.conv2d(x.double(), w.double(), stride=2)
+    yt = torch.nn.functional.conv_transpose2d(y, w.double(), stride=2)
+    prev = torch.are_deterministic_algorithms_enabled()
+    try:
+        torch.use_deterministic_algorithms(True)
+        with dense_path("patch_gemm"):
+            out, names = kernels_of(lambda: ops.conv2d(x, w, None, st, pd, dl, 1))
+            out_t, names_t = kernels_of(lambda: ops.conv_transpose2d(y.half(), w, None, st, pd, [0, 0], 1, dl))
+    finally:
+        torch.use_deterministic_algorithms(prev)
+    own = [n for n in names + names_t if "convx" in n and ("gather_" in n or "scatter_" in n)]
+    assert not own, own
+    torch.testing.assert_close(out.double(), y, rtol=0, atol=1e-2 * float(y.abs().max()))
+    torch.testing.assert_close(out_t.double(), yt, rtol=0, atol=1e-2 * float(yt.abs().max()))
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+def test_patch_gemm_gathers_only_where_needed(layout):
+    """Which kernels the patch GEMM's forward and weight-grad launch: NC* gathers (convx's
+    gather_nc); channels-last reads the fine tensor in place (no gather kernel) unless
+    CONVX_PATCH_GATHER=always (gather_cl). The results agree either way."""
+    mf = torch.channels_last if layout == "channels_last" else torch.contiguous_format
+    # Weight-grad partials in place: 4 (batch: coarse columns) x 24 x 64 <= the fine tensor's 8192.
+    x = torch.randn(2, 16, 32, 8, device=DEV, dtype=torch.float16).to(memory_format=mf)
+    w = torch.randn(24, 16, 2, 2, device=DEV, dtype=torch.float16)
+    gy = torch.randn(2, 24, 16, 4, device=DEV, dtype=torch.float16).to(memory_format=mf)
+    ops, st, pd, dl = torch.ops.convx, [2, 2], [0, 0], [1, 1]
+    calls = (lambda: ops.conv2d(x, w, None, st, pd, dl, 1),
+             lambda: ops.conv2d_weight_grad(x, list(w.shape), gy, st, pd, dl, 1))
+    with dense_path("patch_gemm"), torch.backends.cudnn.flags(enabled=True, deterministic=False):
+        for call in calls:
+            out, names = kernels_of(call)
+            with patch_gather("always"):
+                out_g, names_g = kernels_of(call)
+            gathered = [n for n in names if "gather_" in n]
+            if layout == "channels_last":
+                assert not gathered, names
+                assert any("gather_cl" in n for n in names_g), names_g
+            else:
+                assert any("gather_nc" in n for n in names), names
+            torch.testing.assert_close(out, out_g, rtol=2e-3, atol=2e-3 * float(out_g.abs().max()))
 
 
 def test_stride_equals_kernel_follows_the_conv_tf32_flag():
@@ -249,8 +334,9 @@ def test_stride_equals_kernel_follows_the_conv_tf32_flag():
     assert float((tf32.double() - ref).abs().max()) > 1e-4  # 10-bit mantissa products
 
 
+@pytest.mark.parametrize("gather", [None, "always"])
 @pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
-def test_patch_gemm_graph_replay_equals_eager(layout):
+def test_patch_gemm_graph_replay_equals_eager(layout, gather):
     """The stride == kernel GEMM in all three directions inside a captured CUDA graph."""
     mf = torch.channels_last if layout == "channels_last" else torch.contiguous_format
     x = torch.randn(2, 16, 8, 6, device=DEV, dtype=torch.bfloat16).to(memory_format=mf)
@@ -263,7 +349,7 @@ def test_patch_gemm_graph_replay_equals_eager(layout):
         return (y, ops.conv2d(y, wt, None, [2, 2], [0, 0], [1, 1], 1),
                 ops.conv2d_weight_grad(y, list(wt.shape), inp, [2, 2], [0, 0], [1, 1], 1))
 
-    with dense_path("patch_gemm"), torch.backends.cudnn.flags(enabled=True, deterministic=False):
+    with dense_path("patch_gemm"), patch_gather(gather), torch.backends.cudnn.flags(enabled=True, deterministic=False):
         static_out, eager = graph_replay_vs_eager(step, x)
     for a, e in zip(static_out, eager):
         assert torch.equal(a, e)
