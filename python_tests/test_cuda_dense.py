@@ -179,7 +179,8 @@ def stride_equals_kernel_cases(family, rank, gen):
     two groups): both layouts, bias or not, odd sizes, unbatched, batch 1 and 3, trailing fine
     pixels beyond c * k that the forward skips (channels-last with batch 1, where the in-place
     forms still apply, and batch 3, where they gather), and wide cases (16 / 24 channels, fine
-    rows of 16k values) that take the gather's and scatter's 16-byte vector paths."""
+    rows of 8k values) that take the gather's and scatter's 16-byte vector paths (NC*: the packed
+    stores for k = 2 and 4)."""
     out = []
     for k, groups, layout, bias, batch, extra, wide in [
             (2, 1, "contiguous", True, 3, 0, False), (2, 1, "channels_last", True, 2, 0, False),
@@ -187,7 +188,7 @@ def stride_equals_kernel_cases(family, rank, gen):
             (2, 1, "contiguous", False, None, 1, False), (4, 1, "channels_last", True, 2, 0, False),
             (2, 1, "strided", True, 2, 0, False), (2, 1, "channels_last", True, 3, 1, False),
             (2, 1, "channels_last", True, 2, 0, True), (2, 1, "contiguous", True, 2, 0, True),
-            (3, 1, "contiguous", False, 1, 1, True)]:
+            (3, 1, "contiguous", False, 1, 1, True), (4, 1, "contiguous", True, 2, 0, True)]:
         coarse = {1: [13], 2: [5, 7], 3: [3, 4, 5]}[rank]
         if wide:
             coarse = coarse[:-1] + [8]

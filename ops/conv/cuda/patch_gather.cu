@@ -91,6 +91,35 @@ __global__ void gather_nc(const T* __restrict__ fine, T* __restrict__ P, GatherS
   }
 }
 
+// NC* with a last-dim kernel K2 dividing the vector width: the V values a thread loads hold
+// V / K2 consecutive windows of each of the K2 taps, stored as one vector of V / K2 per tap (P's
+// runs aligned to it: checked on the host) instead of V scalar stores.
+template <typename T, int V, int K2>
+__global__ void gather_nc_packed(const T* __restrict__ fine, T* __restrict__ P, GatherShape s, uint32_t rows) {
+  constexpr int W = V / K2;
+  const uint32_t row = block_row();
+  if (row >= rows) return;
+  const uint32_t k0 = s.k[0], k1 = s.k[1], Hf = s.c[1] * k1, Df = s.c[0] * k0;
+  const uint32_t fh = row % Hf, ncd = row / Hf, fd = ncd % Df, nc = ncd / Df;
+  const uint32_t ch = nc % static_cast<uint32_t>(s.C), n = nc / static_cast<uint32_t>(s.C);
+  const int64_t win = (int64_t(fd / k0) * s.c[1] + fh / k1) * s.c[2];
+  const int64_t tap = int64_t((fd % k0) * k1 + fh % k1) * K2;
+  const T* src = fine + int64_t(n) * s.sn + int64_t(ch) * s.sc + int64_t(fd) * s.s[0] + int64_t(fh) * s.s[1];
+  T* dst = P + int64_t(n) * s.pn + (int64_t(ch) * s.T + tap) * s.pct + win;
+  const int row_len = static_cast<int>(s.c[2]) * K2;
+  const int64_t pct = s.pct;
+  for (int e = threadIdx.x * V; e < row_len; e += blockDim.x * V) {
+    const Vec<T, V> x = *reinterpret_cast<const Vec<T, V>*>(src + e);
+#pragma unroll
+    for (int tw = 0; tw < K2; ++tw) {
+      Vec<T, W> y;
+#pragma unroll
+      for (int u = 0; u < W; ++u) y.v[u] = x.v[u * K2 + tw];
+      *reinterpret_cast<Vec<T, W>*>(dst + tw * pct + e / K2) = y;
+    }
+  }
+}
+
 template <typename T>
 void launch(bool channels_last, const Tensor& fine, const Tensor& P, const GatherShape& s) {
   const T* f = fine.const_data_ptr<T>();
@@ -115,7 +144,15 @@ void launch(bool channels_last, const Tensor& fine, const Tensor& P, const Gathe
     if (vec) gather_cl<T, V16><<<grid, block, 0, stream>>>(f, p, s, r32);
     else gather_cl<T, 1><<<grid, block, 0, stream>>>(f, p, s, r32);
   } else {
-    if (vec) gather_nc<T, V16><<<grid, block, 0, stream>>>(f, p, s, r32);
+    // Packed stores: P's runs start on multiples of V / k2 elements (windows per row, the run
+    // and sample strides) and P itself is aligned.
+    const auto packs = [&](int64_t k2) {
+      const int64_t w = V16 / k2;
+      return vec && s.k[2] == k2 && aligned(p) && s.c[2] % w == 0 && s.pct % w == 0 && s.pn % w == 0;
+    };
+    if (packs(2)) gather_nc_packed<T, V16, 2><<<grid, block, 0, stream>>>(f, p, s, r32);
+    else if (packs(4)) gather_nc_packed<T, V16, 4><<<grid, block, 0, stream>>>(f, p, s, r32);
+    else if (vec) gather_nc<T, V16><<<grid, block, 0, stream>>>(f, p, s, r32);
     else gather_nc<T, 1><<<grid, block, 0, stream>>>(f, p, s, r32);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
