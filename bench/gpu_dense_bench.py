@@ -11,10 +11,11 @@ input, weight and bias), convx (default and cuDNN only) vs aten. Ratios are aten
 TFLOP/s counts 2*N*C_in*C_out/groups*in_pixels*k_pixels per pass (forward), twice that backward.
 
 Stride == kernel rows add the backward through the patch GEMM in all directions
-(CONVX_CUDA_DENSE=patch_gemm: "patch"; and with CONVX_PATCH_GATHER=always, the fine tensor
-gathered even where the channels-last forms read it in place: "patchg") and, with --split, each
-half of the backward alone (grad_input = a stride == kernel conv forward of dy; grad_weight)
-for aten, cuDNN, patch and patchg.
+(CONVX_CUDA_DENSE=patch_gemm: "patch"; with CONVX_PATCH_GATHER=always, the fine tensor gathered
+even where the channels-last forms read it in place: "patchg"; with CONVX_PATCH_WGRAD_CHUNK=8,
+the channels-last weight-grad's partial sums 8 at a time: "patchc") and, with --split, each half
+of the backward alone (grad_input = a stride == kernel conv forward of dy; grad_weight) for
+aten, cuDNN and those three.
 
     CONVX_LIBRARY=build-gpu/libconvx.so PYTHONPATH=python python3 bench/gpu_dense_bench.py \
         [--quick] [--cases unet_k2s2,unet3d_k2s2] [--split]
@@ -45,8 +46,10 @@ DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 CONV_T = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}
 CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
 CONV_WGRAD = {1: torch.nn.grad.conv1d_weight, 2: torch.nn.grad.conv2d_weight, 3: torch.nn.grad.conv3d_weight}
-# The patch GEMM's variants timed beside the default: (column, CONVX_CUDA_DENSE, CONVX_PATCH_GATHER)
-PATCH_PATHS = (("patch", "patch_gemm", None), ("patchg", "patch_gemm", "always"))
+# The patch GEMM's variants timed beside the default: column and environment.
+PATCH_PATHS = (("patch", {"CONVX_CUDA_DENSE": "patch_gemm"}),
+               ("patchg", {"CONVX_CUDA_DENSE": "patch_gemm", "CONVX_PATCH_GATHER": "always"}),
+               ("patchc", {"CONVX_CUDA_DENSE": "patch_gemm", "CONVX_PATCH_WGRAD_CHUNK": "8"}))
 
 
 def channels_last(t, rank):
@@ -79,10 +82,10 @@ def bias_mode(value):
 
 
 class patch_path:
-    """CONVX_CUDA_DENSE and CONVX_PATCH_GATHER for one PATCH_PATHS entry."""
+    """The environment of one PATCH_PATHS entry."""
 
-    def __init__(self, dense, gather):
-        self.vars = [env("CONVX_CUDA_DENSE", dense)] + ([env("CONVX_PATCH_GATHER", gather)] if gather else [])
+    def __init__(self, variables):
+        self.vars = [env(k, v) for k, v in variables.items()]
 
     def __enter__(self):
         for v in self.vars:
@@ -112,8 +115,8 @@ def split_backward(row, x, w, dy, r, s, iters):
             row[f"aten_{half}_ms"] = time_ms(fa, iters)
             with forced_path("cudnn"):
                 row[f"convx_cudnn_{half}_ms"] = time_ms(fc, iters)
-            for col, dense, gather in PATCH_PATHS:
-                with patch_path(dense, gather):
+            for col, variables in PATCH_PATHS:
+                with patch_path(variables):
                     row[f"max_rel_err_{col}_{half}"] = float((fc().float() - ref).abs().max()) / scale
                     row[f"convx_{col}_{half}_ms"] = time_ms(fc, iters)
 
@@ -165,8 +168,8 @@ def bench_case(case, dtype_name, layout, iters, split):
     with forced_path("cudnn"):
         row["convx_cudnn_bwd_ms"] = time_ms(bwd_c, iters)
     if k == s and p == 0 and op == 0 and g == 1:
-        for col, dense, gather in PATCH_PATHS:
-            with patch_path(dense, gather):
+        for col, variables in PATCH_PATHS:
+            with patch_path(variables):
                 gc = torch.autograd.grad(yc_g, (xs, ws, bs), dy, retain_graph=True)
                 ga = bwd_a()
                 row[f"max_rel_err_{col}_bwd"] = max(
@@ -215,15 +218,14 @@ def main():
                       f"{r['max_rel_err_vs_aten']:8.1e} {r['aten_fwd_host_us']:8.1f}/{r['convx_fwd_host_us']:.1f}",
                       flush=True)
                 if "convx_patch_bwd_ms" in r:
-                    print(f"{'':38} bwd patch {r['convx_patch_bwd_ms']:.4f} ({r['patch_bwd_ratio']:.2f}x) "
-                          f"patchg {r['convx_patchg_bwd_ms']:.4f} ({r['patchg_bwd_ratio']:.2f}x) "
-                          f"err {r['max_rel_err_patch_bwd']:.1e}/{r['max_rel_err_patchg_bwd']:.1e}", flush=True)
+                    print(f"{'':38} bwd " + " ".join(
+                        f"{c} {r[f'convx_{c}_bwd_ms']:.4f} ({r[f'{c}_bwd_ratio']:.2f}x, err {r[f'max_rel_err_{c}_bwd']:.1e})"
+                        for c, _ in PATCH_PATHS), flush=True)
                 if "aten_gin_ms" in r:
                     for half in ("gin", "gw"):
-                        print(f"{'':38} {half:3} aten {r[f'aten_{half}_ms']:.4f} cudnn {r[f'convx_cudnn_{half}_ms']:.4f} "
-                              f"patch {r[f'convx_patch_{half}_ms']:.4f} patchg {r[f'convx_patchg_{half}_ms']:.4f} "
-                              f"err {r[f'max_rel_err_patch_{half}']:.1e}/{r[f'max_rel_err_patchg_{half}']:.1e}",
-                              flush=True)
+                        print(f"{'':38} {half:3} aten {r[f'aten_{half}_ms']:.4f} cudnn {r[f'convx_cudnn_{half}_ms']:.4f} " + " ".join(
+                            f"{c} {r[f'convx_{c}_{half}_ms']:.4f} (err {r[f'max_rel_err_{c}_{half}']:.1e})"
+                            for c, _ in PATCH_PATHS), flush=True)
     meta = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
             "cudnn": torch.backends.cudnn.version(), "iters": a.iters,
             "tf32_conv": torch.backends.cudnn.allow_tf32}

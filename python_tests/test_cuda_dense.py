@@ -220,9 +220,10 @@ def patch_gather(value):
     return env_var("CONVX_PATCH_GATHER", value)
 
 
-# The patch GEMM's variants: (CONVX_CUDA_DENSE, CONVX_PATCH_GATHER) per test path.
-PATCH_PATHS = {"default": (None, None), "cudnn": ("cudnn", None), "patch_gemm": ("patch_gemm", None),
-               "patch_gemm_gather": ("patch_gemm", "always")}
+# The paths by their environment: (CONVX_CUDA_DENSE, CONVX_PATCH_GATHER, CONVX_PATCH_WGRAD_CHUNK).
+PATCH_PATHS = {"default": (None, None, None), "cudnn": ("cudnn", None, None),
+               "patch_gemm": ("patch_gemm", None, None), "patch_gemm_gather": ("patch_gemm", "always", None),
+               "patch_gemm_chunk2": ("patch_gemm", None, "2")}
 
 
 def check_low_nondeterministic(case, dtype, tol=None):
@@ -250,14 +251,14 @@ def check_low_nondeterministic(case, dtype, tol=None):
 @pytest.mark.parametrize("family", DENSE)
 def test_stride_equals_kernel(family, rank, dtype, path):
     """Stride == kernel, by the patch GEMM (half types, and float32 with TF32 allowed: by default
-    for the data-grad, on request for all three directions, in place or gathered) and by cuDNN
-    (forced), on poisoned outputs against float64, outside deterministic mode (which would send
-    every call to cuDNN). float32 runs with TF32 allowed (the GEMM's case; TF32 keeps fp16's
+    for the data-grad, on request for all three directions, in place or gathered, the
+    weight-grad's partials at once or in chunks) and by cuDNN (forced), on poisoned outputs
+    against float64, outside deterministic mode (which would send every call to cuDNN). float32 runs with TF32 allowed (the GEMM's case; TF32 keeps fp16's
     10-bit mantissa, so fp16's tolerance) and without it (cuDNN, float32's tolerance)."""
     gen = torch.Generator().manual_seed(rank)
-    dense, gather = PATCH_PATHS[path]
+    dense, gather, chunk = PATCH_PATHS[path]
     for tf32 in ([True, False] if dtype == torch.float32 else [False]):
-        with dense_path(dense), patch_gather(gather), \
+        with dense_path(dense), patch_gather(gather), env_var("CONVX_PATCH_WGRAD_CHUNK", chunk), \
                 torch.backends.cudnn.flags(enabled=True, deterministic=False, allow_tf32=tf32):
             for case in stride_equals_kernel_cases(family, rank, gen):
                 check_low_nondeterministic(case, dtype, tol=LOW[torch.float16] if tf32 else None)

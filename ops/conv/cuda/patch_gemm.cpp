@@ -234,9 +234,9 @@ int64_t outer_tap_offset(const Tensor& fine, at::IntArrayRef k, int64_t tau) {
   return off;
 }
 
-Tensor fine_operand(const Tensor& fine, const InPlace& w, int64_t off) {
-  return fine.as_strided({w.batch.size, w.rows.size, w.K}, {w.batch.fs, w.rows.fs, 1},
-                         fine.storage_offset() + off);
+// The fine tensor as [batch, rows, K] from offset off (batch indices: `batch` of them).
+Tensor fine_operand(const Tensor& fine, const InPlace& w, int64_t off, int64_t batch) {
+  return fine.as_strided({batch, w.rows.size, w.K}, {w.batch.fs, w.rows.fs, 1}, fine.storage_offset() + off);
 }
 
 // The channels-last forward without a gather: per outer tap, [M, K] x [K, Co] for every batch
@@ -248,7 +248,7 @@ bool forward_in_place(const Tensor& fine, const Tensor& wm, const Tensor& out, a
   const Tensor y = out.as_strided({w->batch.size, w->rows.size, out.size(1)}, {w->batch.cs, w->rows.cs, 1},
                                   out.storage_offset());
   for (int64_t tau = 0; tau < w->outer; ++tau) {
-    gemm(fine_operand(fine, *w, outer_tap_offset(fine, k, tau)),
+    gemm(fine_operand(fine, *w, outer_tap_offset(fine, k, tau), w->batch.size),
          shared(wm.narrow(1, tau * w->K, w->K), w->batch.size), y, tau ? 1.f : 0.f, tf32);
   }
   return true;
@@ -263,14 +263,25 @@ bool weight_grad_in_place(const Tensor& fine, const Tensor& coarse, at::IntArray
   const auto w = in_place_windows(fine, coarse, k);
   const int64_t Co = coarse.size(1), TC = acc.size(2);
   if (!w || w->batch.size * Co * TC > fine.numel()) return false;
-  const Tensor part = w->batch.size == 1 ? acc : at::empty({w->batch.size, Co, TC}, acc.options());
-  const Tensor x = coarse.as_strided({w->batch.size, Co, w->rows.size}, {w->batch.cs, 1, w->rows.cs},
-                                     coarse.storage_offset());
-  for (int64_t tau = 0; tau < w->outer; ++tau) {
-    gemm(x, fine_operand(fine, *w, outer_tap_offset(fine, k, tau)), part.narrow(2, tau * w->K, w->K),
-         0.f, tf32);
+  // CONVX_PATCH_WGRAD_CHUNK=c (temporary, for the benchmark): c batch indices per GEMM call,
+  // later chunks accumulating into the same c partials (beta = 1), so that the partials can
+  // stay in L2; unset: all at once.
+  const int64_t B = w->batch.size;
+  int64_t chunk = B;
+  if (const char* e = std::getenv("CONVX_PATCH_WGRAD_CHUNK"); e && std::atoll(e) > 0) {
+    chunk = std::min<int64_t>(B, std::atoll(e));
   }
-  if (w->batch.size > 1) at::sum_out(acc, part, {0}, /*keepdim=*/true);
+  const Tensor part = B == 1 ? acc : at::empty({chunk, Co, TC}, acc.options());
+  for (int64_t b0 = 0; b0 < B; b0 += chunk) {
+    const int64_t nb = std::min(chunk, B - b0);
+    const Tensor x = coarse.as_strided({nb, Co, w->rows.size}, {w->batch.cs, 1, w->rows.cs},
+                                       coarse.storage_offset() + b0 * w->batch.cs);
+    for (int64_t tau = 0; tau < w->outer; ++tau) {
+      gemm(x, fine_operand(fine, *w, outer_tap_offset(fine, k, tau) + b0 * w->batch.fs, nb),
+           part.narrow(0, 0, nb).narrow(2, tau * w->K, w->K), b0 ? 1.f : 0.f, tf32);
+    }
+  }
+  if (B > 1) at::sum_out(acc, part, {0}, /*keepdim=*/true);
   return true;
 }
 
