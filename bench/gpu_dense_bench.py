@@ -3,7 +3,8 @@
 Bias included. Same inputs for both; CUDA-event device time (bench/timing.py: the GPU kept busy
 while the host enqueues) and forward host time per call; median of --iters runs after warm-up.
 Forward: convx (default path: the stride == kernel GEMM where it applies — one group, k == s,
-half types or float32 with TF32 allowed — else cuDNN), convx with CONVX_CUDA_DENSE=cudnn (cuDNN
+half types or float32 with TF32 allowed — else cuDNN; its backward halves on the GEMM for NC*
+tensors, on cuDNN for channels-last ones), convx with CONVX_CUDA_DENSE=cudnn (cuDNN
 only, to compare the two),
 convx with CONVX_CUDNN_BIAS=fused and =separate (the bias in the cuDNN graph, or one add after
 it; the default picks per call by the rule these columns measured), aten. Backward: autograd of the functional call (grad of
@@ -11,11 +12,10 @@ input, weight and bias), convx (default and cuDNN only) vs aten. Ratios are aten
 TFLOP/s counts 2*N*C_in*C_out/groups*in_pixels*k_pixels per pass (forward), twice that backward.
 
 Stride == kernel rows add the backward through the patch GEMM in all directions
-(CONVX_CUDA_DENSE=patch_gemm: "patch"; with CONVX_PATCH_GATHER=always, the fine tensor gathered
-even where the channels-last forms read it in place: "patchg"; with CONVX_PATCH_WGRAD_CHUNK=8,
-the channels-last weight-grad's partial sums 8 at a time: "patchc") and, with --split, each half
-of the backward alone (grad_input = a stride == kernel conv forward of dy; grad_weight) for
-aten, cuDNN and those three.
+(CONVX_CUDA_DENSE=patch_gemm: "patch") and, with --split, each half of the backward alone
+(grad_input = a stride == kernel conv forward of dy; grad_weight) for aten, convx's default,
+cuDNN and the patch GEMM, with the patch GEMM's time per CUDA kernel (torch.profiler: the
+gather, the operand copy, the GEMM) to show which piece to work on.
 
     CONVX_LIBRARY=build-gpu/libconvx.so PYTHONPATH=python python3 bench/gpu_dense_bench.py \
         [--quick] [--cases unet_k2s2,unet3d_k2s2] [--split]
@@ -46,10 +46,8 @@ DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 CONV_T = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}
 CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
 CONV_WGRAD = {1: torch.nn.grad.conv1d_weight, 2: torch.nn.grad.conv2d_weight, 3: torch.nn.grad.conv3d_weight}
-# The patch GEMM's variants timed beside the default: column and environment.
-PATCH_PATHS = (("patch", {"CONVX_CUDA_DENSE": "patch_gemm"}),
-               ("patchg", {"CONVX_CUDA_DENSE": "patch_gemm", "CONVX_PATCH_GATHER": "always"}),
-               ("patchc", {"CONVX_CUDA_DENSE": "patch_gemm", "CONVX_PATCH_WGRAD_CHUNK": "8"}))
+# The patch GEMM's columns: column and environment.
+PATCH_PATHS = (("patch", {"CONVX_CUDA_DENSE": "patch_gemm"}),)
 
 
 def channels_last(t, rank):
@@ -96,10 +94,29 @@ class patch_path:
             v.__exit__(*exc)
 
 
+def kernel_us(fn, reps=10):
+    """Device time per call of each CUDA kernel fn launches (torch.profiler, reps calls), in us,
+    the longest first; names cut to 70 characters."""
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(reps):
+            fn()
+        torch.cuda.synchronize()
+    total = {}
+    for e in prof.events():
+        if e.device_type == torch.autograd.DeviceType.CUDA:
+            name = e.name[:70]
+            total[name] = total.get(name, 0.0) + e.device_time_total / reps
+    return dict(sorted(total.items(), key=lambda kv: -kv[1]))
+
+
 def split_backward(row, x, w, dy, r, s, iters):
     """Each half of a stride == kernel transposed conv's backward alone: grad_input (a conv
-    forward of dy) and grad_weight, aten vs convx on cuDNN and on the patch GEMM's variants,
-    with each result checked against aten's."""
+    forward of dy) and grad_weight, aten vs convx's default, cuDNN and the patch GEMM, with each
+    result checked against aten's, and the patch GEMM's time per kernel."""
     ops = torch.ops.convx
     conv_c = getattr(ops, f"conv{r}d")
     wgrad_c = getattr(ops, f"conv{r}d_weight_grad")
@@ -113,12 +130,15 @@ def split_backward(row, x, w, dy, r, s, iters):
             ref = fa().float()
             scale = float(ref.abs().max())
             row[f"aten_{half}_ms"] = time_ms(fa, iters)
+            row[f"max_rel_err_default_{half}"] = float((fc().float() - ref).abs().max()) / scale
+            row[f"convx_default_{half}_ms"] = time_ms(fc, iters)
             with forced_path("cudnn"):
                 row[f"convx_cudnn_{half}_ms"] = time_ms(fc, iters)
             for col, variables in PATCH_PATHS:
                 with patch_path(variables):
                     row[f"max_rel_err_{col}_{half}"] = float((fc().float() - ref).abs().max()) / scale
                     row[f"convx_{col}_{half}_ms"] = time_ms(fc, iters)
+                    row[f"{col}_{half}_kernels_us"] = kernel_us(fc)
 
 
 def bench_case(case, dtype_name, layout, iters, split):
@@ -223,9 +243,13 @@ def main():
                         for c, _ in PATCH_PATHS), flush=True)
                 if "aten_gin_ms" in r:
                     for half in ("gin", "gw"):
-                        print(f"{'':38} {half:3} aten {r[f'aten_{half}_ms']:.4f} cudnn {r[f'convx_cudnn_{half}_ms']:.4f} " + " ".join(
-                            f"{c} {r[f'convx_{c}_{half}_ms']:.4f} (err {r[f'max_rel_err_{c}_{half}']:.1e})"
-                            for c, _ in PATCH_PATHS), flush=True)
+                        print(f"{'':38} {half:3} aten {r[f'aten_{half}_ms']:.4f} default {r[f'convx_default_{half}_ms']:.4f} "
+                              f"cudnn {r[f'convx_cudnn_{half}_ms']:.4f} " + " ".join(
+                                  f"{c} {r[f'convx_{c}_{half}_ms']:.4f} (err {r[f'max_rel_err_{c}_{half}']:.1e})"
+                                  for c, _ in PATCH_PATHS), flush=True)
+                        for c, _ in PATCH_PATHS:
+                            for kname, us in r[f"{c}_{half}_kernels_us"].items():
+                                print(f"{'':42} {c} kernel {us:8.1f} us  {kname}", flush=True)
     meta = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
             "cudnn": torch.backends.cudnn.version(), "iters": a.iters,
             "tf32_conv": torch.backends.cudnn.allow_tf32}

@@ -176,11 +176,11 @@ def test_bias_fused_or_separate(family, bias_mode):
 
 def stride_equals_kernel_cases(family, rank, gen):
     """Cases of `family` whose stride equals the kernel (the patch GEMM's, and some it declines:
-    two groups): both layouts, bias or not, odd sizes, unbatched, batch 1 and 3, trailing fine
-    pixels beyond c * k that the forward skips (channels-last with batch 1, where the in-place
-    forms still apply, and batch 3, where they gather), and wide cases (16 / 24 channels, fine
-    rows of 8k values) that take the gather's and scatter's 16-byte vector paths (NC*: the packed
-    stores for k = 2 and 4)."""
+    two groups): both layouts and strided views (every other element of the last dim: no unit
+    stride for cuBLAS), bias or not, odd sizes, unbatched, batch 1 and 3, trailing fine pixels
+    beyond c * k that the forward skips, and wide cases (16 / 24 channels, fine rows of 8k
+    values) that take the gather's and scatter's 16-byte vector paths (NC*: the packed stores
+    for k = 2 and 4)."""
     out = []
     for k, groups, layout, bias, batch, extra, wide in [
             (2, 1, "contiguous", True, 3, 0, False), (2, 1, "channels_last", True, 2, 0, False),
@@ -216,14 +216,8 @@ def stride_equals_kernel_cases(family, rank, gen):
     return out
 
 
-def patch_gather(value):
-    return env_var("CONVX_PATCH_GATHER", value)
-
-
-# The paths by their environment: (CONVX_CUDA_DENSE, CONVX_PATCH_GATHER, CONVX_PATCH_WGRAD_CHUNK).
-PATCH_PATHS = {"default": (None, None, None), "cudnn": ("cudnn", None, None),
-               "patch_gemm": ("patch_gemm", None, None), "patch_gemm_gather": ("patch_gemm", "always", None),
-               "patch_gemm_chunk2": ("patch_gemm", None, "2")}
+# The paths by CONVX_CUDA_DENSE (None: the default choice).
+PATCH_PATHS = {"default": None, "cudnn": "cudnn", "patch_gemm": "patch_gemm"}
 
 
 def check_low_nondeterministic(case, dtype, tol=None):
@@ -251,14 +245,14 @@ def check_low_nondeterministic(case, dtype, tol=None):
 @pytest.mark.parametrize("family", DENSE)
 def test_stride_equals_kernel(family, rank, dtype, path):
     """Stride == kernel, by the patch GEMM (half types, and float32 with TF32 allowed: by default
-    for the data-grad, on request for all three directions, in place or gathered, the
-    weight-grad's partials at once or in chunks) and by cuDNN (forced), on poisoned outputs
-    against float64, outside deterministic mode (which would send every call to cuDNN). float32 runs with TF32 allowed (the GEMM's case; TF32 keeps fp16's
-    10-bit mantissa, so fp16's tolerance) and without it (cuDNN, float32's tolerance)."""
+    for the data-grad and for NC* forwards and weight-grads, on request for all three directions
+    in every layout) and by cuDNN (forced), on poisoned outputs against float64, outside
+    deterministic mode (which would send every call to cuDNN). float32 runs with TF32 allowed
+    (the GEMM's case; TF32 keeps fp16's 10-bit mantissa, so fp16's tolerance) and without it
+    (cuDNN, float32's tolerance)."""
     gen = torch.Generator().manual_seed(rank)
-    dense, gather, chunk = PATCH_PATHS[path]
     for tf32 in ([True, False] if dtype == torch.float32 else [False]):
-        with dense_path(dense), patch_gather(gather), env_var("CONVX_PATCH_WGRAD_CHUNK", chunk), \
+        with dense_path(PATCH_PATHS[path]), \
                 torch.backends.cudnn.flags(enabled=True, deterministic=False, allow_tf32=tf32):
             for case in stride_equals_kernel_cases(family, rank, gen):
                 check_low_nondeterministic(case, dtype, tol=LOW[torch.float16] if tf32 else None)
@@ -288,57 +282,96 @@ def test_patch_gemm_steps_aside_in_deterministic_mode():
 
 
 @pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
-def test_patch_gemm_gathers_only_where_needed(layout):
-    """Which kernels the patch GEMM's forward and weight-grad launch: NC* gathers (convx's
-    gather_nc); channels-last reads the fine tensor in place (no gather kernel) unless
-    CONVX_PATCH_GATHER=always (gather_cl). The results agree either way."""
+def test_patch_gemm_default_by_layout(layout):
+    """Which path the forward and weight-grad take by default: the patch GEMM on NC* fine tensors
+    (convx's gather_nc runs), cuDNN on channels-last ones (no gather), where cuDNN's
+    implicit-GEMM kernels measured faster; forced (CONVX_CUDA_DENSE=patch_gemm) channels-last
+    gathers (gather_cl). The results agree."""
     mf = torch.channels_last if layout == "channels_last" else torch.contiguous_format
-    # Weight-grad partials in place: 4 (batch: coarse columns) x 24 x 64 <= the fine tensor's 8192.
     x = torch.randn(2, 16, 32, 8, device=DEV, dtype=torch.float16).to(memory_format=mf)
     w = torch.randn(24, 16, 2, 2, device=DEV, dtype=torch.float16)
     gy = torch.randn(2, 24, 16, 4, device=DEV, dtype=torch.float16).to(memory_format=mf)
     ops, st, pd, dl = torch.ops.convx, [2, 2], [0, 0], [1, 1]
     calls = (lambda: ops.conv2d(x, w, None, st, pd, dl, 1),
              lambda: ops.conv2d_weight_grad(x, list(w.shape), gy, st, pd, dl, 1))
-    with dense_path("patch_gemm"), torch.backends.cudnn.flags(enabled=True, deterministic=False):
+    with torch.backends.cudnn.flags(enabled=True, deterministic=False):
         for call in calls:
             out, names = kernels_of(call)
-            with patch_gather("always"):
-                out_g, names_g = kernels_of(call)
+            with dense_path("patch_gemm"):
+                out_p, names_p = kernels_of(call)
+            with dense_path("cudnn"):
+                out_c, names_c = kernels_of(call)
             gathered = [n for n in names if "gather_" in n]
+            assert not [n for n in names_c if "gather_" in n], names_c
             if layout == "channels_last":
                 assert not gathered, names
-                assert any("gather_cl" in n for n in names_g), names_g
+                assert any("gather_cl" in n for n in names_p), names_p
             else:
                 assert any("gather_nc" in n for n in names), names
-            torch.testing.assert_close(out, out_g, rtol=2e-3, atol=2e-3 * float(out_g.abs().max()))
+                assert any("gather_nc" in n for n in names_p), names_p
+            torch.testing.assert_close(out, out_c, rtol=2e-3, atol=2e-3 * float(out_c.abs().max()))
+            torch.testing.assert_close(out_p, out_c, rtol=2e-3, atol=2e-3 * float(out_c.abs().max()))
 
 
-def test_stride_equals_kernel_follows_the_conv_tf32_flag():
-    """float32 through the patch GEMM is TF32 exactly when torch.backends.cudnn.allow_tf32 is set,
-    whatever the matmul flag says: without it the result is float32-exact (to summation order)."""
-    gen = torch.Generator().manual_seed(5)
-    x = torch.randn(2, 64, 16, 16, generator=gen).to(DEV)
-    w = torch.randn(32, 64, 2, 2, generator=gen).to(DEV)
-    ref = torch.nn.functional.conv2d(x.double(), w.double(), stride=2)
-    matmul_tf32 = torch.backends.cuda.matmul.allow_tf32
-    try:
-        with dense_path("patch_gemm"):
-            torch.backends.cuda.matmul.allow_tf32 = True
-            with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
-                exact = torch.ops.convx.conv2d(x, w, None, [2, 2], [0, 0], [1, 1], 1)
-            torch.backends.cuda.matmul.allow_tf32 = False
-            with torch.backends.cudnn.flags(enabled=True, allow_tf32=True):
-                tf32 = torch.ops.convx.conv2d(x, w, None, [2, 2], [0, 0], [1, 1], 1)
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = matmul_tf32
-    assert float((exact.double() - ref).abs().max()) < 1e-4
-    assert float((tf32.double() - ref).abs().max()) > 1e-4  # 10-bit mantissa products
+@pytest.mark.parametrize("path", ["default", "patch_gemm"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32], ids=lambda d: str(d)[6:])
+@pytest.mark.parametrize("rank", [1, 2, 3])
+def test_patch_gemm_operands_without_unit_stride(rank, dtype, path):
+    """Regression (H100, session 6): conv_transpose1d in float16 on a strided input (every other
+    element of the last dim) failed an internal assert of the patch GEMM ("operand without a unit
+    stride") on the default data-grad path: the coarse operand reached cuBLAS as a view with no
+    unit stride. Now such operands are copied. Checked for every direction on strided views and
+    on broadcast (zero-stride) coarse gradients, as `y.sum().backward()` and a sum over channels
+    produce them, against float64."""
+    gen = torch.Generator().manual_seed(11 + rank)
+    coarse, k, ci, co = {1: [13], 2: [5, 7], 3: [3, 4, 5]}[rank], [2] * rank, 6, 10
+    fine = [c * 2 for c in coarse]
+    ops, st, pd, dl, op = torch.ops.convx, k, [0] * rank, [1] * rank, [0] * rank
+    # (base, view): the view is taken after the cast and the move to the device (a cast of the
+    # view itself would return a dense tensor).
+    every_other = (lambda t: t[..., ::2])  # noqa: E731
+    coarse_views = {
+        "strided": (torch.randn([2, co] + coarse[:-1] + [2 * coarse[-1]], generator=gen, dtype=torch.float64),
+                    every_other),
+        "broadcast": (torch.randn(1, generator=gen, dtype=torch.float64), lambda t: t.expand([2, co] + coarse)),
+        "broadcast_channels": (torch.randn([2, 1] + coarse, generator=gen, dtype=torch.float64),
+                               lambda t: t.expand([2, co] + coarse)),
+    }
+    x = torch.randn([2, ci] + fine[:-1] + [2 * fine[-1]], generator=gen, dtype=torch.float64)
+    w = torch.randn([co, ci] + k, generator=gen, dtype=torch.float64)
+    b = torch.randn(ci, generator=gen, dtype=torch.float64)
+    conv_t, conv = helpers.CONV_T_F[rank], helpers.CONV_F[rank]
+    wgrad = getattr(torch.nn.grad, f"conv{rank}d_weight")
+
+    def run(dy, x, w, b, convx):
+        """The four calls on (dy, x, w, b): convx's ops, or aten's reference (float64)."""
+        if convx:
+            return {"conv_transpose": getattr(ops, f"conv_transpose{rank}d")(dy, w, b, st, pd, op, 1, dl),
+                    "conv_input_grad": getattr(ops, f"conv{rank}d_input_grad")([2, ci] + fine, w, dy, st, pd, dl, 1),
+                    "conv_weight_grad": getattr(ops, f"conv{rank}d_weight_grad")(x, [co, ci] + k, dy, st, pd, dl, 1),
+                    "conv": getattr(ops, f"conv{rank}d")(x, w, None, st, pd, dl, 1)}
+        return {"conv_transpose": conv_t(dy, w, b, stride=st), "conv_input_grad": conv_t(dy, w, None, stride=st),
+                "conv_weight_grad": wgrad(x, [co, ci] + k, dy, stride=st), "conv": conv(x, w, None, stride=st)}
+
+    with dense_path(None if path == "default" else path), \
+            torch.backends.cudnn.flags(enabled=True, deterministic=False, allow_tf32=dtype == torch.float32):
+        for name, (dy, dy_view) in coarse_views.items():
+            def operands(cast):
+                return dy_view(cast(dy)), every_other(cast(x)), cast(w), cast(b)
+            dev = operands(lambda t: t.to(dtype).to(DEV))
+            assert not dev[0].is_contiguous() and dev[1].stride(-1) == 2, name  # the views reach convx
+            poison()
+            out = run(*dev, convx=True)
+            ref = run(*operands(lambda t: t.to(dtype).double()), convx=False)
+            bound = run(*operands(lambda t: t.to(dtype).double().abs()), convx=False)
+            for fam in out:
+                assert out[fam].dtype == dtype and out[fam].shape == ref[fam].shape, (name, fam)
+                err = (out[fam].double().cpu() - ref[fam]).abs()
+                assert bool((err <= LOW[torch.float16] * bound[fam] + 1e-6).all()), (name, fam, float(err.max()))
 
 
-@pytest.mark.parametrize("gather", [None, "always"])
 @pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
-def test_patch_gemm_graph_replay_equals_eager(layout, gather):
+def test_patch_gemm_graph_replay_equals_eager(layout):
     """The stride == kernel GEMM in all three directions inside a captured CUDA graph."""
     mf = torch.channels_last if layout == "channels_last" else torch.contiguous_format
     x = torch.randn(2, 16, 8, 6, device=DEV, dtype=torch.bfloat16).to(memory_format=mf)
@@ -351,7 +384,7 @@ def test_patch_gemm_graph_replay_equals_eager(layout, gather):
         return (y, ops.conv2d(y, wt, None, [2, 2], [0, 0], [1, 1], 1),
                 ops.conv2d_weight_grad(y, list(wt.shape), inp, [2, 2], [0, 0], [1, 1], 1))
 
-    with dense_path("patch_gemm"), patch_gather(gather), torch.backends.cudnn.flags(enabled=True, deterministic=False):
+    with dense_path("patch_gemm"), torch.backends.cudnn.flags(enabled=True, deterministic=False):
         static_out, eager = graph_replay_vs_eager(step, x)
     for a, e in zip(static_out, eager):
         assert torch.equal(a, e)

@@ -1,7 +1,8 @@
 // The CUDA key's dense kernels: which path serves a call (ops/conv/cuda/dense_paths.h).
 //
-// Default: the stride == kernel GEMM (patch_gemm.cpp) for data-grads (transposed convolutions)
-// where it applies, else cuDNN, and im2col + GEMM whenever cuDNN has no plan,
+// Default: the stride == kernel GEMM (patch_gemm.cpp) where it applies for data-grads
+// (transposed convolutions) in every layout and for forwards and weight-grads whose fine tensor
+// is NC* (not channels-last), else cuDNN, and im2col + GEMM whenever cuDNN has no plan,
 // torch.backends.cudnn.enabled is False, or convx was built without cuDNN. The environment
 // variable CONVX_CUDA_DENSE, read on every call, forces a path for tests and benchmarks: `cudnn`
 // (cuDNN, im2col where cuDNN has no plan), `patch_gemm` (the GEMM for all three directions where
@@ -65,10 +66,11 @@ Path forced_path() {
               e, "'");
 }
 
-// The patch GEMM serves the transposed direction (data-grad) by default: measured on the H100
-// (bench/gpu_dense_bench.py, docs/performance.md) it beat cuDNN there, while its forward and
-// weight-grad (a gather of the fine tensor, then the GEMM) were slower than cuDNN's
-// implicit-GEMM kernels, which read the windows in place: those run only on request.
+// Where the patch GEMM serves by default, as measured on the H100 (bench/gpu_dense_bench.py
+// --split, docs/performance.md): the data-grad (transposed direction) beat cuDNN in every
+// layout; the forward and weight-grad (a gather of the fine tensor, then the GEMM) beat cuDNN on
+// NC* fine tensors and lost to its implicit-GEMM kernels on channels-last ones (which cuDNN
+// reads in place): those run through the GEMM only on request.
 bool try_patch_gemm(Path path, bool by_default) {
   return (path == Path::PatchGemm || (by_default && path == Path::Default)) &&
          at::globalContext().userEnabledCuDNN();
@@ -88,7 +90,8 @@ void dense_forward(const ConvArgs& a, const Tensor& input, const Tensor& weight,
                    const std::optional<Tensor>& bias, const Tensor& output) {
   c10::cuda::CUDAGuard guard(input.device());
   const Path path = forced_path();
-  if (try_patch_gemm(path, false) && patch_gemm_applies(a, input, weight, output)) {
+  if (try_patch_gemm(path, !patch_rows_are_pixels(input)) &&
+      patch_gemm_applies(a, input, weight, output)) {
     patch_gemm_forward(a, input, weight, bias, output);
     return;
   }
@@ -116,7 +119,8 @@ void dense_weight_grad(const ConvArgs& a, const Tensor& input, const Tensor& gra
                        const Tensor& grad_weight) {
   c10::cuda::CUDAGuard guard(input.device());
   const Path path = forced_path();
-  if (try_patch_gemm(path, false) && patch_gemm_applies(a, input, grad_weight, grad_output)) {
+  if (try_patch_gemm(path, !patch_rows_are_pixels(input)) &&
+      patch_gemm_applies(a, input, grad_weight, grad_output)) {
     patch_gemm_weight_grad(a, input, grad_output, grad_weight);
     return;
   }

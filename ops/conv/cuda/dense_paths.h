@@ -33,6 +33,9 @@ bool tf32_allowed_for_conv();
 // the input resolution of the forward (the conv input, the transposed output), `coarse` the other.
 bool patch_gemm_applies(const ConvArgs& a, const Tensor& fine, const Tensor& weight,
                         const Tensor& coarse);
+// Whether the patch matrix's rows are pixels (a channels-last fine tensor: unit channel stride)
+// rather than (channels, taps) of an NC* one.
+bool patch_rows_are_pixels(const Tensor& fine);
 // ops/conv/cuda/patch_scatter.cu: the data-grad's patch matrix P (contiguous, in the order its
 // rows_are_pixels flag names) into a dense fine tensor, plus the bias; false (nothing written)
 // for layouts or sizes it does not take.

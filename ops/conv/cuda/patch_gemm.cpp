@@ -15,11 +15,8 @@
 // elements; NC*: per sample rows (channels, taps), columns = pixels, each run one fine row (the
 // weight-grad: rows (channels, taps), columns (samples, pixels), so that its reduction over
 // samples and pixels is one K dimension of one GEMM). Own kernels move the data
-// (patch_gather.cu, patch_scatter.cu). The channels-last forward needs no gather where the
-// fine tensor's strides allow: with the taps of all but the last dim fixed, every window's
-// remaining taps are one contiguous run of k_last * C elements at a stride that is uniform over
-// two groups of window dims (a strided-batched GEMM's batch and rows), so it runs as one such
-// GEMM per outer tap, accumulating into the output (beta = 1).
+// (patch_gather.cu, patch_scatter.cu). Operands of any strides are accepted: where cuBLAS
+// cannot read one in place (no unit stride: a strided view, a broadcast gradient) it is copied.
 // The GEMMs run in cuBLAS (torch's handle, stream and workspace: graph-capturable) at the
 // precision rules of a convolution, not of a matmul: float32 uses TF32 exactly when
 // torch.backends.cudnn.allow_tf32 allows it (cuBLAS would otherwise follow the matmul flag).
@@ -29,14 +26,12 @@
 #include <ATen/cuda/CUDAContextLight.h>
 #include <ATen/ops/add.h>
 #include <ATen/ops/empty.h>
-#include <ATen/ops/sum.h>
 #include <c10/util/Exception.h>
 #include <cublas_v2.h>
 
-#include <cstdlib>
-#include <cstring>
 #include <limits>
 #include <numeric>
+#include <optional>
 
 namespace convx::cuda {
 namespace {
@@ -65,41 +60,62 @@ struct ColMajor {
 };
 // For the operand X of C^T = X * Y in cuBLAS's column-major terms: the row-major matrix M
 // [rows, cols] is, read column-major, M^T with ld = its row stride (op N yields M^T), or, with
-// unit row stride, M itself with ld = its column stride (op T yields M^T).
-ColMajor transposed_view(const Tensor& m) {
+// unit row stride, M itself with ld = its column stride (op T yields M^T). None where M has no
+// unit stride, or its other stride is below cuBLAS's least leading dimension (a strided view of
+// the caller's tensor, a gradient broadcast with zero strides).
+std::optional<ColMajor> transposed_view(const Tensor& m) {
   const int64_t rows = m.size(1), cols = m.size(2);
   if (m.stride(2) == 1 || cols == 1) {
     const int64_t ld = rows > 1 ? m.stride(1) : cols;
-    if (ld >= std::max<int64_t>(cols, 1)) return {CUBLAS_OP_N, ld};
+    if (ld >= std::max<int64_t>(cols, 1)) return ColMajor{CUBLAS_OP_N, ld};
   }
-  const int64_t ld = cols > 1 ? m.stride(2) : rows;
-  TORCH_INTERNAL_ASSERT(m.stride(1) == 1 || rows == 1, "convx: patch GEMM operand without a unit stride");
-  return {CUBLAS_OP_T, std::max<int64_t>(ld, rows)};
+  if (m.stride(1) == 1 || rows == 1) {
+    const int64_t ld = cols > 1 ? m.stride(2) : rows;
+    if (ld >= std::max<int64_t>(rows, 1)) return ColMajor{CUBLAS_OP_T, ld};
+  }
+  return std::nullopt;
 }
 
-// C[b] = A[b] * B[b] + beta * C[b] for [batch, rows, cols] views (batch stride 0 = shared).
-void gemm(Tensor A, Tensor B, Tensor C, float beta, bool tf32) {
-  if (!(C.stride(2) == 1 || C.size(2) == 1)) {  // C^T = B^T A^T: cuBLAS writes column-major
+// An input operand cuBLAS can read: m itself, else a contiguous copy (a shared batch, stride 0,
+// copied once and shared again).
+Tensor readable(const Tensor& m) {
+  if (transposed_view(m)) return m;
+  if (m.size(0) > 1 && m.stride(0) == 0) return m.select(0, 0).contiguous().unsqueeze(0).expand(m.sizes());
+  return m.contiguous();
+}
+
+// An output cuBLAS writes as it is: rows-major (unit column stride) with rows that do not overlap.
+bool writable(const Tensor& c) {
+  return (c.stride(2) == 1 || c.size(2) == 1) && (c.size(1) <= 1 || c.stride(1) >= std::max<int64_t>(c.size(2), 1));
+}
+
+// C[b] = A[b] * B[b] for [batch, rows, cols] views (batch stride 0 = shared) that cuBLAS reads
+// and writes in place (readable A and B; C or its transpose writable).
+void gemm_in_place(Tensor A, Tensor B, Tensor C, bool tf32) {
+  if (!writable(C)) {  // C^T = B^T A^T: cuBLAS writes column-major
     std::swap(A, B);
     A = A.transpose(1, 2), B = B.transpose(1, 2), C = C.transpose(1, 2);
   }
   int64_t batch = C.size(0), m = C.size(1);
   const int64_t n = C.size(2), k = A.size(2);
   // One GEMM of batch * m rows when A and C have uniform rows across samples and B is shared.
-  if (batch > 1 && B.stride(0) == 0 && A.stride(2) == 1 && C.stride(2) == 1 &&
+  if (batch > 1 && B.stride(0) == 0 && A.stride(2) == 1 && A.stride(1) >= k && C.stride(2) == 1 &&
       A.stride(0) == m * A.stride(1) && C.stride(0) == m * C.stride(1)) {
     A = A.reshape({1, batch * m, k});
     C = C.view({1, batch * m, n});
     batch = 1, m = C.size(1);
   }
-  const ColMajor x = transposed_view(B), y = transposed_view(A);
+  const auto xv = transposed_view(B), yv = transposed_view(A);
+  TORCH_INTERNAL_ASSERT(xv && yv, "convx: patch GEMM operand left without a unit stride");
+  const ColMajor x = *xv, y = *yv;
   const int64_t ldc = m > 1 ? C.stride(1) : n;
+  TORCH_INTERNAL_ASSERT(ldc >= std::max<int64_t>(n, 1), "convx: patch GEMM output rows overlap");
   TORCH_CHECK(m <= kIntMax && n <= kIntMax && k <= kIntMax && x.ld <= kIntMax && y.ld <= kIntMax &&
                   ldc <= kIntMax && batch <= kIntMax,
               "convx: patch GEMM sizes beyond cuBLAS's 32-bit range");
   const cublasComputeType_t compute =
       A.scalar_type() == at::kFloat && tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  const float alpha = 1.f;
+  const float alpha = 1.f, beta = 0.f;
   cublasHandle_t h = at::cuda::getCurrentCUDABlasHandle();  // current stream, torch's workspace
   // torch sets the handle's math mode from the matmul TF32 flag; the compute type decides here.
   check_cublas(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
@@ -110,6 +126,19 @@ void gemm(Tensor A, Tensor B, Tensor C, float beta, bool tf32) {
                    cuda_type(C.scalar_type()), int(ldc), C.stride(0), int(batch), compute,
                    CUBLAS_GEMM_DEFAULT),
                "cublasGemmStridedBatchedEx");
+}
+
+// C[b] = A[b] * B[b] for any strides: operands cuBLAS cannot read in place are copied, and an
+// output it cannot write in place (no unit stride) is computed in a contiguous buffer and copied
+// into C. The patch GEMM's own matrices and dense NC* / channels-last tensors never copy.
+void gemm(const Tensor& A, const Tensor& B, const Tensor& C, bool tf32) {
+  if (writable(C) || writable(C.transpose(1, 2))) {
+    gemm_in_place(readable(A), readable(B), C, tf32);
+    return;
+  }
+  const Tensor tmp = at::empty(C.sizes(), C.options());
+  gemm_in_place(readable(A), readable(B), tmp, tf32);
+  C.copy_(tmp);
 }
 
 // The fine tensor (N, C, c_1*k_1, ...) as (N, C, c_1, k_1, ..., c_r, k_r): a view (trailing
@@ -139,7 +168,7 @@ Patches patches_of(const Tensor& fine, at::IntArrayRef coarse, at::IntArrayRef k
                    bool samples_inner = false) {
   const int64_t r = k.size();
   Patches p;
-  p.rows_are_pixels = fine.size(1) > 1 && fine.stride(1) == 1;
+  p.rows_are_pixels = patch_rows_are_pixels(fine);
   p.samples_inner = samples_inner && !p.rows_are_pixels;
   p.N = fine.size(0), p.C = fine.size(1);
   p.L = std::accumulate(coarse.begin(), coarse.end(), int64_t(1), std::multiplies<>());
@@ -177,114 +206,6 @@ Tensor gather_patches(const Patches& p, const Tensor& fine, at::IntArrayRef coar
   return P;
 }
 
-// A matrix view cuBLAS can read (one unit stride), else its contiguous copy.
-Tensor with_unit_stride(const Tensor& m) {
-  const bool ok = m.stride(1) == 1 || m.size(1) == 1 || m.stride(0) == 1 || m.size(0) == 1;
-  return ok ? m : m.contiguous();
-}
-
-// CONVX_PATCH_GATHER=always (temporary, for the benchmark): the channels-last forward and
-// weight-grad gather even where they could read the fine tensor in place.
-bool gather_forced() {
-  const char* e = std::getenv("CONVX_PATCH_GATHER");
-  return e && std::strcmp(e, "always") == 0;
-}
-
-// The windows of a channels-last fine tensor read in place (see the top): with the taps of all
-// but the last dim fixed (`outer` combinations), window w's remaining taps are the K = k_last * C
-// contiguous elements at fine offset batch.fs * b + rows.fs * m (+ the outer taps' offset), and
-// its pixel in the coarse tensor is at batch.cs * b + rows.cs * m.
-struct Dim { int64_t size, fs, cs; };
-struct InPlace { Dim batch, rows; int64_t K, outer; };
-
-// None where the fine tensor's channels and last dim are not dense, the coarse tensor's channels
-// are not unit-stride, or the window dims (n, c_1, ..., c_r) do not fold into two groups that
-// both tensors step uniformly (e.g. 3-D, or trailing fine rows beyond c * k with N > 1).
-std::optional<InPlace> in_place_windows(const Tensor& fine, const Tensor& coarse, at::IntArrayRef k) {
-  const int64_t r = k.size(), C = fine.size(1);
-  if (fine.stride(1) != 1 || (fine.size(1 + r) > 1 && fine.stride(1 + r) != C)) return std::nullopt;
-  if (coarse.stride(1) != 1 && coarse.size(1) > 1) return std::nullopt;
-  std::vector<Dim> dims;  // size-1 dims dropped, neighbours folded
-  for (int64_t d = 0; d <= r; ++d) {
-    const Dim x = d == 0 ? Dim{fine.size(0), fine.stride(0), coarse.stride(0)}
-                         : Dim{coarse.size(1 + d), k[d - 1] * fine.stride(1 + d), coarse.stride(1 + d)};
-    if (x.size == 1) continue;
-    if (!dims.empty() && dims.back().fs == x.fs * x.size && dims.back().cs == x.cs * x.size) {
-      dims.back() = Dim{dims.back().size * x.size, x.fs, x.cs};
-    } else {
-      dims.push_back(x);
-    }
-  }
-  if (dims.size() > 2) return std::nullopt;
-  while (dims.size() < 2) dims.insert(dims.begin(), Dim{1, 0, 0});
-  // The larger group as the GEMM's rows (or reduction), the other as its batch.
-  const bool first = dims[0].size >= dims[1].size;
-  return InPlace{first ? dims[1] : dims[0], first ? dims[0] : dims[1], k[r - 1] * C,
-                 std::accumulate(k.begin(), k.end() - 1, int64_t(1), std::multiplies<>())};
-}
-
-// The fine offset of outer tap combination tau (the last outer dim fastest, as the weight
-// matrix's rows (taps, C_in) count them).
-int64_t outer_tap_offset(const Tensor& fine, at::IntArrayRef k, int64_t tau) {
-  int64_t off = 0;
-  for (int64_t d = static_cast<int64_t>(k.size()) - 2; d >= 0; --d) {
-    off += (tau % k[d]) * fine.stride(2 + d);
-    tau /= k[d];
-  }
-  return off;
-}
-
-// The fine tensor as [batch, rows, K] from offset off (batch indices: `batch` of them).
-Tensor fine_operand(const Tensor& fine, const InPlace& w, int64_t off, int64_t batch) {
-  return fine.as_strided({batch, w.rows.size, w.K}, {w.batch.fs, w.rows.fs, 1}, fine.storage_offset() + off);
-}
-
-// The channels-last forward without a gather: per outer tap, [M, K] x [K, Co] for every batch
-// index, accumulated into the output (beta = 1, so 16-bit outputs round once per outer tap).
-// wm: the weight as [1, (taps, C_in), C_out]. False, nothing written, where it does not apply.
-bool forward_in_place(const Tensor& fine, const Tensor& wm, const Tensor& out, at::IntArrayRef k, bool tf32) {
-  const auto w = in_place_windows(fine, out, k);
-  if (!w) return false;
-  const Tensor y = out.as_strided({w->batch.size, w->rows.size, out.size(1)}, {w->batch.cs, w->rows.cs, 1},
-                                  out.storage_offset());
-  for (int64_t tau = 0; tau < w->outer; ++tau) {
-    gemm(fine_operand(fine, *w, outer_tap_offset(fine, k, tau), w->batch.size),
-         shared(wm.narrow(1, tau * w->K, w->K), w->batch.size), y, tau ? 1.f : 0.f, tf32);
-  }
-  return true;
-}
-
-// The channels-last weight-grad without a gather: per outer tap and batch index,
-// [Co, M] x [M, K] into float32 partial sums [batch, Co, (taps, C_in)], then their sum over the
-// batch (deterministic). Declined (false) where the partials would outgrow the fine tensor
-// (more traffic than a gather). acc: [1, Co, (taps, C_in)] float32.
-bool weight_grad_in_place(const Tensor& fine, const Tensor& coarse, at::IntArrayRef k, Tensor acc,
-                          bool tf32) {
-  const auto w = in_place_windows(fine, coarse, k);
-  const int64_t Co = coarse.size(1), TC = acc.size(2);
-  if (!w || w->batch.size * Co * TC > fine.numel()) return false;
-  // CONVX_PATCH_WGRAD_CHUNK=c (temporary, for the benchmark): c batch indices per GEMM call,
-  // later chunks accumulating into the same c partials (beta = 1), so that the partials can
-  // stay in L2; unset: all at once.
-  const int64_t B = w->batch.size;
-  int64_t chunk = B;
-  if (const char* e = std::getenv("CONVX_PATCH_WGRAD_CHUNK"); e && std::atoll(e) > 0) {
-    chunk = std::min<int64_t>(B, std::atoll(e));
-  }
-  const Tensor part = B == 1 ? acc : at::empty({chunk, Co, TC}, acc.options());
-  for (int64_t b0 = 0; b0 < B; b0 += chunk) {
-    const int64_t nb = std::min(chunk, B - b0);
-    const Tensor x = coarse.as_strided({nb, Co, w->rows.size}, {w->batch.cs, 1, w->rows.cs},
-                                       coarse.storage_offset() + b0 * w->batch.cs);
-    for (int64_t tau = 0; tau < w->outer; ++tau) {
-      gemm(x, fine_operand(fine, *w, outer_tap_offset(fine, k, tau) + b0 * w->batch.fs, nb),
-           part.narrow(0, 0, nb).narrow(2, tau * w->K, w->K), b0 ? 1.f : 0.f, tf32);
-    }
-  }
-  if (B > 1) at::sum_out(acc, part, {0}, /*keepdim=*/true);
-  return true;
-}
-
 // The coarse tensor (N, C, c...) as per-sample matrices [N, L, C] (a view in either layout).
 Tensor pixel_rows(const Tensor& coarse) {
   std::vector<int64_t> perm{0};
@@ -308,11 +229,12 @@ Tensor weight_matrix(const Tensor& w, bool rows_are_pixels) {
   } else {
     m = w.reshape({Co, Ci * T});
   }
-  if (!(m.stride(0) == 1 || m.stride(1) == 1)) m = m.contiguous();
   return m.unsqueeze(0);
 }
 
 }  // namespace
+
+bool patch_rows_are_pixels(const Tensor& fine) { return fine.size(1) > 1 && fine.stride(1) == 1; }
 
 bool patch_gemm_applies(const ConvArgs& a, const Tensor& fine, const Tensor& weight,
                         const Tensor& coarse) {
@@ -330,7 +252,7 @@ bool patch_gemm_applies(const ConvArgs& a, const Tensor& fine, const Tensor& wei
     if (!a.output_padding.empty() && a.output_padding[i] != 0) return false;
   }
   // Any layout: pixel_rows is a view of a dense NC* / channels-last coarse tensor (a unit
-  // stride cuBLAS reads in place) and one copy of anything else.
+  // stride cuBLAS reads in place); gemm copies anything else.
   return fine.numel() > 0 && coarse.numel() > 0;
 }
 
@@ -340,15 +262,13 @@ void patch_gemm_forward(const ConvArgs& a, const Tensor& input, const Tensor& we
   const bool tf32 = tf32_allowed_for_conv();
   const Patches p = patches_of(input, coarse, k);
   const Tensor wm = weight_matrix(weight, p.rows_are_pixels);
-  if (!(p.rows_are_pixels && !gather_forced() && forward_in_place(input, wm, output, k, tf32))) {
-    const Tensor P = patch_matrix(p, gather_patches(p, input, coarse, k));
-    const Tensor w = shared(wm, p.N);
-    const Tensor y = pixel_rows(output);  // [N, L, C_out]
-    if (p.rows_are_pixels) {
-      gemm(P, w, y, 0.f, tf32);                  // [L, TC] x [TC, Co]
-    } else {
-      gemm(w, P, y.transpose(1, 2), 0.f, tf32);  // [Co, CT] x [CT, L]
-    }
+  const Tensor P = patch_matrix(p, gather_patches(p, input, coarse, k));
+  const Tensor w = shared(wm, p.N);
+  const Tensor y = pixel_rows(output);  // [N, L, C_out]
+  if (p.rows_are_pixels) {
+    gemm(P, w, y, tf32);                  // [L, TC] x [TC, Co]
+  } else {
+    gemm(w, P, y.transpose(1, 2), tf32);  // [Co, CT] x [CT, L]
   }
   if (bias.has_value() && bias->defined()) {
     std::vector<int64_t> shape(output.dim(), 1);
@@ -366,9 +286,9 @@ void patch_gemm_data_grad(const ConvArgs& a, const Tensor& grad_output, const Te
   const Tensor w = shared(weight_matrix(weight, p.rows_are_pixels), p.N);
   const Tensor dy = pixel_rows(grad_output);  // [N, L, C_out]
   if (p.rows_are_pixels) {
-    gemm(dy, w.transpose(1, 2), Pm, 0.f, tf32_allowed_for_conv());                  // [L, Co] x [Co, TC]
+    gemm(dy, w.transpose(1, 2), Pm, tf32_allowed_for_conv());                  // [L, Co] x [Co, TC]
   } else {
-    gemm(w.transpose(1, 2), dy.transpose(1, 2), Pm, 0.f, tf32_allowed_for_conv());  // [CT, Co] x [Co, L]
+    gemm(w.transpose(1, 2), dy.transpose(1, 2), Pm, tf32_allowed_for_conv());  // [CT, Co] x [Co, L]
   }
   // Scatter P into the fine tensor, the bias added on the way (one pass): patch_scatter.cu's
   // kernel for dense outputs, a permuted copy otherwise.
@@ -398,17 +318,14 @@ void patch_gemm_weight_grad(const ConvArgs& a, const Tensor& input, const Tensor
                       grad_weight.is_contiguous();
   Tensor acc = direct ? grad_weight.view({1, Co, p.C * p.T})
                       : at::empty({1, Co, p.T * p.C}, grad_weight.options().dtype(at::kFloat));
-  if (!(p.rows_are_pixels && !gather_forced() && weight_grad_in_place(input, grad_output, k, acc, tf32))) {
-    const Tensor P = gather_patches(p, input, coarse, k);
-    // One GEMM [Co, (N, L)] x [(N, L), TC or CT]: the coarse operand's (sample, pixel) rows as
-    // one uniform dim, a view for channels-last, a copy of [C_out, N, L] (a view for N == 1)
-    // for NC*.
-    const Tensor dy = p.rows_are_pixels ? with_unit_stride(pixel_rows(grad_output).reshape({NL, Co})).t()
-                                        : with_unit_stride(grad_output.transpose(0, 1).reshape({Co, NL}));
-    const Tensor Pm = p.rows_are_pixels ? P.view({1, NL, p.T * p.C})
-                                        : P.view({1, p.C * p.T, NL}).transpose(1, 2);
-    gemm(dy.unsqueeze(0), Pm, acc, 0.f, tf32);
-  }
+  const Tensor P = gather_patches(p, input, coarse, k);
+  // One GEMM [Co, (N, L)] x [(N, L), TC or CT]: the coarse operand's (sample, pixel) rows as one
+  // uniform dim, a view for channels-last, a copy of [C_out, N, L] (a view for N == 1) for NC*.
+  const Tensor dy = p.rows_are_pixels ? pixel_rows(grad_output).reshape({NL, Co}).t()
+                                      : grad_output.transpose(0, 1).reshape({Co, NL});
+  const Tensor Pm = p.rows_are_pixels ? P.view({1, NL, p.T * p.C})
+                                      : P.view({1, p.C * p.T, NL}).transpose(1, 2);
+  gemm(dy.unsqueeze(0), Pm, acc, tf32);
   if (direct) return;
   // acc's columns are (taps, C_in) or (C_in, taps): back to [C_out, C_in, k...].
   std::vector<int64_t> shape{Co};
