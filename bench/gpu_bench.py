@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 import convx  # noqa: F401  (loads the operator library)
-from timing import host_us, time_ms
+from timing import host_us, time_ms, time_pair_ms
 
 ALL_DT = ("fp32", "fp16", "bf16")
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
@@ -115,8 +115,7 @@ def bench_case(case, dn, layout, iters):
     else:
         res["layout_kept"] = yc.stride(1) == 1 if layout in CHANNELS_LAST else yc.is_contiguous()
     res["fwd_bytes"] = nbytes(x, y, w)
-    res["fwd_convx_ms"] = time_ms(fwd_c, iters)
-    res["fwd_aten_ms"] = time_ms(fwd_a, iters)
+    res["fwd_convx_ms"], res["fwd_aten_ms"] = time_pair_ms(fwd_c, fwd_a, iters)
     res["fwd_convx_host_us"] = host_us(fwd_c)
     res["fwd_aten_host_us"] = host_us(fwd_a)
     if not transposed:
@@ -141,8 +140,7 @@ def bench_case(case, dn, layout, iters):
         rel = lambda a, b: float((a.float() - b.float()).abs().max() / b.float().abs().max().clamp_min(1e-30))  # noqa: E731
         res["bwd_max_rel_err"] = max(rel(gxc, gxa), rel(gwc, gwa))
         res["bwd_bytes"] = nbytes(x, dy, x, w)
-        res["bwd_convx_ms"] = time_ms(bwd_c, iters)
-        res["bwd_aten_ms"] = time_ms(bwd_a, iters)
+        res["bwd_convx_ms"], res["bwd_aten_ms"] = time_pair_ms(bwd_c, bwd_a, iters)
     return res
 
 

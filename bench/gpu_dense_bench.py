@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 
 import convx  # noqa: F401  (loads the operator library)
-from timing import host_us, time_ms
+from timing import host_us, time_ms, time_pair_ms
 
 # name, rank, N, C_in, C_out, spatial, k, stride, padding, output_padding, groups, dtypes
 HALF_AND_FLOAT = ("fp32", "fp16", "bf16")
@@ -166,8 +166,7 @@ def bench_case(case, dtype_name, layout, iters, split):
            "layout": layout, "out_layout_matches": yc.stride() == ya.stride(),
            "max_rel_err_vs_aten": err, "max_rel_err_cudnn_vs_aten": err_k}
     with torch.no_grad():
-        row["aten_fwd_ms"] = time_ms(fwd_a, iters)
-        row["convx_fwd_ms"] = time_ms(fwd_c, iters)
+        row["aten_fwd_ms"], row["convx_fwd_ms"] = time_pair_ms(fwd_a, fwd_c, iters)
         row["aten_fwd_host_us"] = host_us(fwd_a)
         row["convx_fwd_host_us"] = host_us(fwd_c)
         with forced_path("cudnn"):
@@ -183,8 +182,7 @@ def bench_case(case, dtype_name, layout, iters, split):
     yc_g = fn_c(xs, ws, bs, **args)
     bwd_a = lambda: torch.autograd.grad(ya_g, (xs, ws, bs), dy, retain_graph=True)  # noqa: E731
     bwd_c = lambda: torch.autograd.grad(yc_g, (xs, ws, bs), dy, retain_graph=True)  # noqa: E731
-    row["aten_bwd_ms"] = time_ms(bwd_a, iters)
-    row["convx_bwd_ms"] = time_ms(bwd_c, iters)
+    row["aten_bwd_ms"], row["convx_bwd_ms"] = time_pair_ms(bwd_a, bwd_c, iters)
     with forced_path("cudnn"):
         row["convx_cudnn_bwd_ms"] = time_ms(bwd_c, iters)
     if k == s and p == 0 and op == 0 and g == 1:
