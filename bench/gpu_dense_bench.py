@@ -139,6 +139,28 @@ def split_backward(row, x, w, dy, r, s, iters):
                     row[f"max_rel_err_{col}_{half}"] = float((fc().float() - ref).abs().max()) / scale
                     row[f"convx_{col}_{half}_ms"] = time_ms(fc, iters)
                     row[f"{col}_{half}_kernels_us"] = kernel_us(fc)
+    if dy.stride(1) != 1 or dy.size(1) == 1:  # NC*: the weight-grad's GEMM shape alone
+        gemm_probe(row, x, w, dy, iters)
+
+
+def gemm_probe(row, x, w, dy, iters):
+    """The NC* weight-grad's one GEMM, [C_in, N*L] x [N*L, C_out*T] (M 512, N 1024, K 32768 for
+    unet_k2s2), as torch.mm on dense operands through cuBLAS and through cuBLASLt (torch's
+    preferred_blas_library), 16-bit outputs where convx writes float32: whether another heuristic
+    (split-K, stream-K) would beat the plain cublasGemmStridedBatchedEx convx calls."""
+    ci, co, t = w.shape[0], w.shape[1], w[0, 0].numel()
+    nl = x.numel() // ci
+    a = torch.randn(ci, nl, device="cuda", dtype=x.dtype)
+    b = torch.randn(co * t, nl, device="cuda", dtype=x.dtype).t()  # P's (C, taps) rows, K-contiguous
+    prev_lib, prev_tf32 = torch.backends.cuda.preferred_blas_library(), torch.backends.cuda.matmul.allow_tf32
+    try:
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32  # the conv's precision
+        for lib in ("cublas", "cublaslt"):
+            torch.backends.cuda.preferred_blas_library(lib)
+            row[f"gw_gemm_{lib}_ms"] = time_ms(lambda: torch.mm(a, b), iters)
+    finally:
+        torch.backends.cuda.preferred_blas_library(prev_lib)
+        torch.backends.cuda.matmul.allow_tf32 = prev_tf32
 
 
 def bench_case(case, dtype_name, layout, iters, split):
@@ -248,6 +270,9 @@ def main():
                         for c, _ in PATCH_PATHS:
                             for kname, us in r[f"{c}_{half}_kernels_us"].items():
                                 print(f"{'':42} {c} kernel {us:8.1f} us  {kname}", flush=True)
+                if "gw_gemm_cublas_ms" in r:
+                    print(f"{'':38} gw GEMM alone (torch.mm): cublas {r['gw_gemm_cublas_ms']:.4f} "
+                          f"cublaslt {r['gw_gemm_cublaslt_ms']:.4f}", flush=True)
     meta = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
             "cudnn": torch.backends.cudnn.version(), "iters": a.iters,
             "tf32_conv": torch.backends.cudnn.allow_tf32}
