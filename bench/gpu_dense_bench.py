@@ -40,6 +40,10 @@ CASES = [
     ("grouped_g4_k4s2p1", 2, 32, 256, 256, 32, 4, 2, 1, 0, 4, HALF_AND_FLOAT),
     ("unet3d_k2s2", 3, 4, 64, 32, 32, 2, 2, 0, 0, 1, ("bf16",)),
     ("vocoder1d_k16s8", 1, 16, 512, 256, 1024, 16, 8, 4, 0, 1, ("bf16",)),
+    # Transposed patchify stems: with --split, gin is the stem's forward (ViT-B/16 on 224²,
+    # ConvNeXt-T's k4 s4 on 224²) and gw its weight-grad, which NC* runs on the patch GEMM.
+    ("vit_stem_k16s16", 2, 64, 768, 3, 14, 16, 16, 0, 0, 1, ("bf16",)),
+    ("convnext_stem_k4s4", 2, 64, 96, 3, 56, 4, 4, 0, 0, 1, ("bf16",)),
 ]
 QUICK = {"unet_k2s2", "unet3d_k2s2", "vocoder1d_k16s8"}
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
