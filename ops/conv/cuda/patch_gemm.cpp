@@ -291,8 +291,21 @@ void patch_gemm_data_grad(const ConvArgs& a, const Tensor& grad_output, const Te
     gemm(w.transpose(1, 2), dy.transpose(1, 2), Pm, tf32_allowed_for_conv());  // [CT, Co] x [Co, L]
   }
   // Scatter P into the fine tensor, the bias added on the way (one pass): patch_scatter.cu's
-  // kernel for dense outputs, a permuted copy otherwise.
-  if (patch_scatter(P, p.rows_are_pixels, coarse, k, bias, grad_input)) return;
+  // kernel for dense outputs tiled exactly by the windows, a permuted copy otherwise. Trailing
+  // fine pixels beyond the last window (an input-grad of an input not divisible by the stride)
+  // receive no window: they are zero, or the bias.
+  bool trailing = false;
+  for (size_t i = 0; i < k.size(); ++i) trailing = trailing || grad_input.size(2 + i) != coarse[i] * k[i];
+  if (!trailing && patch_scatter(P, p.rows_are_pixels, coarse, k, bias, grad_input)) return;
+  if (trailing) {
+    if (bias.has_value() && bias->defined()) {
+      std::vector<int64_t> shape(grad_input.dim(), 1);
+      shape[1] = grad_input.size(1);
+      grad_input.copy_(bias->view(shape).expand_as(grad_input));
+    } else {
+      grad_input.zero_();
+    }
+  }
   std::vector<int64_t> inverse(p.order.size());
   for (size_t i = 0; i < p.order.size(); ++i) inverse[p.order[i]] = i;
   const Tensor src = P.permute(inverse);
