@@ -281,17 +281,18 @@ def test_patch_gemm_steps_aside_in_deterministic_mode():
     torch.testing.assert_close(out_t.double(), yt, rtol=0, atol=1e-2 * float(yt.abs().max()))
 
 
+@pytest.mark.parametrize("k", [2, 4])
 @pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
-def test_patch_gemm_default_by_layout(layout):
+def test_patch_gemm_default_by_layout(layout, k):
     """Which path the forward and weight-grad take by default: the patch GEMM on NC* fine tensors
-    (convx's gather_nc runs), cuDNN on channels-last ones (no gather), where cuDNN's
-    implicit-GEMM kernels measured faster; forced (CONVX_CUDA_DENSE=patch_gemm) channels-last
-    gathers (gather_cl). The results agree."""
+    (convx's gather_nc runs) and on channels-last ones with windows of 16 taps or more (gather_cl),
+    cuDNN on channels-last k2 s2 (no gather), where cuDNN's implicit-GEMM kernels measured faster;
+    forced (CONVX_CUDA_DENSE=patch_gemm) channels-last gathers. The results agree."""
     mf = torch.channels_last if layout == "channels_last" else torch.contiguous_format
     x = torch.randn(2, 16, 32, 8, device=DEV, dtype=torch.float16).to(memory_format=mf)
-    w = torch.randn(24, 16, 2, 2, device=DEV, dtype=torch.float16)
-    gy = torch.randn(2, 24, 16, 4, device=DEV, dtype=torch.float16).to(memory_format=mf)
-    ops, st, pd, dl = torch.ops.convx, [2, 2], [0, 0], [1, 1]
+    w = torch.randn(24, 16, k, k, device=DEV, dtype=torch.float16)
+    gy = torch.randn(2, 24, 32 // k, 8 // k, device=DEV, dtype=torch.float16).to(memory_format=mf)
+    ops, st, pd, dl = torch.ops.convx, [k, k], [0, 0], [1, 1]
     calls = (lambda: ops.conv2d(x, w, None, st, pd, dl, 1),
              lambda: ops.conv2d_weight_grad(x, list(w.shape), gy, st, pd, dl, 1))
     with torch.backends.cudnn.flags(enabled=True, deterministic=False):
@@ -303,9 +304,11 @@ def test_patch_gemm_default_by_layout(layout):
                 out_c, names_c = kernels_of(call)
             gathered = [n for n in names if "gather_" in n]
             assert not [n for n in names_c if "gather_" in n], names_c
-            if layout == "channels_last":
+            if layout == "channels_last" and k == 2:
                 assert not gathered, names
                 assert any("gather_cl" in n for n in names_p), names_p
+            elif layout == "channels_last":
+                assert any("gather_cl" in n for n in names), names
             else:
                 assert any("gather_nc" in n for n in names), names
                 assert any("gather_nc" in n for n in names_p), names_p
