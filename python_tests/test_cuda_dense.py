@@ -176,18 +176,25 @@ def test_bias_fused_or_separate(family, bias_mode):
 
 def stride_equals_kernel_cases(family, rank, gen):
     """Cases of `family` whose stride equals the kernel (the patch GEMM's, and some it declines:
-    two groups, a trailing remainder the forward skips): both layouts, bias or not, odd sizes,
-    unbatched, batch 1 and 3."""
-    coarse = {1: [13], 2: [5, 7], 3: [3, 4, 5]}[rank]
+    two groups): both layouts and strided views (every other element of the last dim: no unit
+    stride for cuBLAS), bias or not, odd sizes, unbatched, batch 1 and 3, trailing fine pixels
+    beyond c * k that the forward skips, and wide cases (16 / 24 channels, fine rows of 8k
+    values) that take the gather's and scatter's 16-byte vector paths (NC*: the packed stores
+    for k = 2 and 4)."""
     out = []
-    for k, groups, layout, bias, batch, extra in [
-            (2, 1, "contiguous", True, 3, 0), (2, 1, "channels_last", True, 2, 0),
-            (3, 1, "channels_last", False, 1, 1), (2, 2, "contiguous", True, 2, 0),
-            (2, 1, "contiguous", False, None, 1), (4, 1, "channels_last", True, 2, 0),
-            (2, 1, "strided", True, 2, 0)]:
+    for k, groups, layout, bias, batch, extra, wide in [
+            (2, 1, "contiguous", True, 3, 0, False), (2, 1, "channels_last", True, 2, 0, False),
+            (3, 1, "channels_last", False, 1, 1, False), (2, 2, "contiguous", True, 2, 0, False),
+            (2, 1, "contiguous", False, None, 1, False), (4, 1, "channels_last", True, 2, 0, False),
+            (2, 1, "strided", True, 2, 0, False), (2, 1, "channels_last", True, 3, 1, False),
+            (2, 1, "channels_last", True, 2, 0, True), (2, 1, "contiguous", True, 2, 0, True),
+            (3, 1, "contiguous", False, 1, 1, True), (4, 1, "contiguous", True, 2, 0, True)]:
+        coarse = {1: [13], 2: [5, 7], 3: [3, 4, 5]}[rank]
+        if wide:
+            coarse = coarse[:-1] + [8]
         lead = [] if batch is None else [batch]
         fine = [c * k + extra for c in coarse]
-        ci, co = 6, 10
+        ci, co = (16, 24) if wide else (6, 10)
         common = ([k] * rank, [0] * rank, [1] * rank, groups)
         w = torch.randn([co, ci // groups] + [k] * rank, generator=gen, dtype=torch.float64)
         b = torch.randn(co, generator=gen, dtype=torch.float64) if bias else None
@@ -209,44 +216,161 @@ def stride_equals_kernel_cases(family, rank, gen):
     return out
 
 
-@pytest.mark.parametrize("path", ["default", "cudnn", "patch_gemm"])
+# The paths by CONVX_CUDA_DENSE (None: the default choice).
+PATCH_PATHS = {"default": None, "cudnn": "cudnn", "patch_gemm": "patch_gemm"}
+
+
+def check_low_nondeterministic(case, dtype, tol=None):
+    """check_low without torch.use_deterministic_algorithms, under which convx steps aside to
+    cuDNN (so the patch GEMM would never run): the caching allocator's free blocks are
+    NaN-poisoned instead, so an output element left unwritten stays NaN."""
+    rounded = case.with_tensors(case.map_tensors(lambda t: t.to(dtype).double()))
+    c = on(case, dtype=dtype)
+    poison()
+    with torch.no_grad():
+        out = c.run_convx()
+    assert out.dtype == dtype
+    with torch.no_grad():
+        ref = rounded.run_ref()
+        bound = abs_bound(rounded)
+    err = (out.double().cpu() - ref).abs()
+    tol = (LOW[dtype] if tol is None else tol) * bound + 1e-6
+    assert not torch.isnan(out).any(), case
+    assert bool((err <= tol).all()), f"{case}: max excess {float((err - tol).max())}"
+
+
+@pytest.mark.parametrize("path", list(PATCH_PATHS))
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32], ids=lambda d: str(d)[6:])
 @pytest.mark.parametrize("rank", [1, 2, 3])
 @pytest.mark.parametrize("family", DENSE)
 def test_stride_equals_kernel(family, rank, dtype, path):
     """Stride == kernel, by the patch GEMM (half types, and float32 with TF32 allowed: by default
-    for the data-grad, on request for all three directions) and by cuDNN (forced), on poisoned
-    outputs against float64. float32 runs with TF32 allowed
+    for the data-grad and for NC* forwards and weight-grads, on request for all three directions
+    in every layout) and by cuDNN (forced), on poisoned outputs against float64, outside
+    deterministic mode (which would send every call to cuDNN). float32 runs with TF32 allowed
     (the GEMM's case; TF32 keeps fp16's 10-bit mantissa, so fp16's tolerance) and without it
     (cuDNN, float32's tolerance)."""
     gen = torch.Generator().manual_seed(rank)
     for tf32 in ([True, False] if dtype == torch.float32 else [False]):
-        with dense_path(None if path == "default" else path), \
-                torch.backends.cudnn.flags(enabled=True, allow_tf32=tf32):
+        with dense_path(PATCH_PATHS[path]), \
+                torch.backends.cudnn.flags(enabled=True, deterministic=False, allow_tf32=tf32):
             for case in stride_equals_kernel_cases(family, rank, gen):
-                check_low(case, dtype, tol=LOW[torch.float16] if tf32 else None)
+                check_low_nondeterministic(case, dtype, tol=LOW[torch.float16] if tf32 else None)
 
 
-def test_stride_equals_kernel_follows_the_conv_tf32_flag():
-    """float32 through the patch GEMM is TF32 exactly when torch.backends.cudnn.allow_tf32 is set,
-    whatever the matmul flag says: without it the result is float32-exact (to summation order)."""
-    gen = torch.Generator().manual_seed(5)
-    x = torch.randn(2, 64, 16, 16, generator=gen).to(DEV)
-    w = torch.randn(32, 64, 2, 2, generator=gen).to(DEV)
-    ref = torch.nn.functional.conv2d(x.double(), w.double(), stride=2)
-    matmul_tf32 = torch.backends.cuda.matmul.allow_tf32
+def test_patch_gemm_steps_aside_in_deterministic_mode():
+    """Under torch.use_deterministic_algorithms the patch GEMM steps aside (cuBLAS is
+    deterministic only under a fixed workspace configuration), even when forced: no gather or
+    scatter kernel runs, and cuDNN's result is right."""
+    x = torch.randn(2, 16, 16, 12, device=DEV, dtype=torch.float16)
+    w = torch.randn(24, 16, 2, 2, device=DEV, dtype=torch.float16)
+    ops, st, pd, dl = torch.ops.convx, [2, 2], [0, 0], [1, 1]
+    y = torch.nn.functional.conv2d(x.double(), w.double(), stride=2)
+    yt = torch.nn.functional.conv_transpose2d(y, w.double(), stride=2)
+    prev = torch.are_deterministic_algorithms_enabled()
     try:
+        torch.use_deterministic_algorithms(True)
         with dense_path("patch_gemm"):
-            torch.backends.cuda.matmul.allow_tf32 = True
-            with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
-                exact = torch.ops.convx.conv2d(x, w, None, [2, 2], [0, 0], [1, 1], 1)
-            torch.backends.cuda.matmul.allow_tf32 = False
-            with torch.backends.cudnn.flags(enabled=True, allow_tf32=True):
-                tf32 = torch.ops.convx.conv2d(x, w, None, [2, 2], [0, 0], [1, 1], 1)
+            out, names = kernels_of(lambda: ops.conv2d(x, w, None, st, pd, dl, 1))
+            out_t, names_t = kernels_of(lambda: ops.conv_transpose2d(y.half(), w, None, st, pd, [0, 0], 1, dl))
     finally:
-        torch.backends.cuda.matmul.allow_tf32 = matmul_tf32
-    assert float((exact.double() - ref).abs().max()) < 1e-4
-    assert float((tf32.double() - ref).abs().max()) > 1e-4  # 10-bit mantissa products
+        torch.use_deterministic_algorithms(prev)
+    own = [n for n in names + names_t if "convx" in n and ("gather_" in n or "scatter_" in n)]
+    assert not own, own
+    torch.testing.assert_close(out.double(), y, rtol=0, atol=1e-2 * float(y.abs().max()))
+    torch.testing.assert_close(out_t.double(), yt, rtol=0, atol=1e-2 * float(yt.abs().max()))
+
+
+@pytest.mark.parametrize("k", [2, 4])
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+def test_patch_gemm_default_by_layout(layout, k):
+    """Which path the forward and weight-grad take by default: the patch GEMM on NC* fine tensors
+    (convx's gather_nc runs) and on channels-last ones with windows of 16 taps or more (gather_cl),
+    cuDNN on channels-last k2 s2 (no gather), where cuDNN's implicit-GEMM kernels measured faster;
+    forced (CONVX_CUDA_DENSE=patch_gemm) channels-last gathers. The results agree."""
+    mf = torch.channels_last if layout == "channels_last" else torch.contiguous_format
+    x = torch.randn(2, 16, 32, 8, device=DEV, dtype=torch.float16).to(memory_format=mf)
+    w = torch.randn(24, 16, k, k, device=DEV, dtype=torch.float16)
+    gy = torch.randn(2, 24, 32 // k, 8 // k, device=DEV, dtype=torch.float16).to(memory_format=mf)
+    ops, st, pd, dl = torch.ops.convx, [k, k], [0, 0], [1, 1]
+    calls = (lambda: ops.conv2d(x, w, None, st, pd, dl, 1),
+             lambda: ops.conv2d_weight_grad(x, list(w.shape), gy, st, pd, dl, 1))
+    with torch.backends.cudnn.flags(enabled=True, deterministic=False):
+        for call in calls:
+            out, names = kernels_of(call)
+            with dense_path("patch_gemm"):
+                out_p, names_p = kernels_of(call)
+            with dense_path("cudnn"):
+                out_c, names_c = kernels_of(call)
+            gathered = [n for n in names if "gather_" in n]
+            assert not [n for n in names_c if "gather_" in n], names_c
+            if layout == "channels_last" and k == 2:
+                assert not gathered, names
+                assert any("gather_cl" in n for n in names_p), names_p
+            elif layout == "channels_last":
+                assert any("gather_cl" in n for n in names), names
+            else:
+                assert any("gather_nc" in n for n in names), names
+                assert any("gather_nc" in n for n in names_p), names_p
+            torch.testing.assert_close(out, out_c, rtol=2e-3, atol=2e-3 * float(out_c.abs().max()))
+            torch.testing.assert_close(out_p, out_c, rtol=2e-3, atol=2e-3 * float(out_c.abs().max()))
+
+
+@pytest.mark.parametrize("path", ["default", "patch_gemm"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32], ids=lambda d: str(d)[6:])
+@pytest.mark.parametrize("rank", [1, 2, 3])
+def test_patch_gemm_operands_without_unit_stride(rank, dtype, path):
+    """Regression (H100, session 6): conv_transpose1d in float16 on a strided input (every other
+    element of the last dim) failed an internal assert of the patch GEMM ("operand without a unit
+    stride") on the default data-grad path: the coarse operand reached cuBLAS as a view with no
+    unit stride. Now such operands are copied. Checked for every direction on strided views and
+    on broadcast (zero-stride) coarse gradients, as `y.sum().backward()` and a sum over channels
+    produce them, against float64."""
+    gen = torch.Generator().manual_seed(11 + rank)
+    coarse, k, ci, co = {1: [13], 2: [5, 7], 3: [3, 4, 5]}[rank], [2] * rank, 6, 10
+    fine = [c * 2 for c in coarse]
+    ops, st, pd, dl, op = torch.ops.convx, k, [0] * rank, [1] * rank, [0] * rank
+    # (base, view): the view is taken after the cast and the move to the device (a cast of the
+    # view itself would return a dense tensor).
+    every_other = (lambda t: t[..., ::2])  # noqa: E731
+    coarse_views = {
+        "strided": (torch.randn([2, co] + coarse[:-1] + [2 * coarse[-1]], generator=gen, dtype=torch.float64),
+                    every_other),
+        "broadcast": (torch.randn(1, generator=gen, dtype=torch.float64), lambda t: t.expand([2, co] + coarse)),
+        "broadcast_channels": (torch.randn([2, 1] + coarse, generator=gen, dtype=torch.float64),
+                               lambda t: t.expand([2, co] + coarse)),
+    }
+    x = torch.randn([2, ci] + fine[:-1] + [2 * fine[-1]], generator=gen, dtype=torch.float64)
+    w = torch.randn([co, ci] + k, generator=gen, dtype=torch.float64)
+    b = torch.randn(ci, generator=gen, dtype=torch.float64)
+    conv_t, conv = helpers.CONV_T_F[rank], helpers.CONV_F[rank]
+    wgrad = getattr(torch.nn.grad, f"conv{rank}d_weight")
+
+    def run(dy, x, w, b, convx):
+        """The four calls on (dy, x, w, b): convx's ops, or aten's reference (float64)."""
+        if convx:
+            return {"conv_transpose": getattr(ops, f"conv_transpose{rank}d")(dy, w, b, st, pd, op, 1, dl),
+                    "conv_input_grad": getattr(ops, f"conv{rank}d_input_grad")([2, ci] + fine, w, dy, st, pd, dl, 1),
+                    "conv_weight_grad": getattr(ops, f"conv{rank}d_weight_grad")(x, [co, ci] + k, dy, st, pd, dl, 1),
+                    "conv": getattr(ops, f"conv{rank}d")(x, w, None, st, pd, dl, 1)}
+        return {"conv_transpose": conv_t(dy, w, b, stride=st), "conv_input_grad": conv_t(dy, w, None, stride=st),
+                "conv_weight_grad": wgrad(x, [co, ci] + k, dy, stride=st), "conv": conv(x, w, None, stride=st)}
+
+    with dense_path(None if path == "default" else path), \
+            torch.backends.cudnn.flags(enabled=True, deterministic=False, allow_tf32=dtype == torch.float32):
+        for name, (dy, dy_view) in coarse_views.items():
+            def operands(cast):
+                return dy_view(cast(dy)), every_other(cast(x)), cast(w), cast(b)
+            dev = operands(lambda t: t.to(dtype).to(DEV))
+            assert not dev[0].is_contiguous() and dev[1].stride(-1) == 2, name  # the views reach convx
+            poison()
+            out = run(*dev, convx=True)
+            ref = run(*operands(lambda t: t.to(dtype).double()), convx=False)
+            bound = run(*operands(lambda t: t.to(dtype).double().abs()), convx=False)
+            for fam in out:
+                assert out[fam].dtype == dtype and out[fam].shape == ref[fam].shape, (name, fam)
+                err = (out[fam].double().cpu() - ref[fam]).abs()
+                assert bool((err <= LOW[torch.float16] * bound[fam] + 1e-6).all()), (name, fam, float(err.max()))
 
 
 @pytest.mark.parametrize("layout", ["contiguous", "channels_last"])

@@ -1,7 +1,8 @@
 // The CUDA key's dense kernels: which path serves a call (ops/conv/cuda/dense_paths.h).
 //
-// Default: the stride == kernel GEMM (patch_gemm.cpp) for data-grads (transposed convolutions)
-// where it applies, else cuDNN, and im2col + GEMM whenever cuDNN has no plan,
+// Default: the stride == kernel GEMM (patch_gemm.cpp) where it applies for data-grads
+// (transposed convolutions) in every layout and for forwards and weight-grads whose fine tensor
+// is NC* (not channels-last), else cuDNN, and im2col + GEMM whenever cuDNN has no plan,
 // torch.backends.cudnn.enabled is False, or convx was built without cuDNN. The environment
 // variable CONVX_CUDA_DENSE, read on every call, forces a path for tests and benchmarks: `cudnn`
 // (cuDNN, im2col where cuDNN has no plan), `patch_gemm` (the GEMM for all three directions where
@@ -65,10 +66,21 @@ Path forced_path() {
               e, "'");
 }
 
-// The patch GEMM serves the transposed direction (data-grad) by default: measured on the H100
-// (bench/gpu_dense_bench.py, docs/performance.md) it beat cuDNN there, while its forward and
-// weight-grad (a gather of the fine tensor, then the GEMM) were slower than cuDNN's
-// implicit-GEMM kernels, which read the windows in place: those run only on request.
+// Where the patch GEMM serves by default, as measured on the H100 (bench/gpu_dense_bench.py
+// --split, docs/performance.md): the data-grad (transposed direction) beat cuDNN in every
+// layout; the forward and weight-grad (a gather of the fine tensor, then the GEMM) beat cuDNN on
+// NC* fine tensors and lost to its implicit-GEMM kernels on channels-last ones (which cuDNN
+// reads in place): those run through the GEMM only on request.
+// Channels-last fine tensors with windows of 16 taps or more (the k4 s4 / k16 s16 stems) are the
+// exception: their gather moves long contiguous runs and the GEMM's K is large, and there the
+// patch GEMM beat cuDNN (ConvNeXt stem backward 1.55x, ViT stem 3.65x, against 0.68-0.94x at
+// the 4 and 8 taps of k2 s2).
+bool gather_by_default(const Tensor& fine, const Tensor& weight) {
+  int64_t taps = 1;
+  for (int64_t i = 2; i < weight.dim(); ++i) taps *= weight.size(i);
+  return !patch_rows_are_pixels(fine) || taps >= 16;
+}
+
 bool try_patch_gemm(Path path, bool by_default) {
   return (path == Path::PatchGemm || (by_default && path == Path::Default)) &&
          at::globalContext().userEnabledCuDNN();
@@ -88,7 +100,8 @@ void dense_forward(const ConvArgs& a, const Tensor& input, const Tensor& weight,
                    const std::optional<Tensor>& bias, const Tensor& output) {
   c10::cuda::CUDAGuard guard(input.device());
   const Path path = forced_path();
-  if (try_patch_gemm(path, false) && patch_gemm_applies(a, input, weight, output)) {
+  if (try_patch_gemm(path, gather_by_default(input, weight)) &&
+      patch_gemm_applies(a, input, weight, output)) {
     patch_gemm_forward(a, input, weight, bias, output);
     return;
   }
@@ -116,7 +129,8 @@ void dense_weight_grad(const ConvArgs& a, const Tensor& input, const Tensor& gra
                        const Tensor& grad_weight) {
   c10::cuda::CUDAGuard guard(input.device());
   const Path path = forced_path();
-  if (try_patch_gemm(path, false) && patch_gemm_applies(a, input, grad_weight, grad_output)) {
+  if (try_patch_gemm(path, gather_by_default(input, grad_weight)) &&
+      patch_gemm_applies(a, input, grad_weight, grad_output)) {
     patch_gemm_weight_grad(a, input, grad_output, grad_weight);
     return;
   }

@@ -33,11 +33,20 @@ bool tf32_allowed_for_conv();
 // the input resolution of the forward (the conv input, the transposed output), `coarse` the other.
 bool patch_gemm_applies(const ConvArgs& a, const Tensor& fine, const Tensor& weight,
                         const Tensor& coarse);
+// Whether the patch matrix's rows are pixels (a channels-last fine tensor: unit channel stride)
+// rather than (channels, taps) of an NC* one.
+bool patch_rows_are_pixels(const Tensor& fine);
 // ops/conv/cuda/patch_scatter.cu: the data-grad's patch matrix P (contiguous, in the order its
 // rows_are_pixels flag names) into a dense fine tensor, plus the bias; false (nothing written)
 // for layouts or sizes it does not take.
 bool patch_scatter(const Tensor& P, bool rows_are_pixels, at::IntArrayRef coarse, at::IntArrayRef k,
                    const std::optional<Tensor>& bias, const Tensor& fine);
+// ops/conv/cuda/patch_gather.cu: the fine tensor's windows into the contiguous patch matrix P
+// (the inverse of patch_scatter): rows_are_pixels P [N, L, (taps, C)]; else [N, (C, taps), L],
+// or with samples_inner [(C, taps), N, L]. False (nothing written) for views whose last dim
+// (channels-last: channels and last dim) is not dense, or sizes beyond its 32-bit row offsets.
+bool patch_gather(const Tensor& fine, bool rows_are_pixels, at::IntArrayRef coarse, at::IntArrayRef k,
+                  bool samples_inner, const Tensor& P);
 ForwardKernel patch_gemm_forward;
 DataGradKernel patch_gemm_data_grad;
 WeightGradKernel patch_gemm_weight_grad;

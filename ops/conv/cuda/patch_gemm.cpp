@@ -12,7 +12,11 @@
 //   weight-grad  w[co, ci, t]       = sum_(n, pos) coarse[n, pos, co] * P[n, pos, (t, ci)]
 // The order of P follows the fine tensor's layout so that the gather / scatter moves whole runs:
 // channels-last: rows = pixels, columns (taps, channels), each run k_last * C contiguous
-// elements; NC*: per sample rows (channels, taps), columns = pixels, each run one fine row.
+// elements; NC*: per sample rows (channels, taps), columns = pixels, each run one fine row (the
+// weight-grad: rows (channels, taps), columns (samples, pixels), so that its reduction over
+// samples and pixels is one K dimension of one GEMM). Own kernels move the data
+// (patch_gather.cu, patch_scatter.cu). Operands of any strides are accepted: where cuBLAS
+// cannot read one in place (no unit stride: a strided view, a broadcast gradient) it is copied.
 // The GEMMs run in cuBLAS (torch's handle, stream and workspace: graph-capturable) at the
 // precision rules of a convolution, not of a matmul: float32 uses TF32 exactly when
 // torch.backends.cudnn.allow_tf32 allows it (cuBLAS would otherwise follow the matmul flag).
@@ -27,6 +31,7 @@
 
 #include <limits>
 #include <numeric>
+#include <optional>
 
 namespace convx::cuda {
 namespace {
@@ -55,41 +60,62 @@ struct ColMajor {
 };
 // For the operand X of C^T = X * Y in cuBLAS's column-major terms: the row-major matrix M
 // [rows, cols] is, read column-major, M^T with ld = its row stride (op N yields M^T), or, with
-// unit row stride, M itself with ld = its column stride (op T yields M^T).
-ColMajor transposed_view(const Tensor& m) {
+// unit row stride, M itself with ld = its column stride (op T yields M^T). None where M has no
+// unit stride, or its other stride is below cuBLAS's least leading dimension (a strided view of
+// the caller's tensor, a gradient broadcast with zero strides).
+std::optional<ColMajor> transposed_view(const Tensor& m) {
   const int64_t rows = m.size(1), cols = m.size(2);
   if (m.stride(2) == 1 || cols == 1) {
     const int64_t ld = rows > 1 ? m.stride(1) : cols;
-    if (ld >= std::max<int64_t>(cols, 1)) return {CUBLAS_OP_N, ld};
+    if (ld >= std::max<int64_t>(cols, 1)) return ColMajor{CUBLAS_OP_N, ld};
   }
-  const int64_t ld = cols > 1 ? m.stride(2) : rows;
-  TORCH_INTERNAL_ASSERT(m.stride(1) == 1 || rows == 1, "convx: patch GEMM operand without a unit stride");
-  return {CUBLAS_OP_T, std::max<int64_t>(ld, rows)};
+  if (m.stride(1) == 1 || rows == 1) {
+    const int64_t ld = cols > 1 ? m.stride(2) : rows;
+    if (ld >= std::max<int64_t>(rows, 1)) return ColMajor{CUBLAS_OP_T, ld};
+  }
+  return std::nullopt;
 }
 
-// C[b] = A[b] * B[b] + beta * C[b] for [batch, rows, cols] views (batch stride 0 = shared).
-void gemm(Tensor A, Tensor B, Tensor C, float beta, bool tf32) {
-  if (!(C.stride(2) == 1 || C.size(2) == 1)) {  // C^T = B^T A^T: cuBLAS writes column-major
+// An input operand cuBLAS can read: m itself, else a contiguous copy (a shared batch, stride 0,
+// copied once and shared again).
+Tensor readable(const Tensor& m) {
+  if (transposed_view(m)) return m;
+  if (m.size(0) > 1 && m.stride(0) == 0) return m.select(0, 0).contiguous().unsqueeze(0).expand(m.sizes());
+  return m.contiguous();
+}
+
+// An output cuBLAS writes as it is: rows-major (unit column stride) with rows that do not overlap.
+bool writable(const Tensor& c) {
+  return (c.stride(2) == 1 || c.size(2) == 1) && (c.size(1) <= 1 || c.stride(1) >= std::max<int64_t>(c.size(2), 1));
+}
+
+// C[b] = A[b] * B[b] for [batch, rows, cols] views (batch stride 0 = shared) that cuBLAS reads
+// and writes in place (readable A and B; C or its transpose writable).
+void gemm_in_place(Tensor A, Tensor B, Tensor C, bool tf32) {
+  if (!writable(C)) {  // C^T = B^T A^T: cuBLAS writes column-major
     std::swap(A, B);
     A = A.transpose(1, 2), B = B.transpose(1, 2), C = C.transpose(1, 2);
   }
   int64_t batch = C.size(0), m = C.size(1);
   const int64_t n = C.size(2), k = A.size(2);
   // One GEMM of batch * m rows when A and C have uniform rows across samples and B is shared.
-  if (batch > 1 && B.stride(0) == 0 && A.stride(2) == 1 && C.stride(2) == 1 &&
+  if (batch > 1 && B.stride(0) == 0 && A.stride(2) == 1 && A.stride(1) >= k && C.stride(2) == 1 &&
       A.stride(0) == m * A.stride(1) && C.stride(0) == m * C.stride(1)) {
     A = A.reshape({1, batch * m, k});
     C = C.view({1, batch * m, n});
     batch = 1, m = C.size(1);
   }
-  const ColMajor x = transposed_view(B), y = transposed_view(A);
+  const auto xv = transposed_view(B), yv = transposed_view(A);
+  TORCH_INTERNAL_ASSERT(xv && yv, "convx: patch GEMM operand left without a unit stride");
+  const ColMajor x = *xv, y = *yv;
   const int64_t ldc = m > 1 ? C.stride(1) : n;
+  TORCH_INTERNAL_ASSERT(ldc >= std::max<int64_t>(n, 1), "convx: patch GEMM output rows overlap");
   TORCH_CHECK(m <= kIntMax && n <= kIntMax && k <= kIntMax && x.ld <= kIntMax && y.ld <= kIntMax &&
                   ldc <= kIntMax && batch <= kIntMax,
               "convx: patch GEMM sizes beyond cuBLAS's 32-bit range");
   const cublasComputeType_t compute =
       A.scalar_type() == at::kFloat && tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  const float alpha = 1.f;
+  const float alpha = 1.f, beta = 0.f;
   cublasHandle_t h = at::cuda::getCurrentCUDABlasHandle();  // current stream, torch's workspace
   // torch sets the handle's math mode from the matmul TF32 flag; the compute type decides here.
   check_cublas(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
@@ -100,6 +126,19 @@ void gemm(Tensor A, Tensor B, Tensor C, float beta, bool tf32) {
                    cuda_type(C.scalar_type()), int(ldc), C.stride(0), int(batch), compute,
                    CUBLAS_GEMM_DEFAULT),
                "cublasGemmStridedBatchedEx");
+}
+
+// C[b] = A[b] * B[b] for any strides: operands cuBLAS cannot read in place are copied, and an
+// output it cannot write in place (no unit stride) is computed in a contiguous buffer and copied
+// into C. The patch GEMM's own matrices and dense NC* / channels-last tensors never copy.
+void gemm(const Tensor& A, const Tensor& B, const Tensor& C, bool tf32) {
+  if (writable(C) || writable(C.transpose(1, 2))) {
+    gemm_in_place(readable(A), readable(B), C, tf32);
+    return;
+  }
+  const Tensor tmp = at::empty(C.sizes(), C.options());
+  gemm_in_place(readable(A), readable(B), tmp, tf32);
+  C.copy_(tmp);
 }
 
 // The fine tensor (N, C, c_1*k_1, ...) as (N, C, c_1, k_1, ..., c_r, k_r): a view (trailing
@@ -119,26 +158,31 @@ Tensor split_windows(const Tensor& fine, at::IntArrayRef coarse, at::IntArrayRef
 // permutation of split_windows' dims that lists P's dims in order.
 struct Patches {
   bool rows_are_pixels;        // channels-last: P [N, L, (taps, C)]; else P [N, (C, taps), L]
+  bool samples_inner;          // NC* only: P [(C, taps), N, L]
   std::vector<int64_t> order;  // P's dims as dims of split_windows(fine)
   std::vector<int64_t> shape;  // P's full shape in that order
   int64_t N, C, L, T;
 };
 
-Patches patches_of(const Tensor& fine, at::IntArrayRef coarse, at::IntArrayRef k) {
+Patches patches_of(const Tensor& fine, at::IntArrayRef coarse, at::IntArrayRef k,
+                   bool samples_inner = false) {
   const int64_t r = k.size();
   Patches p;
-  p.rows_are_pixels = fine.size(1) > 1 && fine.stride(1) == 1;
+  p.rows_are_pixels = patch_rows_are_pixels(fine);
+  p.samples_inner = samples_inner && !p.rows_are_pixels;
   p.N = fine.size(0), p.C = fine.size(1);
   p.L = std::accumulate(coarse.begin(), coarse.end(), int64_t(1), std::multiplies<>());
   p.T = std::accumulate(k.begin(), k.end(), int64_t(1), std::multiplies<>());
-  p.order.push_back(0);
   if (p.rows_are_pixels) {
+    p.order.push_back(0);
     for (int64_t i = 0; i < r; ++i) p.order.push_back(2 + 2 * i);  // coarse pixels
     for (int64_t i = 0; i < r; ++i) p.order.push_back(3 + 2 * i);  // taps
     p.order.push_back(1);
   } else {
+    if (!p.samples_inner) p.order.push_back(0);
     p.order.push_back(1);
     for (int64_t i = 0; i < r; ++i) p.order.push_back(3 + 2 * i);
+    if (p.samples_inner) p.order.push_back(0);
     for (int64_t i = 0; i < r; ++i) p.order.push_back(2 + 2 * i);
   }
   const Tensor v = split_windows(fine, coarse, k);
@@ -146,14 +190,19 @@ Patches patches_of(const Tensor& fine, at::IntArrayRef coarse, at::IntArrayRef k
   return p;
 }
 
+Tensor shared(const Tensor& m, int64_t batch) { return m.expand({batch, m.size(1), m.size(2)}); }
+
 // P as per-sample matrices: [N, L, T*C] (rows = pixels) or [N, C*T, L].
 Tensor patch_matrix(const Patches& p, const Tensor& P) {
   return p.rows_are_pixels ? P.view({p.N, p.L, p.T * p.C}) : P.view({p.N, p.C * p.T, p.L});
 }
 
+// P, contiguous in its order: patch_gather.cu's kernel, a permuted copy for views it declines.
 Tensor gather_patches(const Patches& p, const Tensor& fine, at::IntArrayRef coarse, at::IntArrayRef k) {
   Tensor P = at::empty(p.shape, fine.options());
-  P.copy_(split_windows(fine, coarse, k).permute(p.order));
+  if (!patch_gather(fine, p.rows_are_pixels, coarse, k, p.samples_inner, P)) {
+    P.copy_(split_windows(fine, coarse, k).permute(p.order));
+  }
   return P;
 }
 
@@ -180,13 +229,12 @@ Tensor weight_matrix(const Tensor& w, bool rows_are_pixels) {
   } else {
     m = w.reshape({Co, Ci * T});
   }
-  if (!(m.stride(0) == 1 || m.stride(1) == 1)) m = m.contiguous();
   return m.unsqueeze(0);
 }
 
-Tensor shared(const Tensor& m, int64_t batch) { return m.expand({batch, m.size(1), m.size(2)}); }
-
 }  // namespace
+
+bool patch_rows_are_pixels(const Tensor& fine) { return fine.size(1) > 1 && fine.stride(1) == 1; }
 
 bool patch_gemm_applies(const ConvArgs& a, const Tensor& fine, const Tensor& weight,
                         const Tensor& coarse) {
@@ -204,21 +252,23 @@ bool patch_gemm_applies(const ConvArgs& a, const Tensor& fine, const Tensor& wei
     if (!a.output_padding.empty() && a.output_padding[i] != 0) return false;
   }
   // Any layout: pixel_rows is a view of a dense NC* / channels-last coarse tensor (a unit
-  // stride cuBLAS reads in place) and one copy of anything else.
+  // stride cuBLAS reads in place); gemm copies anything else.
   return fine.numel() > 0 && coarse.numel() > 0;
 }
 
 void patch_gemm_forward(const ConvArgs& a, const Tensor& input, const Tensor& weight,
                         const std::optional<Tensor>& bias, const Tensor& output) {
   const auto coarse = output.sizes().slice(2), k = weight.sizes().slice(2);
+  const bool tf32 = tf32_allowed_for_conv();
   const Patches p = patches_of(input, coarse, k);
+  const Tensor wm = weight_matrix(weight, p.rows_are_pixels);
   const Tensor P = patch_matrix(p, gather_patches(p, input, coarse, k));
-  const Tensor w = shared(weight_matrix(weight, p.rows_are_pixels), p.N);
+  const Tensor w = shared(wm, p.N);
   const Tensor y = pixel_rows(output);  // [N, L, C_out]
   if (p.rows_are_pixels) {
-    gemm(P, w, y, 0.f, tf32_allowed_for_conv());                    // [L, TC] x [TC, Co]
+    gemm(P, w, y, tf32);                  // [L, TC] x [TC, Co]
   } else {
-    gemm(w, P, y.transpose(1, 2), 0.f, tf32_allowed_for_conv());    // [Co, CT] x [CT, L]
+    gemm(w, P, y.transpose(1, 2), tf32);  // [Co, CT] x [CT, L]
   }
   if (bias.has_value() && bias->defined()) {
     std::vector<int64_t> shape(output.dim(), 1);
@@ -236,13 +286,26 @@ void patch_gemm_data_grad(const ConvArgs& a, const Tensor& grad_output, const Te
   const Tensor w = shared(weight_matrix(weight, p.rows_are_pixels), p.N);
   const Tensor dy = pixel_rows(grad_output);  // [N, L, C_out]
   if (p.rows_are_pixels) {
-    gemm(dy, w.transpose(1, 2), Pm, 0.f, tf32_allowed_for_conv());                  // [L, Co] x [Co, TC]
+    gemm(dy, w.transpose(1, 2), Pm, tf32_allowed_for_conv());                  // [L, Co] x [Co, TC]
   } else {
-    gemm(w.transpose(1, 2), dy.transpose(1, 2), Pm, 0.f, tf32_allowed_for_conv());  // [CT, Co] x [Co, L]
+    gemm(w.transpose(1, 2), dy.transpose(1, 2), Pm, tf32_allowed_for_conv());  // [CT, Co] x [Co, L]
   }
   // Scatter P into the fine tensor, the bias added on the way (one pass): patch_scatter.cu's
-  // kernel for dense outputs, a permuted copy otherwise.
-  if (patch_scatter(P, p.rows_are_pixels, coarse, k, bias, grad_input)) return;
+  // kernel for dense outputs tiled exactly by the windows, a permuted copy otherwise. Trailing
+  // fine pixels beyond the last window (an input-grad of an input not divisible by the stride)
+  // receive no window: they are zero, or the bias.
+  bool trailing = false;
+  for (size_t i = 0; i < k.size(); ++i) trailing = trailing || grad_input.size(2 + i) != coarse[i] * k[i];
+  if (!trailing && patch_scatter(P, p.rows_are_pixels, coarse, k, bias, grad_input)) return;
+  if (trailing) {
+    if (bias.has_value() && bias->defined()) {
+      std::vector<int64_t> shape(grad_input.dim(), 1);
+      shape[1] = grad_input.size(1);
+      grad_input.copy_(bias->view(shape).expand_as(grad_input));
+    } else {
+      grad_input.zero_();
+    }
+  }
   std::vector<int64_t> inverse(p.order.size());
   for (size_t i = 0; i < p.order.size(); ++i) inverse[p.order[i]] = i;
   const Tensor src = P.permute(inverse);
@@ -259,24 +322,24 @@ void patch_gemm_data_grad(const ConvArgs& a, const Tensor& grad_output, const Te
 void patch_gemm_weight_grad(const ConvArgs& a, const Tensor& input, const Tensor& grad_output,
                             const Tensor& grad_weight) {
   const auto coarse = grad_output.sizes().slice(2), k = grad_weight.sizes().slice(2);
-  const Patches p = patches_of(input, coarse, k);
-  const Tensor P = patch_matrix(p, gather_patches(p, input, coarse, k));
-  const Tensor dy = pixel_rows(grad_output);  // [N, L, C_out]
-  const int64_t Co = grad_weight.size(0);
-  // Summed in float32 over every sample (16-bit partial sums would round at each step).
-  Tensor acc = at::empty({1, Co, p.T * p.C}, grad_weight.options().dtype(at::kFloat));
-  if (p.rows_are_pixels && dy.stride(2) == 1 && dy.stride(0) == p.L * dy.stride(1)) {
-    // [Co, (N, L)] x [(N, L), TC]: one GEMM, every sample's pixel rows being uniform.
-    gemm(dy.reshape({1, p.N * p.L, Co}).transpose(1, 2), P.reshape({1, p.N * p.L, p.T * p.C}),
-         acc, 0.f, tf32_allowed_for_conv());
-  } else {
-    // Per sample [Co, L] x [L, TC] (or [L, CT]), accumulated in sample order (deterministic).
-    for (int64_t n = 0; n < p.N; ++n) {
-      const Tensor Pn = P.narrow(0, n, 1);
-      gemm(dy.narrow(0, n, 1).transpose(1, 2), p.rows_are_pixels ? Pn : Pn.transpose(1, 2), acc,
-           n ? 1.f : 0.f, tf32_allowed_for_conv());
-    }
-  }
+  const bool tf32 = tf32_allowed_for_conv();
+  const Patches p = patches_of(input, coarse, k, /*samples_inner=*/true);
+  const int64_t Co = grad_weight.size(0), NL = p.N * p.L;
+  // Summed in float32 (16-bit partial sums would round at each step); a float32 NC* weight-grad
+  // is written in place.
+  const bool direct = !p.rows_are_pixels && grad_weight.scalar_type() == at::kFloat &&
+                      grad_weight.is_contiguous();
+  Tensor acc = direct ? grad_weight.view({1, Co, p.C * p.T})
+                      : at::empty({1, Co, p.T * p.C}, grad_weight.options().dtype(at::kFloat));
+  const Tensor P = gather_patches(p, input, coarse, k);
+  // One GEMM [Co, (N, L)] x [(N, L), TC or CT]: the coarse operand's (sample, pixel) rows as one
+  // uniform dim, a view for channels-last, a copy of [C_out, N, L] (a view for N == 1) for NC*.
+  const Tensor dy = p.rows_are_pixels ? pixel_rows(grad_output).reshape({NL, Co}).t()
+                                      : grad_output.transpose(0, 1).reshape({Co, NL});
+  const Tensor Pm = p.rows_are_pixels ? P.view({1, NL, p.T * p.C})
+                                      : P.view({1, p.C * p.T, NL}).transpose(1, 2);
+  gemm(dy.unsqueeze(0), Pm, acc, tf32);
+  if (direct) return;
   // acc's columns are (taps, C_in) or (C_in, taps): back to [C_out, C_in, k...].
   std::vector<int64_t> shape{Co};
   if (p.rows_are_pixels) {

@@ -141,6 +141,9 @@ bool patch_scatter(const Tensor& P, bool channels_last, at::IntArrayRef coarse, 
     dense = fine.is_contiguous();
   }
   if (!dense || !P.is_contiguous()) return false;
+  for (int64_t i = 0; i < r; ++i) {  // the rows below assume windows tiling the fine tensor
+    if (fine.size(2 + i) != coarse[i] * k[i]) return false;
+  }
   ScatterShape s{fine.size(0), fine.size(1), {1, 1, 1}, {1, 1, 1}, 1, 1};
   for (int64_t i = 0; i < r; ++i) {
     s.c[3 - r + i] = coarse[i];
