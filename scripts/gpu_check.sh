@@ -45,7 +45,7 @@ fi
 
 if [[ $PART != bench ]]; then
 stage tests "$OUT_DIR/gpu_tests.log" 240 python3 -m pytest python_tests/test_cuda.py python_tests/test_cuda_devices.py -q -rs
-stage dense "$OUT_DIR/gpu_tests.log" 240 python3 -m pytest python_tests/test_cuda_dense.py -q -rs
+stage dense "$OUT_DIR/gpu_tests.log" 240 python3 -m pytest python_tests/test_cuda_dense.py python_tests/test_cuda_bias_grad.py -q -rs
 
 # The caching allocator would hide out-of-bounds accesses inside its blocks: turn it off here.
 # memcheck: the generic kernels (random configurations), every depthwise fast path in fp32 and
