@@ -53,16 +53,6 @@ constexpr int wgrad3d_strip() { return sizeof(T) == 2 && S == 1 ? 8 : 4; }
 template <typename T, int KD, int S>
 constexpr int wgrad3d_band() { return KD > 3 ? 1 : (sizeof(T) == 4 && S == 1 ? 4 : 2); }
 
-// One (sample, channel)'s columns of output depths cut into `segs` segments of `dl` planes: the
-// fewest segments that give `target` work items, each at least 2*KD planes deep while the depth
-// allows (the KD - 1 re-read planes per segment stay a small share).
-inline void depth_segments(int64_t QD, int KD, int64_t per_segment, int64_t target, int64_t& segs, int64_t& dl) {
-  segs = std::clamp<int64_t>(ceil_div(target, std::max<int64_t>(per_segment, 1)), 1,
-                             std::max<int64_t>(1, QD / (2 * KD)));
-  dl = ceil_div(QD, segs);
-  segs = ceil_div(QD, dl);
-}
-
 // nc_depth3d's item space: items = N * out_c * segs * bands * strips * phases, phase fastest.
 struct NcDepth3d {
   uint32_t items;
