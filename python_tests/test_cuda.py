@@ -725,7 +725,7 @@ def test_depthwise_row1d(dtype, misaligned):
 
 # The depth-streaming kernels (NCDHW: nc_depth3d.cuh; NDHWC weight-grad: cl_wgrad_depth3d) in bf16
 # too, at X3D-like sizes (width 56: aligned 16-byte rows; batch 1 cut into depth segments),
-# spatial strides 1 and 2; NDHWC also with several channel tiles (C 40, 192) and odd channels.
+# spatial strides 1 and 2; NDHWC also with several channel tiles (C 32, 40, 192) and odd channels.
 DEPTH3D_CASES = [  # (N, C, size, k, stride, padding)
     (2, 8, (8, 14, 56), (3, 3, 3), (1, 1, 1), (1, 1, 1)),
     (1, 6, (16, 9, 20), (5, 3, 3), (1, 1, 1), (2, 1, 1)),
@@ -733,6 +733,7 @@ DEPTH3D_CASES = [  # (N, C, size, k, stride, padding)
     (1, 4, (9, 12, 56), (5, 3, 3), (1, 2, 2), (2, 1, 1)),
     (2, 4, (7, 9, 10), (3, 3, 3), (2, 1, 1), (1, 1, 1)),  # depth stride 2: declines to the old path
     (2, 40, (7, 6, 13), (3, 3, 3), (1, 1, 1), (1, 1, 1)),
+    (2, 32, (5, 4, 21), (3, 3, 3), (1, 1, 1), (1, 1, 1)),  # NDHWC lane groups with idle lanes
     (1, 192, (10, 7, 9), (5, 3, 3), (1, 1, 1), (2, 1, 1)),
     (2, 5, (6, 5, 7), (3, 3, 3), (1, 1, 1), (1, 1, 1)),  # odd channels: NDHWC takes the generic kernels
 ]

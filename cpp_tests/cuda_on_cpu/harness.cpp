@@ -919,8 +919,10 @@ int main() {
   run_case(3, 1, 3, 1, {40, 4, 6}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1});
   // channels-last depth streaming (cl_depth3d.cuh, cl_wgrad_depth3d): several channel tiles and
   // groups, strips cut by the right edge, depth segments (batch 1, deep), spatial stride 2 (the
-  // data-grad's 2x2 sub-filters in 4 phases), no depth padding
+  // data-grad's 2x2 sub-filters in 4 phases), no depth padding; cl_depth3d's lane groups of 8
+  // channel vectors x 4 strips with idle lanes past the row (C 32, 6 strips)
   run_case(3, 2, 40, 1, {7, 6, 13}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1});
+  run_case(3, 1, 32, 1, {5, 4, 21}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1});
   run_case(3, 1, 24, 1, {30, 5, 6}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1});
   run_case(3, 1, 8, 1, {9, 7, 11}, {5, 3, 3}, {1, 2, 2}, {2, 1, 1});
   run_case(3, 2, 8, 1, {6, 9, 10}, {3, 3, 3}, {1, 2, 2}, {0, 1, 1});

@@ -13,9 +13,13 @@
 // complete and stored (bias fused), and the window moves one plane (register moves; every
 // register index is compile-time). A column may be cut into depth segments when one column per
 // thread gives too few threads (small batches); a segment re-reads the KD - 1 planes at its start.
-// Threads are numbered channel vector fastest, then strip, row, phase, segment, sample: a warp
-// reads consecutive channels of neighbouring pixels. 32-bit item split (checked on the host),
-// 64-bit pointer offsets, accumulation in the opmath type.
+// A warp covers cg channel vectors x sp strips (cg the largest power of two up to 32 dividing the
+// channel vectors, sp = 32 / cg up to the strips per row): its weight loads then touch cg vectors
+// (C 192 fp32: cg = 16, 256 bytes, 2 L1 wavefronts instead of 4 for 32 lanes of different
+// channels), while its input and output vectors stay runs of cg lanes of consecutive channels. Threads are numbered
+// channel vector within the group fastest, then strip within the group, channel group, strip
+// group, row, phase, segment, sample. 32-bit item split (checked on the host), 64-bit pointer
+// offsets, accumulation in the opmath type.
 #pragma once
 
 #include "ops/depthwise_conv/cuda/cl_tiled.cuh"
@@ -23,6 +27,7 @@
 
 #include <ATen/OpMathType.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -37,9 +42,10 @@ template <int KD>
 constexpr int cl_depth3d_strip() { return KD <= 3 ? 4 : 2; }
 
 struct ClDepth3d {
-  uint32_t items;  // threads in all
-  uint32_t cv, strips, rows, segs;  // channel vectors, strips per row, rows per phase, segments
-  int dl;          // output depths per segment
+  uint32_t items;                 // threads in all
+  uint32_t cg, sp, cgroups, sgroups;  // channel vectors x strips of a lane group; groups of each
+  uint32_t strips, rows, segs;    // strips per row, rows per phase, depth segments
+  int dl;                         // output depths per segment
 };
 
 // false when the plan is not one cl_depth3d covers (depth stride, depth phases, filter depth,
@@ -47,7 +53,10 @@ struct ClDepth3d {
 inline bool cl_depth3d_items(ClDepth3d& L, const Plan& P, int KD, int R, int V, int64_t target) {
   if (P.k[0] != KD || P.S[0] != 1 || P.os[0] != 1 || P.J != 1 || P.in_div != 1 || P.out_c % V != 0) return false;
   const int64_t cv = P.out_c / V, strips = ceil_div(P.q[2], R), rows = P.q[1];
-  const int64_t per_seg = P.N * P.phases * rows * strips * cv;
+  int64_t cg = 1;
+  while (cg < 32 && cv % (2 * cg) == 0) cg *= 2;
+  const int64_t sp = std::min<int64_t>(32 / cg, strips), sgroups = ceil_div(strips, sp);
+  const int64_t per_seg = P.N * P.phases * rows * sgroups * sp * cv;
   if (per_seg <= 0) return false;
   int64_t segs = 1, dl = 1;
   depth_segments(P.q[0], KD, per_seg, target, segs, dl);
@@ -60,7 +69,10 @@ inline bool cl_depth3d_items(ClDepth3d& L, const Plan& P, int KD, int R, int V, 
     return false;
   }
   L.items = static_cast<uint32_t>(items);
-  L.cv = static_cast<uint32_t>(cv);
+  L.cg = static_cast<uint32_t>(cg);
+  L.sp = static_cast<uint32_t>(sp);
+  L.cgroups = static_cast<uint32_t>(cv / cg);
+  L.sgroups = static_cast<uint32_t>(sgroups);
   L.strips = static_cast<uint32_t>(strips);
   L.rows = static_cast<uint32_t>(rows);
   L.segs = static_cast<uint32_t>(segs);
@@ -91,10 +103,15 @@ cl_depth3d(const T* __restrict__ in, const at::opmath_type<T>* __restrict__ w, c
   const uint32_t item = blockIdx.x * kClDepthThreads + threadIdx.x;
   if (item >= L.items) return;
   uint32_t t = item;
-  const int cv = static_cast<int>(t % L.cv);
-  t /= L.cv;
-  const int strip = static_cast<int>(t % L.strips);
-  t /= L.strips;
+  const uint32_t cl = t % L.cg;
+  t /= L.cg;
+  const uint32_t sl = t % L.sp;
+  t /= L.sp;
+  const int cv = static_cast<int>((t % L.cgroups) * L.cg + cl);
+  t /= L.cgroups;
+  const uint32_t strip = (t % L.sgroups) * L.sp + sl;
+  t /= L.sgroups;
+  if (strip >= L.strips) return;  // the last strip group's lanes past the row
   const int qy = static_cast<int>(t % L.rows);
   t /= L.rows;
   const int ph = static_cast<int>(t % uint32_t(P.phases));
@@ -102,7 +119,7 @@ cl_depth3d(const T* __restrict__ in, const at::opmath_type<T>* __restrict__ w, c
   const int seg = static_cast<int>(t % L.segs);
   const int64_t n = t / L.segs;
   const int pw = ph % P.os[2], phh = ph / P.os[2];
-  const int qx0 = strip * R;
+  const int qx0 = static_cast<int>(strip) * R;
   if (qy >= P.qn[1][phh] || qx0 >= P.qn[2][pw]) return;  // past the end of a shorter phase
 
   const int C = static_cast<int>(P.out_c);  // < 2^29 (cl_depth3d_items)
