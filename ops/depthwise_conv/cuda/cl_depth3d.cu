@@ -8,8 +8,6 @@
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
-#include <cstdlib>
-#include <cstring>
 #include <type_traits>
 
 namespace convx::cuda {
@@ -33,15 +31,9 @@ bool run(const T* in, const at::opmath_type<T>* w, const T* bias, T* out, const 
 template <typename T>
 bool launch_cl_depth3d(const T* in, const at::opmath_type<T>* w, const T* bias, T* out, const Plan& P,
                        cudaStream_t stream) {
-  // Temporary A/B knob for the H100 run: CONVX_CL3D=0 keeps cl_gather.
-  static const bool enabled = [] {
-    const char* e = std::getenv("CONVX_CL3D");
-    return e == nullptr || std::strcmp(e, "0") != 0;
-  }();
   if constexpr (std::is_same_v<T, double>) {
     return false;  // float64 is for correctness only
   } else {
-    if (!enabled) return false;
     const int kd = P.k[0], kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
 #define CONVX_CASE(KD, KH, KW, S) \
   if (kd == KD && kh == KH && kw == KW && s == S) return run<T, KD, KH, KW, S>(in, w, bias, out, P, stream);

@@ -26,7 +26,6 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -529,15 +528,10 @@ bool run_depth3d(const T* x, const T* gy, T* gw, const Plan& P, const at::Tensor
 template <typename T>
 bool launch_cl_wgrad_depth3d(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like,
                              cudaStream_t stream) {
-  // Temporary A/B knob for the H100 run: CONVX_CLW3D=0 keeps cl_wgrad_partial.
-  static const bool enabled = [] {
-    const char* e = std::getenv("CONVX_CLW3D");
-    return e == nullptr || std::strcmp(e, "0") != 0;
-  }();
   if constexpr (std::is_same_v<T, double>) {
     return false;  // float64 is for correctness only: the generic kernel
   } else {
-    if (!enabled || P.in_div != 1) return false;
+    if (P.in_div != 1) return false;
     const int kd = P.k[0], kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
 #define CONVX_CASE(KD, KH, KW, S) \
   if (kd == KD && kh == KH && kw == KW && s == S) return run_depth3d<T, KD, KH, KW, S>(x, gy, gw, P, like, stream);
