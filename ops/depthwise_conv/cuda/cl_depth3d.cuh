@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 namespace convx::cuda {
 
@@ -214,6 +215,157 @@ cl_depth3d(const T* __restrict__ in, const at::opmath_type<T>* __restrict__ w, c
 #pragma unroll
       for (int v = 0; v < V; ++v) acc[KD - 1][r][v] = acc_t(0);
     }
+  }
+}
+
+// TEMPORARY A/B variant (CONVX_CL3D_C1=1): one channel per thread with the whole KD x KH x KW
+// filter in registers. cl_depth3d above loads the KW weight vectors of every (filter depth, row)
+// from L1 for each input plane: for 5 x 3 x 3 at R = 2 that is 45 weight loads (16-byte fp32
+// vectors, 2 L1 wavefronts each for cg = 16) against 12 input loads and 360 FMAs per plane and
+// thread, so the L1 pipe (~114 wavefront cycles per warp and plane) outruns the FMA pipe (90):
+// L1-bound. Here the 45 taps sit in registers (loaded once per thread), a thread owns R outputs
+// along W of one channel (a warp: 32 consecutive channels, each load a 64-byte (16-bit) or
+// 128-byte (fp32) run), so per plane it issues KH * ((R - 1) * S + KW) scalar loads and
+// KD * KH * KW * R FMAs (5 x 3 x 3, R 4: 18 loads, 180 FMAs) and no weight loads. Items: channel
+// fastest, then strip, row, phase, segment, sample.
+struct ClDepth3dC1 {
+  uint32_t items, C, strips, rows, segs;
+  int dl;
+};
+
+inline bool cl_depth3d_c1_items(ClDepth3dC1& L, const Plan& P, int KD, int R, int64_t target) {
+  if (P.k[0] != KD || P.S[0] != 1 || P.os[0] != 1 || P.J != 1 || P.in_div != 1) return false;
+  const int64_t strips = ceil_div(P.q[2], R), rows = P.q[1];
+  const int64_t per_seg = P.N * P.phases * rows * strips * P.out_c;
+  if (per_seg <= 0) return false;
+  int64_t segs = 1, dl = 1;
+  depth_segments(P.q[0], KD, per_seg, target, segs, dl);
+  const int64_t items = per_seg * segs;
+  if (items >= (int64_t(1) << 31)) return false;
+  constexpr int64_t lim = std::numeric_limits<int32_t>::max() / 4;
+  if (P.out_c * (int64_t(R) * 2 + P.k[2]) > lim || P.in[0] + P.q[0] + KD > lim || P.in[1] > lim || P.in[2] > lim ||
+      (P.q[1] + 1) * P.S[1] + P.k[1] > lim || (P.q[2] + R) * P.S[2] + P.k[2] > lim) {
+    return false;
+  }
+  L.items = static_cast<uint32_t>(items);
+  L.C = static_cast<uint32_t>(P.out_c);
+  L.strips = static_cast<uint32_t>(strips);
+  L.rows = static_cast<uint32_t>(rows);
+  L.segs = static_cast<uint32_t>(segs);
+  L.dl = static_cast<int>(dl);
+  return true;
+}
+
+template <typename T, int KD, int KH, int KW, int S, int R>
+__global__ void __launch_bounds__(kClDepthThreads, 2)
+cl_depth3d_c1(const T* __restrict__ in, const at::opmath_type<T>* __restrict__ w, const T* __restrict__ bias,
+              T* __restrict__ out, const Plan P, const ClDepth3dC1 L) {
+  using acc_t = at::opmath_type<T>;
+  constexpr int SEG = (R - 1) * S + KW;  // input values of a row segment
+  static_assert(SEG < 32 && KH < 32, "column / row masks");
+  const uint32_t item = blockIdx.x * kClDepthThreads + threadIdx.x;
+  if (item >= L.items) return;
+  uint32_t t = item;
+  const int c = static_cast<int>(t % L.C);
+  t /= L.C;
+  const uint32_t strip = t % L.strips;
+  t /= L.strips;
+  const int qy = static_cast<int>(t % L.rows);
+  t /= L.rows;
+  const int ph = static_cast<int>(t % uint32_t(P.phases));
+  t /= uint32_t(P.phases);
+  const int seg = static_cast<int>(t % L.segs);
+  const int64_t n = t / L.segs;
+  const int pw = ph % P.os[2], phh = ph / P.os[2];
+  const int qx0 = static_cast<int>(strip) * R;
+  if (qy >= P.qn[1][phh] || qx0 >= P.qn[2][pw]) return;  // past the end of a shorter phase
+
+  const int C = static_cast<int>(L.C);
+  const int ID = static_cast<int>(P.in[0]), IH = static_cast<int>(P.in[1]), IW = static_cast<int>(P.in[2]);
+  const int QD = static_cast<int>(P.q[0]), pd = P.pad[0][0];
+  const int iy0 = qy * S - P.pad[1][phh], ix0 = qx0 * S - P.pad[2][pw];
+  uint32_t cols = 0, rows = 0;
+#pragma unroll
+  for (int k = 0; k < SEG; ++k) cols |= uint32_t(ix0 + k >= 0 && ix0 + k < IW) << k;
+#pragma unroll
+  for (int r = 0; r < KH; ++r) rows |= uint32_t(iy0 + r >= 0 && iy0 + r < IH) << r;
+  const int qd0 = seg * L.dl, qd1 = qd0 + L.dl < QD ? qd0 + L.dl : QD;
+  const int64_t row_stride = int64_t(IW) * C, in_plane = int64_t(IH) * row_stride;
+  // Input depth qd0 - pd, row iy0, column 0 (maybe outside the tensor: only pointed at); the
+  // segment's columns as offsets clamped into the row (a load never leaves the row, its value is
+  // dropped by the column mask): one 32-bit offset per column instead of a bounds test and a
+  // 64-bit address per load.
+  const T* src = in + ((n * ID + (qd0 - pd)) * IH + iy0) * row_stride + c;
+  int off[SEG];
+#pragma unroll
+  for (int k = 0; k < SEG; ++k) off[k] = (ix0 + k < 0 ? 0 : (ix0 + k >= IW ? IW - 1 : ix0 + k)) * C;
+  acc_t wv[KD * KH * KW];
+  {
+    const acc_t* wc = w + ph * P.wphase + c;
+#pragma unroll
+    for (int k = 0; k < KD * KH * KW; ++k) wv[k] = wc[int64_t(k) * P.wrows];
+  }
+  const acc_t b0 = bias ? static_cast<acc_t>(bias[c]) : acc_t(0);
+  const int64_t OH = P.out[1], OW = P.out[2];
+  const int64_t oy = int64_t(qy) * P.os[1] + P.r[1][phh];
+  T* dst = out + ((n * P.out[0] + P.r[0][0]) * OH + oy) * OW * C + (int64_t(qx0) * P.os[2] + P.r[2][pw]) * C + c;
+  const int64_t out_plane = OH * OW * C, ostep = int64_t(P.os[2]) * C;
+  const int nout = static_cast<int>(P.qn[2][pw] - qx0 < R ? P.qn[2][pw] - qx0 : R);
+
+  // Strips wholly inside the row (all but the two ends on X3D) skip the column mask: their loop
+  // is a second copy without the test and select per loaded value.
+  auto walk = [&](auto whole) {
+    constexpr bool kWhole = decltype(whole)::value;
+    const T* sp = src;
+    acc_t acc[KD][R];
+#pragma unroll
+    for (int j = 0; j < KD; ++j) {
+#pragma unroll
+      for (int r = 0; r < R; ++r) acc[j][r] = acc_t(0);
+    }
+    for (int id = qd0 - pd; id < qd1 - pd + KD - 1; ++id, sp += in_plane) {
+      if (id >= 0 && id < ID) {
+#pragma unroll
+        for (int kh = 0; kh < KH; ++kh) {
+          if (!((rows >> kh) & 1u)) continue;
+          const T* row = sp + kh * row_stride;
+          acc_t xv[SEG];
+#pragma unroll
+          for (int k = 0; k < SEG; ++k) {
+            const acc_t v = static_cast<acc_t>(row[off[k]]);
+            xv[k] = kWhole || ((cols >> k) & 1u) ? v : acc_t(0);
+          }
+#pragma unroll
+          for (int kd = 0; kd < KD; ++kd) {
+#pragma unroll
+            for (int kw = 0; kw < KW; ++kw) {
+#pragma unroll
+              for (int r = 0; r < R; ++r) acc[KD - 1 - kd][r] += wv[(kd * KH + kh) * KW + kw] * xv[r * S + kw];
+            }
+          }
+        }
+      }
+      const int od = id + pd - (KD - 1);
+      if (od >= qd0) {
+        T* o = dst + int64_t(od) * out_plane;
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+          if (r < nout) o[r * ostep] = static_cast<T>(acc[0][r] + b0);
+        }
+      }
+#pragma unroll
+      for (int j = 0; j + 1 < KD; ++j) {
+#pragma unroll
+        for (int r = 0; r < R; ++r) acc[j][r] = acc[j + 1][r];
+      }
+#pragma unroll
+      for (int r = 0; r < R; ++r) acc[KD - 1][r] = acc_t(0);
+    }
+  };
+  if (cols == (1u << SEG) - 1) {
+    walk(std::true_type{});
+  } else {
+    walk(std::false_type{});
   }
 }
 
