@@ -211,16 +211,6 @@ bool cl3_run(const T* in, const float* w, const T* bias, T* out, const Plan& P, 
   ++cl3_taken;
   return true;
 }
-// TEMPORARY (A/B knob CONVX_CL3D_C1): cl_depth3d_c1, one channel per thread, filter in registers.
-template <typename T, int KD, int KH, int KW, int S, int R>
-bool cl3c1_run(const T* in, const float* w, const T* bias, T* out, const Plan& P, int64_t target) {
-  ClDepth3dC1 L{};
-  if (!cl_depth3d_c1_items(L, P, KD, R, target)) return false;
-  launch(dim3{unsigned(ceil_div(L.items, kClDepthThreads))}, dim3{kClDepthThreads},
-         [&] { cl_depth3d_c1<T, KD, KH, KW, S, R>(in, w, bias, out, P, L); });
-  ++cl3_taken;
-  return true;
-}
 template <typename T, typename F>
 bool cl3_dispatch(const Plan& P, F&& f) {
   const int kd = P.k[0], kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
@@ -231,14 +221,6 @@ bool cl3_dispatch(const Plan& P, F&& f) {
         [target](const T* i, const float* w, const T* b, T* o, const Plan& Pl) {                           \
           return cl3_run<T, KD, KH, KW, S>(i, w, b, o, Pl, target);                                        \
         });                                                                                                \
-    if constexpr (KH == 3 && KW == 3 && S == 1) {                                                          \
-      for (int64_t target : {int64_t(1), int64_t(1) << 40}) {                                              \
-        f(std::string("cl3d c1 R4 " #KD "x3x3s1") + (target == 1 ? " seg1" : " segs"),                     \
-          [target](const T* i, const float* w, const T* b, T* o, const Plan& Pl) {                         \
-            return cl3c1_run<T, KD, 3, 3, 1, 4>(i, w, b, o, Pl, target);                                   \
-          });                                                                                              \
-      }                                                                                                    \
-    }                                                                                                      \
     return true;                                                                                           \
   }
   C_(3, 3, 3, 1) C_(3, 3, 3, 2) C_(3, 2, 2, 1) C_(5, 3, 3, 1) C_(5, 3, 3, 2) C_(5, 2, 2, 1)
@@ -293,14 +275,13 @@ Tensor ncw_dispatch(const T* x, const T* gy, const Plan& P, const char** which) 
 // ---- depth-streaming NCDHW kernels (nc_depth3d.cuh), mirror nc_depth3d.cu ----
 // Forward / data-grad: f(tile, run) for the launcher's tile of the specialisation, with one
 // depth segment per column (target 1) and with the most segments (a huge target).
-// VEC false: the TEMPORARY scalar-load variant (knob CONVX_NC3D_SCALAR) of the 16-bit kernels.
-template <typename T, int KD, int KH, int KW, int S, bool VEC = sizeof(T) == 2>
+template <typename T, int KD, int KH, int KW, int S>
 bool d3_run(const T* in, const float* w, const T* bias, T* out, const Plan& P, int64_t target) {
   constexpr int R = depth3d_strip<T, KD>(), TH = depth3d_band<T, KD>();
   NcDepth3d L{};
   if (!depth3d_items(L, P, KD, R, TH, target)) return false;
   launch(dim3{unsigned(ceil_div(L.items, kDepthThreads))}, dim3{kDepthThreads},
-         [&] { nc_depth3d<T, KD, KH, KW, S, R, TH, VEC>(in, w, bias, out, P, L); });
+         [&] { nc_depth3d<T, KD, KH, KW, S, R, TH>(in, w, bias, out, P, L); });
   return true;
 }
 template <typename T, typename F>
@@ -314,10 +295,6 @@ bool d3_dispatch(const Plan& P, const char** which, F&& f) {
       f(tile + (target == 1 ? " seg1" : " segs"), [target](const T* i, const float* w, const T* b, T* o, const Plan& Pl) { \
         return d3_run<T, KD, KH, KW, S>(i, w, b, o, Pl, target);                                \
       });                                                                                       \
-    if constexpr (sizeof(T) == 2)                                                               \
-      f(tile + " scalar", [](const T* i, const float* w, const T* b, T* o, const Plan& Pl) {    \
-        return d3_run<T, KD, KH, KW, S, false>(i, w, b, o, Pl, int64_t(1) << 40);               \
-      });                                                                                       \
     return true;                                                                                \
   }
   C_(3, 3, 3, 1) C_(3, 3, 3, 2) C_(3, 2, 2, 1) C_(5, 3, 3, 1) C_(5, 3, 3, 2) C_(5, 2, 2, 1)
@@ -326,7 +303,6 @@ bool d3_dispatch(const Plan& P, const char** which, F&& f) {
 }
 // Weight-grad: the partial kernel on a poisoned workspace, grid of at most 3 blocks (the block
 // loop is walked); an undefined tensor when the launcher declines.
-static bool g_ncw3_scalar = false;  // the TEMPORARY scalar-load variant (knob CONVX_NC3D_SCALAR)
 template <typename T, int KD, int KH, int KW, int S>
 Tensor ncw3_run(const T* x, const T* gy, const Plan& P, int* segs) {
   constexpr int R = wgrad3d_strip<T, S>(), TH = wgrad3d_band<T, KD, S>();
@@ -337,13 +313,7 @@ Tensor ncw3_run(const T* x, const T* gy, const Plan& P, int* segs) {
   Tensor part = at::full({P.out_c, int64_t(L.chunks), taps}, NAN, at::kFloat);
   float* pp = part.data_ptr<float>();
   const unsigned grid = unsigned(std::min<int64_t>(P.out_c * L.chunks, 3));
-  launch(dim3{grid}, dim3{unsigned(L.threads)}, [&] {
-    if (g_ncw3_scalar) {
-      nc_wgrad_depth3d<T, KD, KH, KW, S, R, TH, false>(x, gy, pp, P, L);
-    } else {
-      nc_wgrad_depth3d<T, KD, KH, KW, S, R, TH>(x, gy, pp, P, L);
-    }
-  });
+  launch(dim3{grid}, dim3{unsigned(L.threads)}, [&] { nc_wgrad_depth3d<T, KD, KH, KW, S, R, TH>(x, gy, pp, P, L); });
   return part.sum(1);
 }
 template <typename T>
@@ -731,10 +701,6 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
         g1.narrow(0, 1, gh.numel()).copy_(gh.flatten());
         Tensor r3m = ncw3_dispatch<at::Half>(x1.data_ptr<at::Half>() + 1, g1.data_ptr<at::Half>() + 1, P, &segs);
         check((tag + " 16 off1").c_str(), r3m.view(ref16.sizes()), ref16, name, 2e-3);
-        g_ncw3_scalar = true;
-        Tensor r3s = ncw3_dispatch<at::Half>(x1.data_ptr<at::Half>() + 1, g1.data_ptr<at::Half>() + 1, P, &segs);
-        g_ncw3_scalar = false;
-        check((tag + " 16 off1 scalar").c_str(), r3s.view(ref16.sizes()), ref16, name, 2e-3);
       }
     }
     if (m == 1) {

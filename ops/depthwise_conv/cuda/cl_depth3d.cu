@@ -8,38 +8,13 @@
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
-#include <cstdlib>
 #include <type_traits>
 
 namespace convx::cuda {
 namespace {
 
-// TEMPORARY A/B knob (session 6): CONVX_CL3D_C1=1 runs cl_depth3d_c1 (one channel per thread,
-// filter in registers, R = 4 outputs) on KD x 3 x 3 at stride 1 (R = 8 spilled 100-430 bytes).
-bool c1_knob() {
-  static const bool on = [] {
-    const char* e = std::getenv("CONVX_CL3D_C1");
-    return e != nullptr && std::atoi(e) == 1;
-  }();
-  return on;
-}
-
-template <typename T, int KD, int KH, int KW, int S, int R>
-bool run_c1(const T* in, const at::opmath_type<T>* w, const T* bias, T* out, const Plan& P, cudaStream_t stream) {
-  const int64_t target = sm_count() * 2048 * 2;
-  ClDepth3dC1 L{};
-  if (!cl_depth3d_c1_items(L, P, KD, R, target)) return false;
-  cl_depth3d_c1<T, KD, KH, KW, S, R>
-      <<<static_cast<unsigned>(ceil_div(L.items, kClDepthThreads)), kClDepthThreads, 0, stream>>>(in, w, bias, out, P, L);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  return true;
-}
-
 template <typename T, int KD, int KH, int KW, int S>
 bool run(const T* in, const at::opmath_type<T>* w, const T* bias, T* out, const Plan& P, cudaStream_t stream) {
-  if constexpr (KH == 3 && KW == 3 && S == 1) {
-    if (c1_knob()) return run_c1<T, KD, KH, KW, S, 4>(in, w, bias, out, P, stream);
-  }
   constexpr int V = kClVec, R = cl_depth3d_strip<KD>();
   // Depth segments only when a column per thread would not fill the GPU twice (2048 threads per SM).
   const int64_t target = sm_count() * 2048 * 2;

@@ -15,22 +15,10 @@
 #include <c10/util/Half.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <type_traits>
 
 namespace convx::cuda {
 namespace {
-
-// TEMPORARY A/B knob (session 6): CONVX_NC3D_SCALAR bit 1 = the forward / data-grad, bit 2 = the
-// weight-grad load 16-bit rows element by element (as fp32) instead of as 16-byte vectors with
-// the select network (SASS, bf16 5x3x3 forward: 180 FFMA in ~700 instructions per input plane).
-int scalar_knob() {
-  static const int k = [] {
-    const char* e = std::getenv("CONVX_NC3D_SCALAR");
-    return e == nullptr ? 0 : std::atoi(e);
-  }();
-  return k;
-}
 
 template <typename T, int KD, int KH, int KW, int S>
 bool run_fwd(const T* in, const at::opmath_type<T>* w, const T* bias, T* out, const Plan& P, cudaStream_t stream) {
@@ -39,12 +27,8 @@ bool run_fwd(const T* in, const at::opmath_type<T>* w, const T* bias, T* out, co
   const int64_t target = sm_count() * 2048 * 2;
   NcDepth3d L{};
   if (!depth3d_items(L, P, KD, R, TH, target)) return false;
-  const unsigned grid = static_cast<unsigned>(ceil_div(L.items, kDepthThreads));
-  if (sizeof(T) == 2 && (scalar_knob() & 1)) {
-    nc_depth3d<T, KD, KH, KW, S, R, TH, false><<<grid, kDepthThreads, 0, stream>>>(in, w, bias, out, P, L);
-  } else {
-    nc_depth3d<T, KD, KH, KW, S, R, TH><<<grid, kDepthThreads, 0, stream>>>(in, w, bias, out, P, L);
-  }
+  nc_depth3d<T, KD, KH, KW, S, R, TH>
+      <<<static_cast<unsigned>(ceil_div(L.items, kDepthThreads)), kDepthThreads, 0, stream>>>(in, w, bias, out, P, L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return true;
 }
@@ -59,13 +43,9 @@ bool run_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBa
   const at::Tensor part = at::empty({P.out_c, int64_t(L.chunks), taps},
                                     like.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
   const int64_t blocks = P.out_c * L.chunks;
-  const unsigned grid = static_cast<unsigned>(std::min<int64_t>(blocks, int64_t(1) << 30));
-  if (sizeof(T) == 2 && (scalar_knob() & 2)) {
-    nc_wgrad_depth3d<T, KD, KH, KW, S, R, TH, false><<<grid, L.threads, 0, stream>>>(
-        x, gy, part.mutable_data_ptr<acc_t>(), P, L);
-  } else {
-    nc_wgrad_depth3d<T, KD, KH, KW, S, R, TH><<<grid, L.threads, 0, stream>>>(x, gy, part.mutable_data_ptr<acc_t>(), P, L);
-  }
+  nc_wgrad_depth3d<T, KD, KH, KW, S, R, TH>
+      <<<static_cast<unsigned>(std::min<int64_t>(blocks, int64_t(1) << 30)), L.threads, 0, stream>>>(
+          x, gy, part.mutable_data_ptr<acc_t>(), P, L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   const int64_t n = P.out_c * taps;
   sum_slots<T><<<static_cast<unsigned>(std::clamp<int64_t>(ceil_div(n, 256), 1, 1 << 20)), 256, 0, stream>>>(

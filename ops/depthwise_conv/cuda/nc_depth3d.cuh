@@ -85,14 +85,12 @@ inline bool depth3d_items(NcDepth3d& L, const Plan& P, int KD, int R, int TH, in
 
 // out = phased correlation of in with w ([phases][out_c][KD][KH][KW], opmath) plus bias, for
 // plans of one depth phase at depth stride 1 (forward or data-grad); see the header.
-// VEC: 16-bit rows as 16-byte vectors (load_row_vec); false: scalar loads with column masks (as
-// fp32). TEMPORARY A/B knob CONVX_NC3D_SCALAR (nc_depth3d.cu) picks false for 16-bit.
-template <typename T, int KD, int KH, int KW, int S, int R, int TH, bool VEC = sizeof(T) == 2>
+template <typename T, int KD, int KH, int KW, int S, int R, int TH>
 __global__ void __launch_bounds__(kDepthThreads, 2)
 nc_depth3d(const T* __restrict__ in, const at::opmath_type<T>* __restrict__ w, const T* __restrict__ bias,
            T* __restrict__ out, const Plan P, const NcDepth3d L) {
   using acc_t = at::opmath_type<T>;
-  constexpr bool kVec = VEC;
+  constexpr bool kVec = sizeof(T) == 2;
   constexpr int NX = (R - 1) * S + KW;  // input columns of a strip
   constexpr int NR = (TH - 1) * S + KH;  // input rows of a band
   static_assert(NX <= 32 && NR <= 32, "column / row masks");
@@ -271,12 +269,12 @@ inline bool choose_wgrad3d(NcWgrad3d& L, const Plan& P, int KD, int R, int TH, i
 }
 
 // part[co][chunk][(kd * KH + kh) * KW + kw]: the block's sum over its chunk of columns.
-template <typename T, int KD, int KH, int KW, int S, int R, int TH, bool VEC = sizeof(T) == 2>
+template <typename T, int KD, int KH, int KW, int S, int R, int TH>
 __global__ void __launch_bounds__(kWgradThreads, 2)
 nc_wgrad_depth3d(const T* __restrict__ x, const T* __restrict__ gy, at::opmath_type<T>* __restrict__ part,
                  const Plan P, const NcWgrad3d L) {
   using acc_t = at::opmath_type<T>;
-  constexpr bool kVec = VEC;
+  constexpr bool kVec = sizeof(T) == 2;
   constexpr int NV = KD * KH * KW, NX = (R - 1) * S + KW, NR = (TH - 1) * S + KH;
   static_assert(NX <= 32 && NR <= 32 && R <= 32, "micro-tile masks");
   __shared__ acc_t red[(kWgradThreads / 32) * NV];
