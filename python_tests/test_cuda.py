@@ -723,33 +723,49 @@ def test_depthwise_row1d(dtype, misaligned):
             close(tr, tr_ref, what + " transposed")
 
 
-# The depth-streaming NCDHW kernels (nc_depth3d.cuh) in bf16 too, at X3D-like sizes (width 56:
-# aligned 16-byte rows; batch 1 cut into depth segments), spatial strides 1 and 2.
+# The depth-streaming kernels (NCDHW: nc_depth3d.cuh; NDHWC weight-grad: cl_wgrad_depth3d) in bf16
+# too, at X3D-like sizes (width 56: aligned 16-byte rows; batch 1 cut into depth segments),
+# spatial strides 1 and 2; NDHWC also with several channel tiles (C 32, 40, 192) and odd channels.
 DEPTH3D_CASES = [  # (N, C, size, k, stride, padding)
     (2, 8, (8, 14, 56), (3, 3, 3), (1, 1, 1), (1, 1, 1)),
     (1, 6, (16, 9, 20), (5, 3, 3), (1, 1, 1), (2, 1, 1)),
     (2, 4, (6, 15, 17), (3, 3, 3), (1, 2, 2), (1, 1, 1)),
     (1, 4, (9, 12, 56), (5, 3, 3), (1, 2, 2), (2, 1, 1)),
     (2, 4, (7, 9, 10), (3, 3, 3), (2, 1, 1), (1, 1, 1)),  # depth stride 2: declines to the old path
+    (2, 40, (7, 6, 13), (3, 3, 3), (1, 1, 1), (1, 1, 1)),
+    (2, 32, (5, 4, 21), (3, 3, 3), (1, 1, 1), (1, 1, 1)),  # NDHWC lane groups with idle lanes
+    (1, 192, (10, 7, 9), (5, 3, 3), (1, 1, 1), (2, 1, 1)),
+    (2, 5, (6, 5, 7), (3, 3, 3), (1, 1, 1), (1, 1, 1)),  # odd channels: NDHWC takes the generic kernels
 ]
 
 
+@pytest.mark.parametrize("placement", ["ncdhw", "ndhwc", "ndhwc_off1"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["fp32", "fp16", "bf16"])
-def test_depthwise_depth3d(dtype):
-    """Forward, input-grad and weight-grad of NCDHW KD x 3 x 3 filters against float64 on the same
+def test_depthwise_depth3d(dtype, placement):
+    """Forward, input-grad and weight-grad of KD x 3 x 3 filters against float64 on the same
     rounded data, on poisoned memory; the weight-grad bitwise repeatable (the depth-streaming
-    kernels, nc_depth3d.cuh; depth stride 2 keeps the previous ones)."""
+    kernels, nc_depth3d.cuh and cl_wgrad_depth3d; depth stride 2 keeps the previous ones).
+    `ndhwc_off1`: input and gradient channels-last, one element past an aligned address."""
     import torch.nn.functional as F
+
+    def place(t):
+        if placement == "ncdhw":
+            return t.to(DEV, dtype)
+        cl = t.permute(0, 2, 3, 4, 1)
+        if placement == "ndhwc":
+            return cl.contiguous().to(DEV, dtype).permute(0, 4, 1, 2, 3)
+        flat = torch.empty(t.numel() + 1, device=DEV, dtype=dtype)[1:]
+        return flat.view(cl.shape).copy_(cl).permute(0, 4, 1, 2, 3)
 
     tol = {torch.float32: 1e-4, torch.float16: 4e-3, torch.bfloat16: 3e-2}[dtype]
     for i, (N, C, size, k, s, p) in enumerate(DEPTH3D_CASES):
         gen = torch.Generator().manual_seed(70 + i)
-        x = torch.randn(N, C, *size, generator=gen).to(DEV, dtype)
+        x = place(torch.randn(N, C, *size, generator=gen))
         w = torch.randn(C, 1, *k, generator=gen).to(DEV, dtype)
         b = torch.randn(C, generator=gen).to(DEV, dtype)
         xr, wr = x.double().requires_grad_(), w.double().requires_grad_()
         ref = F.conv3d(xr, wr, b.double(), s, p, 1, C)
-        gy = torch.randn(ref.shape, generator=gen).to(DEV, dtype)
+        gy = place(torch.randn(ref.shape, generator=gen))
         gx_ref, gw_ref = torch.autograd.grad(ref, (xr, wr), gy.double())
         ops = torch.ops.convx
         poison()
@@ -762,9 +778,30 @@ def test_depthwise_depth3d(dtype):
         assert torch.equal(gw, gw2), f"case {i}: weight-grad not bitwise repeatable"
         for what, out, r in (("forward", y, ref.detach()), ("input-grad", gx, gx_ref), ("weight-grad", gw, gw_ref)):
             assert not torch.isnan(out).any(), f"case {i} {what}: NaN (unwritten element)"
+            if placement != "ncdhw" and what != "weight-grad":
+                assert out.is_contiguous(memory_format=torch.channels_last_3d), f"case {i} {what}: layout"
             scale = max(1.0, float(r.abs().max()))
             torch.testing.assert_close(out.double() / scale, r / scale, rtol=tol, atol=tol,
                                        msg=lambda m: f"case {i} {what}: {m}")
+
+
+def test_depthwise_depth3d_channels_last_beyond_2_pow_31_elements():
+    """The channels-last depth-streaming forward (cl_depth3d.cuh) on an NDHWC tensor of more than
+    2^31 elements (64-bit offsets): the first and last two output depth planes against aten."""
+    import torch.nn.functional as F
+
+    if torch.cuda.mem_get_info()[0] < 20e9:
+        pytest.skip("needs >= 20 GB of free GPU memory")
+    x = torch.empty(1, 2100, 1024, 128, 8, device=DEV, dtype=torch.float16).permute(0, 4, 1, 2, 3)
+    x.uniform_(-1, 1)
+    w = torch.randn(8, 1, 3, 3, 3, device=DEV, dtype=torch.float16)
+    y = torch.ops.convx.depthwise_conv3d(x, w, None, [1, 1, 1], [1, 1, 1], [1, 1, 1])
+    assert y.numel() > 2**31 and y.is_contiguous(memory_format=torch.channels_last_3d)
+    tail = F.conv3d(F.pad(x[:, :, -3:].float(), (1, 1, 1, 1, 0, 1)), w.float(), groups=8)
+    torch.testing.assert_close(y[:, :, -2:].float(), tail, rtol=2e-3, atol=2e-3)
+    head = F.conv3d(F.pad(x[:, :, :3].float(), (1, 1, 1, 1, 1, 0)), w.float(), groups=8)
+    torch.testing.assert_close(y[:, :, :2].float(), head, rtol=2e-3, atol=2e-3)
+    del x, y
 
 
 def test_depthwise_depth3d_beyond_2_pow_31_elements():

@@ -7,7 +7,8 @@
 # build.log, gpu_tests.log, sanitizer.log, bench.log, gpu_depthwise.json (+ .png), gpu_dense.json.
 # Stages have time limits. Timed on the H100 (session 4): build 60-70 s on a fresh machine,
 # depthwise GPU tests 90 s, dense GPU tests 50 s (session 3), sanitizers 45 s, depthwise bench
-# 150 s, dense bench 120 s (session 3): about 9 minutes in all, near one 600 s call; the two halves
+# 150 s, dense bench 120 s (session 3): about 9 minutes in all, near one 600 s call (session 5:
+# memcheck 35 s, racecheck 37 s; session 6 adds the NDHWC depth-streaming cases to both); the two halves
 # (`gpu_check.sh tests`, `gpu_check.sh bench`) leave room for more;
 # a failing stage is reported and the next one still
 # runs; the exit status is non-zero when any stage failed.
@@ -49,16 +50,18 @@ stage dense "$OUT_DIR/gpu_tests.log" 240 python3 -m pytest python_tests/test_cud
 
 # The caching allocator would hide out-of-bounds accesses inside its blocks: turn it off here.
 # memcheck: the generic kernels (random configurations), every depthwise fast path in fp32 and
-# the session-5 kernels (whole-plane NCHW, 1-D rows, 16-bit channels-last, depth streaming);
+# the session-5/6 kernels (whole-plane NCHW, 1-D rows, 16-bit channels-last, depth streaming in
+# NCDHW and NDHWC: test_depthwise_depth3d's three placements, the 3-D fast paths in both layouts);
 # racecheck: the shared-memory tiles of the NC forward / data-grad, both one-pass weight-grads,
-# the 1-D rows (warp-synchronous shared memory) and the whole-plane kernel.
+# the 1-D rows (warp-synchronous shared memory), the whole-plane kernel and the NDHWC
+# depth-streaming weight-grad (cl_wgrad_depth3d: shared group sums, then sum_chunks).
 SAN="/usr/local/cuda/bin/compute-sanitizer --error-exitcode=99"
 PYTORCH_NO_CUDA_MEMORY_CACHING=1 stage memcheck "$OUT_DIR/sanitizer.log" 200 $SAN --tool memcheck \
   python3 -m pytest python_tests/test_cuda.py -q -x \
-  -k "(test_float64_matches_aten_cuda and (depthwise_conv2d or conv_transpose1d or conv3d_weight_grad)) or (test_depthwise_fast_paths and fp32 and (r2_k3x3 or r2_k4x4_s2 or r2_k7x7 or r2_k31 or r1_k4 or r1_k31 or r3_k3)) or (test_depthwise_nc_small_planes and aligned) or (test_depthwise_row1d and fp32) or (test_depthwise_cl16_fast_path) or (test_depthwise_depth3d and fp32 and not beyond)"
-stage racecheck "$OUT_DIR/sanitizer.log" 120 $SAN --tool racecheck \
+  -k "(test_float64_matches_aten_cuda and (depthwise_conv2d or conv_transpose1d or conv3d_weight_grad)) or (test_depthwise_fast_paths and fp32 and (r2_k3x3 or r2_k4x4_s2 or r2_k7x7 or r2_k31 or r1_k4 or r1_k31 or r3_k3 or r3_k5)) or (test_depthwise_nc_small_planes and aligned) or (test_depthwise_row1d and fp32) or (test_depthwise_cl16_fast_path) or (test_depthwise_depth3d and fp32 and not beyond)"
+stage racecheck "$OUT_DIR/sanitizer.log" 150 $SAN --tool racecheck \
   python3 -m pytest python_tests/test_cuda.py -q -x \
-  -k "(bitwise_repeatable and k3 and not k31) or (test_depthwise_fast_paths and fp32 and contiguous and (r2_k3x3_s1_m1_n2_c8 or r2_k4x4_s2_m1_n2_c4)) or (test_depthwise_row1d and fp32 and aligned) or (test_depthwise_nc_small_planes and fp32 and aligned and n3_c40)"
+  -k "(bitwise_repeatable and k3 and not k31) or (test_depthwise_fast_paths and fp32 and contiguous and (r2_k3x3_s1_m1_n2_c8 or r2_k4x4_s2_m1_n2_c4)) or (test_depthwise_row1d and fp32 and aligned) or (test_depthwise_nc_small_planes and fp32 and aligned and n3_c40) or (test_depthwise_depth3d and fp32 and ndhwc and not off1)"
 
 fi
 

@@ -1,4 +1,4 @@
-// The depthwise CUDA kernels' sources (nc_stream.cuh, nc_plane.cuh, nc_depth3d.cuh, row1d.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu, the plans of
+// The depthwise CUDA kernels' sources (nc_stream.cuh, nc_plane.cuh, nc_depth3d.cuh, cl_depth3d.cuh, row1d.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu (both weight-grads), the plans of
 // depthwise_conv.cu) run on the CPU through shim.h and compared with aten in float64, with
 // poisoned outputs and workspaces: the index arithmetic, tiles, phases, shared-memory layout,
 // barriers and fixed-order reductions of every specialisation, without a GPU. The launch glue
@@ -17,6 +17,7 @@
 #include "row1d.cuh"
 #include <string>
 #include "nc_depth3d.cuh"
+#include "cl_depth3d.cuh"
 namespace convx::cuda {
 namespace {
 constexpr int kThreads = 256;
@@ -196,6 +197,36 @@ bool cl16_dispatch(const Plan& P, F&& f) {
   f(cl_tile_name<3, 3, 1, 8>(), cl_run<T, T, 3, 3, 1, 8>);
   return true;
 }
+// cl_depth3d.cu's specialisations (channels-last depth streaming): f(tile, run) with one depth
+// segment per column (target 1) and with the most segments (a huge target); run returns false
+// when the launcher declines.
+static int cl3_taken = 0;
+template <typename T, int KD, int KH, int KW, int S>
+bool cl3_run(const T* in, const float* w, const T* bias, T* out, const Plan& P, int64_t target) {
+  constexpr int V = kClVec, R = cl_depth3d_strip<KD>();
+  ClDepth3d L{};
+  if (!cl_depth3d_items(L, P, KD, R, V, target)) return false;
+  launch(dim3{unsigned(ceil_div(L.items, kClDepthThreads))}, dim3{kClDepthThreads},
+         [&] { cl_depth3d<T, KD, KH, KW, S, V, R>(in, w, bias, out, P, L); });
+  ++cl3_taken;
+  return true;
+}
+template <typename T, typename F>
+bool cl3_dispatch(const Plan& P, F&& f) {
+  const int kd = P.k[0], kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
+#define C_(KD, KH, KW, S)                                                                                  \
+  if (kd == KD && kh == KH && kw == KW && s == S) {                                                        \
+    for (int64_t target : {int64_t(1), int64_t(1) << 40})                                                  \
+      f(std::string("cl3d " #KD "x" #KH "x" #KW "s" #S) + (target == 1 ? " seg1" : " segs"),               \
+        [target](const T* i, const float* w, const T* b, T* o, const Plan& Pl) {                           \
+          return cl3_run<T, KD, KH, KW, S>(i, w, b, o, Pl, target);                                        \
+        });                                                                                                \
+    return true;                                                                                           \
+  }
+  C_(3, 3, 3, 1) C_(3, 3, 3, 2) C_(3, 2, 2, 1) C_(5, 3, 3, 1) C_(5, 3, 3, 2) C_(5, 2, 2, 1)
+#undef C_
+  return false;
+}
 template <typename T, int KH, int KW, int S, int R>
 Tensor ncw_run(const T* x, const T* gy, const Plan& P) {
   constexpr int NV = KW;
@@ -302,7 +333,7 @@ Tensor clw_run(const T* x, const T* gy, const Plan& P, bool wide_index) {
   if (P.out_c % VW != 0) return Tensor();
   ClwTile L{};
   int64_t ctiles = 0, chunks = 0;
-  if (!choose_clw_tile(L, P, VW, R, (R - 1) * S + KW, ctiles, chunks)) return Tensor();
+  if (!choose_clw_tile(L, P, VW, R, (R - 1) * S + KW, 0, ctiles, chunks)) return Tensor();
   if (wide_index) L.i32 = false;  // the 64-bit item decomposition, which only huge shapes take
   const int64_t taps = int64_t(P.k[0]) * P.k[1] * KW, n = P.out_c * taps;
   Tensor part = at::full({chunks, n}, NAN, at::kFloat);
@@ -317,6 +348,41 @@ Tensor clw_run(const T* x, const T* gy, const Plan& P, bool wide_index) {
   launch(sgrid, sblock, [&] { sum_chunks<T>(pp, gp, chunks, n); });
   return gw;
 }
+// cl_wgrad.cu's run_depth3d<>: the depth-streaming partial kernel, then sum_chunks (poisoned
+// buffers); `segs` as many depth segments as the launcher allows (a huge target), else its own.
+template <typename T, int KD, int KH, int KW, int S>
+Tensor clw3_run(const T* x, const T* gy, const Plan& P, bool wide_index, int* segs) {
+  using Shape = Clw3Shape<T, KD, KH, KW>;
+  constexpr int VW = Shape::VW, R = Shape::R;
+  if (P.k[0] != KD || P.S[0] != 1 || P.out_c % VW != 0) return Tensor();
+  ClwTile L{};
+  int64_t ctiles = 0, chunks = 0;
+  if (!choose_clw_tile(L, P, VW, R, (R - 1) * S + KW, KD, ctiles, chunks)) return Tensor();
+  if (wide_index) L.i32 = false;
+  *segs = L.segs;
+  constexpr int64_t taps = KD * KH * KW;
+  const int64_t n = P.out_c * taps;
+  Tensor part = at::full({chunks, n}, NAN, at::kFloat);
+  float* pp = part.data_ptr<float>();
+  const unsigned threads = unsigned(ceil_div(int64_t(L.CT) * L.G, 32) * 32);
+  launch(dim3{unsigned(ctiles), unsigned(chunks)}, dim3{threads}, [&] { cl_wgrad_depth3d<T, KD, KH, KW, S, VW, R>(x, gy, pp, P, L); });
+  const auto dt = std::is_same_v<T, float> ? at::kFloat : at::kHalf;
+  Tensor gw = at::full({n}, NAN, dt);
+  T* gp = reinterpret_cast<T*>(gw.data_ptr());
+  dim3 sgrid, sblock;
+  sgrid.x = unsigned(ceil_div(n, kSumCols)), sblock.x = unsigned(kSumCols * kSumSlices);
+  launch(sgrid, sblock, [&] { sum_chunks<T>(pp, gp, chunks, n); });
+  return gw;
+}
+template <typename T>
+Tensor clw3_dispatch(const T* x, const T* gy, const Plan& P, bool wide_index, int* segs) {
+  const int kd = P.k[0], kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
+#define C_(KD, KH, KW, S) if (kd == KD && kh == KH && kw == KW && s == S) return clw3_run<T, KD, KH, KW, S>(x, gy, P, wide_index, segs);
+  C_(3, 3, 3, 1) C_(3, 3, 3, 2) C_(5, 3, 3, 1) C_(5, 3, 3, 2)
+#undef C_
+  return Tensor();
+}
+static int clw3_taken = 0;
 // The weight-grad as cl_wgrad.cu's launcher runs it for the shape (undefined: not taken).
 template <typename T>
 Tensor clw_dispatch(const T* x, const T* gy, const Plan& P, bool wide_index) {
@@ -512,12 +578,22 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
         if (run(xc.data_ptr<float>(), wt.data_ptr<float>(), b.data_ptr<float>(), oc.data_ptr<float>(), P))
           check(("fwd cl " + tile).c_str(), from_cl(oc), y, name);
       });
+      cl3_dispatch<float>(P, [&](const std::string& tile, auto run) {
+        Tensor oc = at::full(to_cl(y).sizes(), NAN);
+        if (run(xc.data_ptr<float>(), wt.data_ptr<float>(), b.data_ptr<float>(), oc.data_ptr<float>(), P))
+          check(("fwd " + tile).c_str(), from_cl(oc), y, name);
+      });
       if (C % 8 == 0) {  // 16-bit channels-last takes 16-byte aligned channel rows
         cl_dispatch<at::Half>(P, [&](const std::string& tile, auto run) {
           Tensor oc = at::full(to_cl(y).sizes(), NAN, at::kHalf);
           cl_out_numel = oc.numel();
           if (run(xch.data_ptr<at::Half>(), wt.data_ptr<float>(), bh.data_ptr<at::Half>(), oc.data_ptr<at::Half>(), P))
             check(("fwd16 cl " + tile).c_str(), from_cl(oc), yh, name, 2e-3);
+        });
+        cl3_dispatch<at::Half>(P, [&](const std::string& tile, auto run) {
+          Tensor oc = at::full(to_cl(y).sizes(), NAN, at::kHalf);
+          if (run(xch.data_ptr<at::Half>(), wt.data_ptr<float>(), bh.data_ptr<at::Half>(), oc.data_ptr<at::Half>(), P))
+            check(("fwd16 " + tile).c_str(), from_cl(oc), yh, name, 2e-3);
         });
         // the fast path: 16-bit weights, against float64 on the 16-bit filter
         Tensor wh = w.to(at::kHalf), wp16 = prep16(wh, P, Q);
@@ -562,6 +638,11 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
           if (run(gc.data_ptr<float>(), wt.data_ptr<float>(), nullptr, oc.data_ptr<float>(), P))
             check(("dgrad cl " + tile).c_str(), from_cl(oc), gx_ref, name);
         });
+        cl3_dispatch<float>(P, [&](const std::string& tile, auto run) {
+          Tensor oc = at::full(to_cl(x).sizes(), NAN);
+          if (run(gc.data_ptr<float>(), wt.data_ptr<float>(), nullptr, oc.data_ptr<float>(), P))
+            check(("dgrad " + tile).c_str(), from_cl(oc), gx_ref, name);
+        });
         if (C % 8 == 0) {  // half storage: against float64 on the same half-rounded gradient
           Tensor gh = gy.to(at::kHalf), gch = to_cl(gh);
           auto gr = at::convolution_backward(gh.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble), std::nullopt, s, p,
@@ -571,6 +652,11 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
             cl_out_numel = oc.numel();
             if (run(gch.data_ptr<at::Half>(), wt.data_ptr<float>(), nullptr, oc.data_ptr<at::Half>(), P))
               check(("dgrad16 cl " + tile).c_str(), from_cl(oc), std::get<0>(gr), name, 2e-3);
+          });
+          cl3_dispatch<at::Half>(P, [&](const std::string& tile, auto run) {
+            Tensor oc = at::full(to_cl(x).sizes(), NAN, at::kHalf);
+            if (run(gch.data_ptr<at::Half>(), wt.data_ptr<float>(), nullptr, oc.data_ptr<at::Half>(), P))
+              check(("dgrad16 " + tile).c_str(), from_cl(oc), std::get<0>(gr), name, 2e-3);
           });
           // the fast path: 16-bit weights, against float64 on the 16-bit filter
           Tensor wh = w.to(at::kHalf), wp16 = prep16(wh, P, Q);
@@ -630,6 +716,21 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
       const Tensor gw16_ref = std::get<1>(gr);
       const Tensor rc = clw_dispatch<at::Half>(xh.data_ptr<at::Half>(), gh.data_ptr<at::Half>(), P, false);
       if (rc.defined()) check("wgrad16 cl", rc.view(gw16_ref.sizes()), gw16_ref, name, 2e-3);
+      // depth-streaming channels-last weight-grad: fp32 (32- and 64-bit item split), half
+      for (bool wide : {false, true}) {
+        int segs = 0;
+        const Tensor r3 = clw3_dispatch<float>(xc.data_ptr<float>(), gc.data_ptr<float>(), P, wide, &segs);
+        if (!r3.defined()) continue;
+        ++clw3_taken;
+        const std::string tag = std::string(wide ? "wgrad cl d3 64" : "wgrad cl d3") + " segs" + std::to_string(segs);
+        check(tag.c_str(), r3.view(gw_ref.sizes()), gw_ref, name);
+      }
+      int segs = 0;
+      const Tensor r3h = clw3_dispatch<at::Half>(xh.data_ptr<at::Half>(), gh.data_ptr<at::Half>(), P, false, &segs);
+      if (r3h.defined()) {
+        ++clw3_taken;
+        check(("wgrad16 cl d3 segs" + std::to_string(segs)).c_str(), r3h.view(gw16_ref.sizes()), gw16_ref, name, 2e-3);
+      }
     }
   }
 }
@@ -816,6 +917,19 @@ int main() {
   run_case(3, 1, 3, 1, {3, 5, 7}, {5, 3, 3}, {1, 1, 1}, {3, 2, 0});
   run_case(3, 1, 2, 2, {10, 5, 8}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1});
   run_case(3, 1, 3, 1, {40, 4, 6}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1});
+  // channels-last depth streaming (cl_depth3d.cuh, cl_wgrad_depth3d): several channel tiles and
+  // groups, strips cut by the right edge, depth segments (batch 1, deep), spatial stride 2 (the
+  // data-grad's 2x2 sub-filters in 4 phases), no depth padding; cl_depth3d's lane groups of 8
+  // channel vectors x 4 strips with idle lanes past the row (C 32, 6 strips)
+  run_case(3, 2, 40, 1, {7, 6, 13}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1});
+  run_case(3, 1, 32, 1, {5, 4, 21}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1});
+  run_case(3, 1, 24, 1, {30, 5, 6}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1});
+  run_case(3, 1, 8, 1, {9, 7, 11}, {5, 3, 3}, {1, 2, 2}, {2, 1, 1});
+  run_case(3, 2, 8, 1, {6, 9, 10}, {3, 3, 3}, {1, 2, 2}, {0, 1, 1});
+  std::printf("cl_wgrad_depth3d launches checked: %d\n", clw3_taken);
+  if (clw3_taken == 0) ++failures;
+  std::printf("cl_depth3d launches checked: %d\n", cl3_taken);
+  if (cl3_taken == 0) ++failures;
   std::printf("failures: %d\n", failures);
   return failures != 0;
 }

@@ -76,8 +76,10 @@ struct ClwShape {
 struct ClwTile {
   int CT, G;              // channel lanes per block, pixel groups per block
   int strips;             // work items per output row: ceil(OW / R)
+  int segs, dl;           // cl_wgrad_depth3d: depth segments per column, output depths per segment
   bool i32;               // item and spatial indices fit in 32 bits
-  int64_t items, chunk;   // work items in all, per block (blockIdx.y)
+  int64_t items, chunk;   // work items in all, per block (blockIdx.y; cl_wgrad_depth3d deals
+                          // the items to the blocks in turn: there it only sizes the grid)
 };
 
 // Bits [lo, hi) of the SEG input columns iw0 .. iw0 + SEG - 1 that lie inside [0, IW).
@@ -142,6 +144,45 @@ __device__ __forceinline__ void load_acc(const T* p, bool ok, at::opmath_type<T>
 #endif
 }
 
+// Taps a block adds per shared-memory round (about 24 KB of scratch).
+template <int TAPS, int VW, typename acc_t>
+constexpr int reduce_taps() {
+  constexpr int tb = 24576 / int(kWgradThreads * VW * sizeof(acc_t));
+  return tb < 1 ? 1 : (tb > TAPS ? TAPS : tb);
+}
+
+// The block's G groups' tap sums acc (taps tap0 .. tap0 + ntaps - 1 of each channel), added in
+// group order through the shared scratch red, TB taps per round, written as the block's partial
+// part[blockIdx.y][channel][tap] (`taps` per channel). Called by every thread of the block.
+template <int TAPS, int VW, int TB, typename acc_t>
+__device__ __forceinline__ void block_groups_sum(const acc_t (&acc)[TAPS][VW], acc_t (&red)[TB][kWgradThreads * VW],
+                                                 acc_t* __restrict__ part, const ClwTile& L, int C, int64_t taps,
+                                                 int64_t tap0, int ntaps) {
+  const int t = threadIdx.x;
+#pragma unroll
+  for (int b = 0; b < TAPS; b += TB) {
+#pragma unroll
+    for (int i = 0; i < TB; ++i) {
+      if (b + i < TAPS) {
+#pragma unroll
+        for (int v = 0; v < VW; ++v) red[i][t * VW + v] = acc[b + i < TAPS ? b + i : 0][v];
+      }
+    }
+    __syncthreads();
+    const int per = L.CT * VW;  // values of one group and tap
+    for (int i = t; i < TB * per; i += blockDim.x) {
+      const int tb = i / per, e = i % per;
+      const int64_t c = static_cast<int64_t>(blockIdx.x) * per + e;
+      if (b + tb < ntaps && c < C) {
+        acc_t s = acc_t(0);
+        for (int w = 0; w < L.G; ++w) s += red[tb][w * per + e];
+        part[(static_cast<int64_t>(blockIdx.y) * C + c) * taps + tap0 + b + tb] = s;
+      }
+    }
+    __syncthreads();
+  }
+}
+
 // KH == 0: tall filters (31x31); one filter row per pass over the items (RH == 1; the inputs are
 // read once per filter row, from L2). KH > RH: ceil(KH / RH) passes of RH rows.
 template <typename T, int KH, int KW, int S, int VW, int R, int RH>
@@ -153,9 +194,7 @@ cl_wgrad_partial(const T* __restrict__ x, const T* __restrict__ gy, at::opmath_t
   constexpr int TAPS = RH * KW;          // tap sums per pass
   constexpr int SEG = (R - 1) * S + KW;  // input vectors per strip and filter row
   using mask_t = std::conditional_t<(SEG >= 32), uint64_t, uint32_t>;
-  // Taps reduced per shared-memory round (about 24 KB).
-  constexpr int TB0 = 24576 / int(kWgradThreads * VW * sizeof(acc_t));
-  constexpr int TB = TB0 < 1 ? 1 : (TB0 > TAPS ? TAPS : TB0);
+  constexpr int TB = reduce_taps<TAPS, VW, acc_t>();
   __shared__ acc_t red[TB][kWgradThreads * VW];
   const int t = threadIdx.x, lane = t % L.CT, grp = t / L.CT;
   const int kh_n = KH > 0 ? KH : P.k[1];
@@ -228,33 +267,133 @@ cl_wgrad_partial(const T* __restrict__ x, const T* __restrict__ gy, at::opmath_t
           }
         }
       }
-      // The groups' sums, added in group order, TB taps per round.
-      const int64_t tap0 = (int64_t(kd) * kh_n + kb) * KW;
-      const int ntaps = nrows * KW;
+      block_groups_sum<TAPS, VW, TB>(acc, red, part, L, C, taps, (int64_t(kd) * kh_n + kb) * KW, nrows * KW);
+    }
+  }
+}
+
+// The tile of the depth-streaming kernel: VW channels (KD*KH*KW*VW <= 64 tap sums) and strips
+// of R outputs, the KD x R x VW grad_output values of the window next to the sums.
+template <typename T, int KD, int KH, int KW>
+struct Clw3Shape {
+  static constexpr int VW = KD * KH * KW * 2 <= 64 ? 2 : 1;
+  static constexpr int R = 4;
+};
+
+// Depth-streaming weight-grad of KD x KH x KW filters at depth stride 1 (X3D, NDHWC). Work item:
+// a column of output depths (one depth segment) of a strip of R outputs of one output row of one
+// sample; a thread owns VW channels and keeps all KD*KH*KW tap sums in registers. It walks the
+// input planes of its column once, keeping the grad_output vectors of the KD output planes an
+// input plane meets (g[j]: output depth id + pd - (KD - 1) + j, which meets input plane id with
+// filter depth KD - 1 - j; a register window moved one plane per step), loads the plane's KH
+// input row segments once and applies each input vector to every tap it meets. So x and dy are
+// read once per column (the segment's first KD - 1 input planes again per segment), where
+// cl_wgrad_partial reads them once per filter depth. Block layout, item split and the ordered
+// sums are cl_wgrad_partial's; items are (strip, row, segment, sample), strip fastest, but dealt
+// to the blocks in turn (group g of block b takes items (k * chunks + b) * G + g, k = 0, 1, ...):
+// the items in flight at one time are consecutive, so the neighbouring rows and strips that read
+// the same input rows walk the depth together and meet them in L2. (In contiguous chunks, as
+// cl_wgrad_partial has them, a row's neighbours would be read a whole column walk later, hundreds
+// of MB of traffic apart: x would come from DRAM about KH times.)
+template <typename T, int KD, int KH, int KW, int S, int VW, int R>
+__global__ void __launch_bounds__(kWgradThreads, kWgradBlocksPerSm)
+cl_wgrad_depth3d(const T* __restrict__ x, const T* __restrict__ gy, at::opmath_type<T>* __restrict__ part,
+                 const Plan P, const ClwTile L) {
+  using acc_t = at::opmath_type<T>;
+  constexpr int TAPS = KD * KH * KW;
+  constexpr int SEG = (R - 1) * S + KW;  // input vectors per strip and input row
+  static_assert(SEG < 32 && KH < 32, "column / row masks");
+  constexpr int TB = reduce_taps<TAPS, VW, acc_t>();
+  __shared__ acc_t red[TB][kWgradThreads * VW];
+  const int t = threadIdx.x, lane = t % L.CT, grp = t / L.CT;
+  const int C = static_cast<int>(P.out_c);  // the host checked that SEG * C fits in 32 bits
+  const int64_t c0 = (static_cast<int64_t>(blockIdx.x) * L.CT + lane) * VW;
+  const bool active = grp < L.G && c0 < C;
+  const int64_t step = static_cast<int64_t>(gridDim.y) * L.G;
+  const int OW = static_cast<int>(P.q[2]), OH = static_cast<int>(P.q[1]), OD = static_cast<int>(P.q[0]);
+  const int IW = static_cast<int>(P.in[2]), IH = static_cast<int>(P.in[1]), ID = static_cast<int>(P.in[0]);
+  const int pd = P.pad[0][0];
+  const int64_t row_stride = int64_t(IW) * C;
+  const int64_t x_plane = int64_t(IH) * row_stride, g_plane = int64_t(OH) * OW * C;
+  acc_t acc[TAPS][VW];
 #pragma unroll
-      for (int b = 0; b < TAPS; b += TB) {
+  for (int i = 0; i < TAPS; ++i) {
 #pragma unroll
-        for (int i = 0; i < TB; ++i) {
-          if (b + i < TAPS) {
+    for (int v = 0; v < VW; ++v) acc[i][v] = acc_t(0);
+  }
+  if (active) {
+    for (int64_t it = static_cast<int64_t>(blockIdx.y) * L.G + grp; it < L.items; it += step) {
+      // item -> (n, segment, oh, strip); 32-bit divisions when the host proved they fit
+      int ws, oh, seg;
+      int64_t n;
+      if (L.i32) {
+        uint32_t u = static_cast<uint32_t>(it);
+        ws = static_cast<int>(u % uint32_t(L.strips)), u /= uint32_t(L.strips);
+        oh = static_cast<int>(u % uint32_t(OH)), u /= uint32_t(OH);
+        seg = static_cast<int>(u % uint32_t(L.segs)), n = u / uint32_t(L.segs);
+      } else {
+        int64_t u = it;
+        ws = static_cast<int>(u % L.strips), u /= L.strips;
+        oh = static_cast<int>(u % OH), u /= OH;
+        seg = static_cast<int>(u % L.segs), n = u / L.segs;
+      }
+      const int qd0 = seg * L.dl, qd1 = qd0 + L.dl < OD ? qd0 + L.dl : OD;
+      const int ow0 = ws * R;
+      const int gn = OW - ow0;  // outputs of the strip inside the row (>= 1)
+      const int iw0 = ow0 * S - P.pad[2][0], ih0 = oh * S - P.pad[1][0];
+      const uint32_t cols = column_mask<SEG, uint32_t>(iw0, IW), rows = column_mask<KH, uint32_t>(ih0, IH);
+      // Output depth qd0 and input depth qd0 - pd (maybe outside the tensor: only pointed at),
+      // stepped one plane per input plane: gp is always output depth id + pd.
+      const T* gp = gy + (((n * OD + qd0) * OH + oh) * int64_t(OW) + ow0) * C + c0;
+      const T* xp = x + (((n * ID + (qd0 - pd)) * IH + ih0) * int64_t(IW) + iw0) * C + c0;
+      acc_t g[KD][R][VW];
 #pragma unroll
-            for (int v = 0; v < VW; ++v) red[i][t * VW + v] = acc[b + i < TAPS ? b + i : 0][v];
+      for (int j = 0; j < KD; ++j) {
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+#pragma unroll
+          for (int v = 0; v < VW; ++v) g[j][r][v] = acc_t(0);
+        }
+      }
+      for (int id = qd0 - pd; id < qd1 - pd + KD - 1; ++id, gp += g_plane, xp += x_plane) {
+#pragma unroll
+        for (int j = 0; j + 1 < KD; ++j) {
+#pragma unroll
+          for (int r = 0; r < R; ++r) {
+#pragma unroll
+            for (int v = 0; v < VW; ++v) g[j][r][v] = g[j + 1][r][v];
           }
         }
-        __syncthreads();
-        const int per = L.CT * VW;  // values of one group and tap
-        for (int i = t; i < TB * per; i += blockDim.x) {
-          const int tb = i / per, e = i % per;
-          const int64_t c = static_cast<int64_t>(blockIdx.x) * per + e;
-          if (b + tb < ntaps && c < C) {
-            acc_t s = acc_t(0);
-            for (int w = 0; w < L.G; ++w) s += red[tb][w * per + e];
-            part[(static_cast<int64_t>(blockIdx.y) * C + c) * taps + tap0 + b + tb] = s;
+        const bool g_ok = id + pd < qd1;
+        const T* gq = held(gp);
+#pragma unroll
+        for (int r = 0; r < R; ++r) load_acc<T, VW>(gq + r * C, g_ok && r < gn, g[KD - 1][r]);
+        if (id < 0 || id >= ID) continue;
+#pragma unroll
+        for (int kh = 0; kh < KH; ++kh) {
+          if (!((rows >> kh) & 1u)) continue;
+          const T* xq = held(xp + kh * row_stride);
+#pragma unroll
+          for (int j = 0; j < SEG; ++j, xq = held(xq + C)) {
+            acc_t xf[VW];
+            load_acc<T, VW>(xq, (cols >> j) & 1u, xf);
+#pragma unroll
+            for (int kw = 0; kw < KW; ++kw) {
+              // input column j meets tap kw at strip position (j - kw) / S
+              if (j >= kw && (j - kw) % S == 0 && (j - kw) / S < R) {
+#pragma unroll
+                for (int kd = 0; kd < KD; ++kd) {
+#pragma unroll
+                  for (int v = 0; v < VW; ++v) acc[(kd * KH + kh) * KW + kw][v] += g[KD - 1 - kd][(j - kw) / S][v] * xf[v];
+                }
+              }
+            }
           }
         }
-        __syncthreads();
       }
     }
   }
+  block_groups_sum<TAPS, VW, TB>(acc, red, part, L, C, TAPS, 0, TAPS);
 }
 
 // gw[i] = sum over the chunks of part[chunk][i], in a fixed order: a block of 256 threads takes
@@ -285,8 +424,11 @@ sum_chunks(const at::opmath_type<T>* __restrict__ part, T* __restrict__ gw, int6
 }
 
 // The block shape and the split of the items, from the shapes alone (one wave of blocks:
-// kWgradWave). false: a size is too large.
-inline bool choose_clw_tile(ClwTile& L, const Plan& P, int VW, int R, int SEG, int64_t& ctiles, int64_t& chunks) {
+// kWgradWave). KD > 0: cl_wgrad_depth3d's items (columns of output depths, cut into depth
+// segments only when there are too few for every group to take at least 4). false: a size is
+// too large.
+inline bool choose_clw_tile(ClwTile& L, const Plan& P, int VW, int R, int SEG, int KD, int64_t& ctiles,
+                            int64_t& chunks) {
   constexpr int64_t kSpatialMax = std::numeric_limits<int>::max() / 8;
   for (int d = 0; d < 3; ++d) {
     if (P.in[d] > kSpatialMax || P.q[d] > kSpatialMax) return false;
@@ -308,9 +450,20 @@ inline bool choose_clw_tile(ClwTile& L, const Plan& P, int VW, int R, int SEG, i
   L.CT = static_cast<int>(ceil_div(lanes, ctn));
   L.G = kWgradThreads / L.CT;
   L.strips = static_cast<int>(ceil_div(P.q[2], R));
-  L.items = P.N * P.q[0] * P.q[1] * L.strips;
-  L.i32 = L.items <= std::numeric_limits<int32_t>::max();
   ctiles = ctn;
+  const int64_t columns = P.N * P.q[1] * L.strips;
+  if (KD > 0) {
+    int64_t segs = 1, dl = 1;
+    depth_segments(P.q[0], KD, columns, 4 * L.G * ceil_div(kWgradWave, ctiles), segs, dl);
+    L.segs = static_cast<int>(segs);
+    L.dl = static_cast<int>(dl);
+    L.items = columns * segs;
+  } else {
+    L.segs = 1;
+    L.dl = 1;
+    L.items = columns * P.q[0];
+  }
+  L.i32 = L.items <= std::numeric_limits<int32_t>::max();
   // One wave in all, each block at least 2 items per group (4 left MobileNetV2's 7x7
   // layer, 448 items, with 112 blocks for 132 SMs).
   chunks = std::clamp<int64_t>(ceil_div(kWgradWave, ctiles), 1, std::max<int64_t>(1, L.items / (2 * L.G)));
@@ -332,7 +485,7 @@ bool run(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& li
   }
   ClwTile L{};
   int64_t ctiles = 0, chunks = 0;
-  if (!choose_clw_tile(L, P, VW, R, (R - 1) * S + KW, ctiles, chunks)) return false;
+  if (!choose_clw_tile(L, P, VW, R, (R - 1) * S + KW, 0, ctiles, chunks)) return false;
   const int64_t taps = int64_t(P.k[0]) * P.k[1] * KW, n = P.out_c * taps;
   const at::Tensor part = at::empty({chunks, n}, like.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
   const unsigned threads = static_cast<unsigned>(ceil_div(int64_t(L.CT) * L.G, 32) * 32);
@@ -345,7 +498,51 @@ bool run(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& li
   return true;
 }
 
+template <typename T, int KD, int KH, int KW, int S>
+bool run_depth3d(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
+  using acc_t = at::opmath_type<T>;
+  using Shape = Clw3Shape<T, KD, KH, KW>;
+  constexpr int VW = Shape::VW, R = Shape::R;
+  if (P.k[0] != KD || P.S[0] != 1 || P.out_c % VW != 0 || reinterpret_cast<uintptr_t>(x) % (sizeof(T) * VW) != 0 ||
+      reinterpret_cast<uintptr_t>(gy) % (sizeof(T) * VW) != 0) {
+    return false;
+  }
+  ClwTile L{};
+  int64_t ctiles = 0, chunks = 0;
+  if (!choose_clw_tile(L, P, VW, R, (R - 1) * S + KW, KD, ctiles, chunks)) return false;
+  constexpr int64_t taps = KD * KH * KW;
+  const int64_t n = P.out_c * taps;
+  const at::Tensor part = at::empty({chunks, n}, like.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
+  const unsigned threads = static_cast<unsigned>(ceil_div(int64_t(L.CT) * L.G, 32) * 32);
+  cl_wgrad_depth3d<T, KD, KH, KW, S, VW, R><<<dim3(static_cast<unsigned>(ctiles), static_cast<unsigned>(chunks)),
+                                              threads, 0, stream>>>(x, gy, part.mutable_data_ptr<acc_t>(), P, L);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  sum_chunks<T><<<static_cast<unsigned>(std::clamp<int64_t>(ceil_div(n, kSumCols), 1, 1 << 30)), kWgradThreads, 0,
+                  stream>>>(part.const_data_ptr<acc_t>(), gw, chunks, n);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return true;
+}
+
 }  // namespace
+
+template <typename T>
+bool launch_cl_wgrad_depth3d(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like,
+                             cudaStream_t stream) {
+  if constexpr (std::is_same_v<T, double>) {
+    return false;  // float64 is for correctness only: the generic kernel
+  } else {
+    if (P.in_div != 1) return false;
+    const int kd = P.k[0], kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
+#define CONVX_CASE(KD, KH, KW, S) \
+  if (kd == KD && kh == KH && kw == KW && s == S) return run_depth3d<T, KD, KH, KW, S>(x, gy, gw, P, like, stream);
+    CONVX_CASE(3, 3, 3, 1)
+    CONVX_CASE(3, 3, 3, 2)
+    CONVX_CASE(5, 3, 3, 1)
+    CONVX_CASE(5, 3, 3, 2)
+#undef CONVX_CASE
+    return false;
+  }
+}
 
 template <typename T>
 bool launch_cl_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like,
@@ -374,6 +571,10 @@ bool launch_cl_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::Te
   }
 }
 
+template bool launch_cl_wgrad_depth3d<float>(const float*, const float*, float*, const Plan&, const at::TensorBase&, cudaStream_t);
+template bool launch_cl_wgrad_depth3d<double>(const double*, const double*, double*, const Plan&, const at::TensorBase&, cudaStream_t);
+template bool launch_cl_wgrad_depth3d<c10::Half>(const c10::Half*, const c10::Half*, c10::Half*, const Plan&, const at::TensorBase&, cudaStream_t);
+template bool launch_cl_wgrad_depth3d<c10::BFloat16>(const c10::BFloat16*, const c10::BFloat16*, c10::BFloat16*, const Plan&, const at::TensorBase&, cudaStream_t);
 template bool launch_cl_wgrad<float>(const float*, const float*, float*, const Plan&, const at::TensorBase&, cudaStream_t);
 template bool launch_cl_wgrad<double>(const double*, const double*, double*, const Plan&, const at::TensorBase&, cudaStream_t);
 template bool launch_cl_wgrad<c10::Half>(const c10::Half*, const c10::Half*, c10::Half*, const Plan&, const at::TensorBase&, cudaStream_t);

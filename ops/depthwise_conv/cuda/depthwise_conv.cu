@@ -500,7 +500,7 @@ bool launch_tiled(const Tensor& in, const Tensor& weight, const Tensor& bias, co
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     wq = wp.const_data_ptr<acc_t>();
   }
-  if (cl) return launch_cl_gather<T>(ip, wq, bp, op, P, stream);
+  if (cl) return launch_cl_depth3d<T>(ip, wq, bp, op, P, stream) || launch_cl_gather<T>(ip, wq, bp, op, P, stream);
   return launch_row1d<T>(ip, wq, bp, op, P, stream) || launch_nc_depth3d<T>(ip, wq, bp, op, P, stream) ||
          launch_nc_plane<T>(ip, wq, bp, op, P, stream) || launch_nc_stream<T>(ip, wq, bp, op, P, stream) ||
          launch_nc_gather<T>(ip, wq, bp, op, P, stream);
@@ -610,7 +610,8 @@ void depthwise_weight_grad(const ConvArgs& a, const Tensor& input, const Tensor&
       const scalar_t* xp = x.const_data_ptr<scalar_t>();
       const scalar_t* gp = gy.const_data_ptr<scalar_t>();
       scalar_t* wp = gw.mutable_data_ptr<scalar_t>();
-      done = (!cl && launch_nc_wgrad_depth3d<scalar_t>(xp, gp, wp, P, x, stream)) || launch(xp, gp, wp, P, x, stream);
+      auto launch3d = cl ? launch_cl_wgrad_depth3d<scalar_t> : launch_nc_wgrad_depth3d<scalar_t>;
+      done = launch3d(xp, gp, wp, P, x, stream) || launch(xp, gp, wp, P, x, stream);
     });
     if (done) {
       if (!direct) grad_weight.copy_(gw.view(grad_weight.sizes()));

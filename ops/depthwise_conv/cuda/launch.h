@@ -51,6 +51,12 @@ template <typename T>
 bool launch_cl_gather(const T* in, const at::opmath_type<T>* w, const T* bias, T* out,
                       const Plan& P, cudaStream_t stream);
 
+// Channels-last (NDHWC) forward / data-grad streaming along depth (cl_depth3d.cuh): the plans of
+// launch_nc_depth3d with channels a multiple of 4; false otherwise (then launch_cl_gather).
+template <typename T>
+bool launch_cl_depth3d(const T* in, const at::opmath_type<T>* w, const T* bias, T* out, const Plan& P,
+                       cudaStream_t stream);
+
 // Whether launch_cl_gather16 takes the plan of a 16-bit problem (cl16_specialised: 3x3 at
 // stride 1); the caller then prepares 16-bit weights.
 bool cl_fast_takes(const Plan& P);
@@ -80,5 +86,11 @@ bool launch_nc_wgrad_depth3d(const T* x, const T* gy, T* gw, const Plan& P, cons
 template <typename T>
 bool launch_cl_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like,
                      cudaStream_t stream);
+
+// Channels-last weight-grad of KD x 3 x 3 filters (KD 3 or 5) at depth stride 1, streaming along
+// depth (cl_wgrad.cu: x and dy read once, not once per filter depth); false otherwise.
+template <typename T>
+bool launch_cl_wgrad_depth3d(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like,
+                             cudaStream_t stream);
 
 }  // namespace convx::cuda

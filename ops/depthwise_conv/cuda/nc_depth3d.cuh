@@ -17,8 +17,11 @@
 //    a fixed chunk of (sample, depth segment) columns) sum in fixed order like nc_wgrad_stream;
 //    sum_slots (wgrad_sum.cuh) adds the chunks in order: bitwise repeatable.
 // A column may be cut into depth segments (more threads for small batches); a segment re-reads
-// the KD - 1 input planes at its start. 16-bit rows use nc_stream's 16-byte loads at any
-// alignment (load_row_vec), fp32 rows scalar loads with column masks made once per thread.
+// the KD - 1 input planes at its start. Rows are read one element at a time under column masks
+// made once per thread, in every dtype: for 16-bit rows nc_stream's 16-byte loads with their
+// shift-and-select network cost more instructions than they save here (bf16 5x3x3 forward: 858
+// -> 478 instructions per input plane for 180 FMAs; H100, session 6: 1.494 -> 0.743 ms forward,
+// 2.982 -> 1.837 ms backward, bench/results/h100/session6/x3d_scalar_ab.log).
 // Pointer offsets are 64-bit; the item split and in-row offsets 32-bit (checked on the host).
 #pragma once
 
@@ -52,16 +55,6 @@ template <typename T, int S>
 constexpr int wgrad3d_strip() { return sizeof(T) == 2 && S == 1 ? 8 : 4; }
 template <typename T, int KD, int S>
 constexpr int wgrad3d_band() { return KD > 3 ? 1 : (sizeof(T) == 4 && S == 1 ? 4 : 2); }
-
-// One (sample, channel)'s columns of output depths cut into `segs` segments of `dl` planes: the
-// fewest segments that give `target` work items, each at least 2*KD planes deep while the depth
-// allows (the KD - 1 re-read planes per segment stay a small share).
-inline void depth_segments(int64_t QD, int KD, int64_t per_segment, int64_t target, int64_t& segs, int64_t& dl) {
-  segs = std::clamp<int64_t>(ceil_div(target, std::max<int64_t>(per_segment, 1)), 1,
-                             std::max<int64_t>(1, QD / (2 * KD)));
-  dl = ceil_div(QD, segs);
-  segs = ceil_div(QD, dl);
-}
 
 // nc_depth3d's item space: items = N * out_c * segs * bands * strips * phases, phase fastest.
 struct NcDepth3d {
@@ -100,7 +93,6 @@ __global__ void __launch_bounds__(kDepthThreads, 2)
 nc_depth3d(const T* __restrict__ in, const at::opmath_type<T>* __restrict__ w, const T* __restrict__ bias,
            T* __restrict__ out, const Plan P, const NcDepth3d L) {
   using acc_t = at::opmath_type<T>;
-  constexpr bool kVec = sizeof(T) == 2;
   constexpr int NX = (R - 1) * S + KW;  // input columns of a strip
   constexpr int NR = (TH - 1) * S + KH;  // input rows of a band
   static_assert(NX <= 32 && NR <= 32, "column / row masks");
@@ -196,12 +188,8 @@ nc_depth3d(const T* __restrict__ in, const at::opmath_type<T>* __restrict__ w, c
       for (int r = 0; r < NR; ++r, row += IW) {
         const bool row_ok = (rows >> r) & 1u;
         acc_t xv[NX];
-        if constexpr (kVec) {
-          load_row_vec<T, NX>(row, ix0, IW, row_ok, xv);
-        } else {
 #pragma unroll
-          for (int c = 0; c < NX; ++c) xv[c] = row_ok && ((cols >> c) & 1u) ? static_cast<acc_t>(row[ix0 + c]) : acc_t(0);
-        }
+        for (int c = 0; c < NX; ++c) xv[c] = row_ok && ((cols >> c) & 1u) ? static_cast<acc_t>(row[ix0 + c]) : acc_t(0);
         // Output row b uses this input row as its filter row r - b*S.
 #pragma unroll
         for (int b = 0; b < TH; ++b) {
@@ -284,7 +272,6 @@ __global__ void __launch_bounds__(kWgradThreads, 2)
 nc_wgrad_depth3d(const T* __restrict__ x, const T* __restrict__ gy, at::opmath_type<T>* __restrict__ part,
                  const Plan P, const NcWgrad3d L) {
   using acc_t = at::opmath_type<T>;
-  constexpr bool kVec = sizeof(T) == 2;
   constexpr int NV = KD * KH * KW, NX = (R - 1) * S + KW, NR = (TH - 1) * S + KH;
   static_assert(NX <= 32 && NR <= 32 && R <= 32, "micro-tile masks");
   __shared__ acc_t red[(kWgradThreads / 32) * NV];
@@ -350,13 +337,9 @@ nc_wgrad_depth3d(const T* __restrict__ x, const T* __restrict__ gy, at::opmath_t
 #pragma unroll
           for (int tt = 0; tt < TH; ++tt, grow += QW) {
             const bool ok = od < qd1 && ((grows >> tt) & 1u);
-            if constexpr (kVec) {
-              load_row_vec<T, R>(grow, qx0, QW, ok, g[KD - 1][tt]);
-            } else {
 #pragma unroll
-              for (int r = 0; r < R; ++r) {
-                g[KD - 1][tt][r] = ok && ((gcols >> r) & 1u) ? static_cast<acc_t>(grow[qx0 + r]) : acc_t(0);
-              }
+            for (int r = 0; r < R; ++r) {
+              g[KD - 1][tt][r] = ok && ((gcols >> r) & 1u) ? static_cast<acc_t>(grow[qx0 + r]) : acc_t(0);
             }
           }
           if (id < 0 || id >= ID) continue;
@@ -365,13 +348,9 @@ nc_wgrad_depth3d(const T* __restrict__ x, const T* __restrict__ gy, at::opmath_t
           for (int j = 0; j < NR; ++j, row += IW) {
             const bool row_ok = (xrows >> j) & 1u;
             acc_t xv[NX];
-            if constexpr (kVec) {
-              load_row_vec<T, NX>(row, ix0, IW, row_ok, xv);
-            } else {
 #pragma unroll
-              for (int c = 0; c < NX; ++c) {
-                xv[c] = row_ok && ((xcols >> c) & 1u) ? static_cast<acc_t>(row[ix0 + c]) : acc_t(0);
-              }
+            for (int c = 0; c < NX; ++c) {
+              xv[c] = row_ok && ((xcols >> c) & 1u) ? static_cast<acc_t>(row[ix0 + c]) : acc_t(0);
             }
             // Input row j meets filter row kh = j - tt*S of output row tt.
 #pragma unroll

@@ -12,6 +12,7 @@
 // co * J + j (forward: in_div = m, J = 1; data-grad: in_div = 1, J = m).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 namespace convx::cuda {
@@ -32,5 +33,16 @@ struct Plan {
 
 // Exact integer ceiling for non-negative a, positive b.
 __host__ __device__ inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The depth-streaming kernels' columns of output depths (NCDHW: one sample and channel;
+// channels-last: one sample, row and strip) cut into `segs` segments of `dl` planes: the fewest
+// segments that give `target` work items, each at least 2*KD planes deep while the depth allows
+// (the KD - 1 re-read planes per segment stay a small share).
+inline void depth_segments(int64_t QD, int KD, int64_t per_segment, int64_t target, int64_t& segs, int64_t& dl) {
+  segs = std::clamp<int64_t>(ceil_div(target, std::max<int64_t>(per_segment, 1)), 1,
+                             std::max<int64_t>(1, QD / (2 * KD)));
+  dl = ceil_div(QD, segs);
+  segs = ceil_div(QD, dl);
+}
 
 }  // namespace convx::cuda
