@@ -12,6 +12,11 @@ using at::Tensor;
 bool packed_gemm_available();
 // b: a float [K, N] matrix -> the packed form packed_gemm reads.
 Tensor pack_gemm_b(const Tensor& b);
+// dst[j * ldd + i] = src[i * lds + j] for i < rows, j < cols: a strided transpose, 16 x 16
+// tiles in AVX-512 registers where packed_gemm_available() (else one element at a time). The
+// layout changes around the kernels: NCHW <-> channels-last operands, weight packing.
+void transpose_matrix(const float* src, int64_t lds, float* dst, int64_t ldd, int64_t rows,
+                      int64_t cols);
 // Rows i < M: c[i][0:N] = start + sum over k < kc of a[i][k] * B[k0 + k][0:N], where start is
 // c[i] itself (accumulate), init[0:N] or zero. bp = pack_gemm_b(B) (B: [K, N]); a[i] points at
 // element k0 of A's row i.
