@@ -122,21 +122,24 @@ void direct_forward(const Geometry& g, const Tensor& input, const Tensor& weight
   if (bias.has_value() && bias->defined()) b = bias->to(at::kFloat).contiguous();
   const std::vector<float> zeros(Ci, 0.f);
   const int64_t Lin = g.input_numel(), Lout = g.output_numel();
-  const int64_t group = group_samples(!(x_cl && y_cl), g.batch, std::max(Ci * Lin, Co * Lout));
-  std::vector<float> x_stage(x_cl ? 0 : group * Ci * Lin), y_stage(y_cl ? 0 : group * Co * Lout);
+  // Only the input is staged: an NCHW output is transposed out of each block's rows by the
+  // task that computed them, while they are in cache.
+  const int64_t group = group_samples(!x_cl, g.batch, Ci * Lin);
+  std::vector<float> x_stage(x_cl ? 0 : group * Ci * Lin);
+  float* yp = output.mutable_data_ptr<float>();
   const auto& [OD, OH, OW] = g.output;
   const auto& [KD, KH, KW] = g.kernel;
   const int64_t threads = at::get_num_threads();
   for (int64_t b0 = 0; b0 < g.batch; b0 += group) {
     const int64_t ns = std::min(group, g.batch - b0), M = ns * Lout;
     const float* xp = channels_last_samples(x, b0, ns, x_stage.data());
-    float* yp = y_cl ? output.mutable_data_ptr<float>() + b0 * Lout * Co : y_stage.data();
     // Blocks of at most 192 rows, as many as a multiple of the threads: equal shares.
     int64_t blocks = (M + kImplicitRows - 1) / kImplicitRows;
     blocks = (blocks + threads - 1) / threads * threads;
     const int64_t rows = (M + blocks - 1) / blocks;
     at::parallel_for(0, blocks, 1, [&](int64_t begin, int64_t end) {
       int64_t pos[kImplicitRows][4];  // (sample in the group, od, oh, ow) of each row
+      std::vector<float> rows_nchw(y_cl ? 0 : kImplicitRows * Co);
       for (int64_t blk = begin; blk < end; ++blk) {
         const int64_t m0 = blk * rows, n = std::min(rows, M - m0);
         if (n <= 0) continue;
@@ -150,7 +153,7 @@ void direct_forward(const Geometry& g, const Tensor& input, const Tensor& weight
         implicit_gemm_block(
             n, taps, Ci, Co, packed.const_data_ptr<float>(),
             b.defined() ? b.const_data_ptr<float>() : nullptr, zeros.data(),
-            [&](int64_t i) { return yp + (m0 + i) * Co; },
+            [&](int64_t i) { return y_cl ? yp + (b0 * Lout + m0 + i) * Co : &rows_nchw[i * Co]; },
             [&](int64_t i, int64_t t) -> const float* {
               const int64_t k[3] = {t / (KH * KW), t / KW % KH, t % KW};
               int64_t idx = pos[i][0];
@@ -161,12 +164,14 @@ void direct_forward(const Geometry& g, const Tensor& input, const Tensor& weight
               }
               return xp + idx * Ci;
             });
+        for (int64_t m = m0; !y_cl && m < m0 + n;) {  // [pixels][C_out] -> [C_out][pixels]
+          const int64_t s = m / Lout, len = std::min(m0 + n, (s + 1) * Lout) - m;
+          transpose_matrix(&rows_nchw[(m - m0) * Co], Co, yp + (b0 + s) * Co * Lout + m % Lout,
+                           Lout, len, Co);
+          m += len;
+        }
       }
     });
-    if (!y_cl) {
-      transpose_planes(y_stage.data(), output.mutable_data_ptr<float>() + b0 * Co * Lout, ns,
-                       Lout, Co);
-    }
   }
 }
 
