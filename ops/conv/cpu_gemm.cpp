@@ -39,10 +39,12 @@ __mmask16 column_mask(int64_t n) {
   return n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
 }
 
-// C rows c[r][0:32] (masked by m0 / m1) = start + sum over k < kc of a[r][k] * bp[k][0:32],
-// where start is c[r] itself (accumulate), init[0:32] or zero.
+// C rows c[r][0:32] (masked by m0 / m1) = start + sum over segments s < segs of sum over
+// k < kc[s] of a[s * lda + r][k] * bp[k][0:32] (bp running on across the segments), where start
+// is c[r] itself (accumulate), init[0:32] or zero.
 template <int MR>
-__attribute__((target("avx512f,fma"))) void micro(int64_t kc, const float* const* a,
+__attribute__((target("avx512f,fma"))) void micro(int64_t segs, const int64_t* kc,
+                                                  const float* const* a, int64_t lda,
                                                   const float* bp, float* const* c, int64_t col,
                                                   __mmask16 m0, __mmask16 m1, const float* init,
                                                   bool accumulate) {
@@ -54,18 +56,22 @@ __attribute__((target("avx512f,fma"))) void micro(int64_t kc, const float* const
     c0[r] = accumulate ? _mm512_maskz_loadu_ps(m0, c[r] + col) : i0;
     c1[r] = accumulate ? _mm512_maskz_loadu_ps(m1, c[r] + col + 16) : i1;
   }
-  const float* ar[MR];
+  for (int64_t s = 0; s < segs; ++s) {
+    const float* ar[MR];
 #pragma GCC unroll 12
-  for (int r = 0; r < MR; ++r) ar[r] = a[r];
-  for (int64_t k = 0; k < kc; ++k) {
-    const __m512 b0 = _mm512_loadu_ps(bp + k * kNR);
-    const __m512 b1 = _mm512_loadu_ps(bp + k * kNR + 16);
+    for (int r = 0; r < MR; ++r) ar[r] = a[s * lda + r];
+    const int64_t n = kc[s];
+    for (int64_t k = 0; k < n; ++k) {
+      const __m512 b0 = _mm512_loadu_ps(bp + k * kNR);
+      const __m512 b1 = _mm512_loadu_ps(bp + k * kNR + 16);
 #pragma GCC unroll 12
-    for (int r = 0; r < MR; ++r) {
-      const __m512 v = _mm512_set1_ps(ar[r][k]);
-      c0[r] = _mm512_fmadd_ps(v, b0, c0[r]);
-      c1[r] = _mm512_fmadd_ps(v, b1, c1[r]);
+      for (int r = 0; r < MR; ++r) {
+        const __m512 v = _mm512_set1_ps(ar[r][k]);
+        c0[r] = _mm512_fmadd_ps(v, b0, c0[r]);
+        c1[r] = _mm512_fmadd_ps(v, b1, c1[r]);
+      }
     }
+    bp += n * kNR;
   }
 #pragma GCC unroll 12
   for (int r = 0; r < MR; ++r) {
@@ -155,8 +161,8 @@ constexpr OuterMicro kOuterMicro[kMR + 1] = {
     outer_micro<5>, outer_micro<6>, outer_micro<7>, outer_micro<8>,  outer_micro<9>,
     outer_micro<10>, outer_micro<11>, outer_micro<12>};
 
-using Micro = void (*)(int64_t, const float* const*, const float*, float* const*, int64_t,
-                       __mmask16, __mmask16, const float*, bool);
+using Micro = void (*)(int64_t, const int64_t*, const float* const*, int64_t, const float*,
+                       float* const*, int64_t, __mmask16, __mmask16, const float*, bool);
 constexpr Micro kMicro[kMR + 1] = {nullptr,   micro<1>, micro<2>, micro<3>,  micro<4>,
                                    micro<5>,  micro<6>, micro<7>, micro<8>,  micro<9>,
                                    micro<10>, micro<11>, micro<12>};
@@ -191,16 +197,16 @@ void transpose_matrix(const float* src, int64_t lds, float* dst, int64_t ldd, in
   }
 }
 
-void packed_gemm_rows(int64_t M, int64_t N, int64_t K, int64_t k0, int64_t kc,
-                      const float* const* a, const float* bp, float* const* c,
-                      const float* init, bool accumulate) {
+void packed_gemm_rows(int64_t M, int64_t N, int64_t K, int64_t k0, int64_t segs,
+                      const int64_t* kc, const float* const* a, int64_t lda, const float* bp,
+                      float* const* c, const float* init, bool accumulate) {
   const int64_t panels = (N + kNR - 1) / kNR;
   for (int64_t p = 0; p < panels; ++p) {
     const int64_t n = std::min(kNR, N - p * kNR);
     const __mmask16 m0 = column_mask(n), m1 = column_mask(n - 16);
     const float* b = bp + (p * K + k0) * kNR;
     for (int64_t i = 0; i < M; i += kMR) {
-      kMicro[std::min(kMR, M - i)](kc, a + i, b, c + i, p * kNR, m0, m1,
+      kMicro[std::min(kMR, M - i)](segs, kc, a + i, lda, b, c + i, p * kNR, m0, m1,
                                    init ? init + p * kNR : nullptr, accumulate);
     }
   }
@@ -226,8 +232,9 @@ Tensor pack_gemm_b(const Tensor&) {
   TORCH_CHECK(false, "convx: packed_gemm_rows needs x86-64");
   return Tensor();
 }
-void packed_gemm_rows(int64_t, int64_t, int64_t, int64_t, int64_t, const float* const*,
-                      const float*, float* const*, const float*, bool) {
+void packed_gemm_rows(int64_t, int64_t, int64_t, int64_t, int64_t, const int64_t*,
+                      const float* const*, int64_t, const float*, float* const*, const float*,
+                      bool) {
   TORCH_CHECK(false, "convx: packed_gemm_rows needs x86-64");
 }
 void packed_outer_gemm(int64_t, int64_t, int64_t, const float*, const float*, float*, int64_t) {
