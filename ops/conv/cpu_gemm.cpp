@@ -20,14 +20,6 @@
 #endif
 
 namespace convx::cpu {
-namespace {
-void transpose_scalar(const float* src, int64_t lds, float* dst, int64_t ldd, int64_t rows,
-                      int64_t cols) {
-  for (int64_t i = 0; i < rows; ++i) {
-    for (int64_t j = 0; j < cols; ++j) dst[j * ldd + i] = src[i * lds + j];
-  }
-}
-}  // namespace
 
 #ifdef CONVX_GEMM_AVX512
 namespace {
@@ -188,7 +180,6 @@ Tensor pack_gemm_b(const Tensor& b) {
 
 void transpose_matrix(const float* src, int64_t lds, float* dst, int64_t ldd, int64_t rows,
                       int64_t cols) {
-  if (!packed_gemm_available()) return transpose_scalar(src, lds, dst, ldd, rows, cols);
   for (int64_t j = 0; j < cols; j += 16) {
     for (int64_t i = 0; i < rows; i += 16) {
       transpose_tile(src + i * lds + j, lds, dst + j * ldd + i, ldd, std::min<int64_t>(16, rows - i),
@@ -240,9 +231,8 @@ void packed_gemm_rows(int64_t, int64_t, int64_t, int64_t, int64_t, const int64_t
 void packed_outer_gemm(int64_t, int64_t, int64_t, const float*, const float*, float*, int64_t) {
   TORCH_CHECK(false, "convx: packed_outer_gemm needs x86-64");
 }
-void transpose_matrix(const float* src, int64_t lds, float* dst, int64_t ldd, int64_t rows,
-                      int64_t cols) {
-  transpose_scalar(src, lds, dst, ldd, rows, cols);
+void transpose_matrix(const float*, int64_t, float*, int64_t, int64_t, int64_t) {
+  TORCH_CHECK(false, "convx: transpose_matrix needs x86-64");
 }
 
 #endif

@@ -12,9 +12,9 @@ using at::Tensor;
 bool packed_gemm_available();
 // b: a float [K, N] matrix -> the packed form packed_gemm reads.
 Tensor pack_gemm_b(const Tensor& b);
-// dst[j * ldd + i] = src[i * lds + j] for i < rows, j < cols: a strided transpose, 16 x 16
-// tiles in AVX-512 registers where packed_gemm_available() (else one element at a time). The
-// layout changes around the kernels: NCHW <-> channels-last operands, weight packing.
+// dst[j * ldd + i] = src[i * lds + j] for i < rows, j < cols: a strided transpose in 16 x 16
+// AVX-512 register tiles (only where packed_gemm_available()), for the layout changes around
+// the kernels: NCHW <-> channels-last operands, weight packing, the weight grad's output.
 void transpose_matrix(const float* src, int64_t lds, float* dst, int64_t ldd, int64_t rows,
                       int64_t cols);
 // Rows i < M: c[i][0:N] = start + sum over the segments s < segs of sum over k < kc[s] of
