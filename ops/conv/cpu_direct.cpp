@@ -2,13 +2,14 @@
 // AVX-512): output pixel rows x [taps*C_in, C_out], the input pixels read where they lie and
 // the sums written straight into the (channels-last) output, blocks of at most 192 output
 // pixels per task. No im2col buffer: the [pixels, taps*C_in] matrix is never formed. This is also the
-// data grad of a strided transposed convolution (DCGAN's backward).
+// data grad of a strided transposed convolution (DCGAN's backward). An NCHW input is staged
+// channels-last a few samples at a time; an NCHW output is transposed out of each block's rows.
 //
 // The weight grad is the same GEMM turned around: grad_weight [taps*C_in, C_out] = sum over
 // output pixels of (the input pixel a tap reads)^T x (its grad_output pixel), one rank-1 update
 // per pixel. Per block of 256 pixels the input pixels one tap reads and the grad_output pixels
-// are copied from the channels-last operands into the kernel's tiles (no im2col buffer), which
-// then stay in L1 and L2. Each task owns a block of grad_weight rows and sums every pixel into
+// are copied into the kernel's tiles (no im2col buffer; grad_output transposed straight from
+// NCHW), which then stay in L1 and L2. Each task owns a block of grad_weight rows and sums every pixel into
 // it in order: deterministic, no reduction buffers. For a transposed convolution this is its weight
 // grad with the roles of input and grad_output swapped (DCGAN, UNet backward).
 #include "ops/conv/cpu_direct.h"
