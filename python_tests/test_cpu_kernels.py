@@ -344,6 +344,27 @@ def test_direct_weight_grad_does_not_depend_on_threads():
     assert torch.equal(results[0], results[1])
 
 
+@pytest.mark.parametrize("cl", [False, True], ids=["contiguous", "channels_last"])
+def test_direct_forward_does_not_depend_on_threads(cl):
+    # Row blocks differ with the thread count (and an NCHW output is transposed out of each
+    # block), but every output sums its K segments in one order: the same bits at 1 and 2
+    # threads. 300 input channels: segments of 256 + 44 channels per tap.
+    g = torch.Generator().manual_seed(7)
+    x = torch.randn(3, 300, 13, 11, generator=g)
+    x = _channels_last(x) if cl else x
+    w = torch.randn(40, 300, 4, 4, generator=g)
+    before = torch.get_num_threads()
+    results = []
+    try:
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            results.append(X.conv2d(x, w, None, [2, 2], [1, 1], [1, 1], 1))
+    finally:
+        torch.set_num_threads(before)
+    assert torch.equal(results[0], results[1])
+    assert rel_err(results[0], F.conv2d(x.double(), w.double(), None, 2, 1)) < 1e-5
+
+
 def test_transposed_backward_realistic_channels():
     # DCGAN / UNet shaped transposed convolutions (smaller images): their backward is the
     # implicit-GEMM forward (data grad) and weight grad, checked through autograd in float64.

@@ -2,13 +2,14 @@
 // AVX-512): output pixel rows x [taps*C_in, C_out], the input pixels read where they lie and
 // the sums written straight into the (channels-last) output, blocks of at most 192 output
 // pixels per task. No im2col buffer: the [pixels, taps*C_in] matrix is never formed. This is also the
-// data grad of a strided transposed convolution (DCGAN's backward).
+// data grad of a strided transposed convolution (DCGAN's backward). An NCHW input is staged
+// channels-last a few samples at a time; an NCHW output is transposed out of each block's rows.
 //
 // The weight grad is the same GEMM turned around: grad_weight [taps*C_in, C_out] = sum over
 // output pixels of (the input pixel a tap reads)^T x (its grad_output pixel), one rank-1 update
 // per pixel. Per block of 256 pixels the input pixels one tap reads and the grad_output pixels
-// are copied from the channels-last operands into the kernel's tiles (no im2col buffer), which
-// then stay in L1 and L2. Each task owns a block of grad_weight rows and sums every pixel into
+// are copied into the kernel's tiles (no im2col buffer; grad_output transposed straight from
+// NCHW), which then stay in L1 and L2. Each task owns a block of grad_weight rows and sums every pixel into
 // it in order: deterministic, no reduction buffers. For a transposed convolution this is its weight
 // grad with the roles of input and grad_output swapped (DCGAN, UNet backward).
 #include "ops/conv/cpu_direct.h"
@@ -17,8 +18,10 @@
 
 #include <ATen/Parallel.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/zeros.h>
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 namespace convx::cpu {
@@ -26,31 +29,40 @@ namespace {
 
 // NCHW <-> channels-last copies of float operands. aten's copy_ between the two layouts moves
 // ~0.7 GB/s on this machine (8x128x32² to channels-last: 5.7 ms at one thread, 8x256x64²:
-// 45 ms), as much as a third of the GEMM it feeds; a tiled transpose is several times faster.
-// dst[b][s][r] = src[b][r][s], in 16 x 16 tiles through a local buffer: 16 source lines read
-// whole, then 16 destination lines written whole. Transposing straight from source to
-// destination would keep 16 lines open on each side, and at power-of-two row strides (a
-// 32x32 plane is 4 KB) they all fall into one L1 set and evict each other.
+// 45 ms), as much as a third of the GEMM it feeds; transpose_matrix's register tiles are many
+// times faster. dst[b][s][r] = src[b][r][s]; a task is a strip of 16 columns of one sample,
+// whose 16-float pieces of each row are read whole (a cache line when aligned).
 void transpose_planes(const float* src, float* dst, int64_t B, int64_t R, int64_t S) {
   constexpr int64_t kT = 16;
   const int64_t tiles = (S + kT - 1) / kT;
   at::parallel_for(0, B * tiles, 1, [&](int64_t begin, int64_t end) {
-    float tile[kT][kT];
     for (int64_t task = begin; task < end; ++task) {
-      const int64_t b = task / tiles, s0 = task % tiles * kT, ns = std::min(kT, S - s0);
-      const float* in = src + b * R * S + s0;
-      float* out = dst + b * R * S + s0 * R;
-      for (int64_t r0 = 0; r0 < R; r0 += kT) {
-        const int64_t nr = std::min(kT, R - r0);
-        for (int64_t r = 0; r < nr; ++r) {
-          for (int64_t s = 0; s < ns; ++s) tile[s][r] = in[(r0 + r) * S + s];
-        }
-        for (int64_t s = 0; s < ns; ++s) {
-          for (int64_t r = 0; r < nr; ++r) out[s * R + r0 + r] = tile[s][r];
-        }
-      }
+      const int64_t b = task / tiles, s0 = task % tiles * kT;
+      transpose_matrix(src + b * R * S + s0, S, dst + b * R * S + s0 * R, R, R,
+                       std::min(kT, S - s0));
     }
   });
+}
+
+// weight [C_out, C_in, taps] -> pack_gemm_b's form of [taps*C_in, C_out] (tap-major), packed
+// straight from the weight: per panel of 32 output channels and per input channel, a [32][taps]
+// block transposed into the panel's rows (t*C_in + ci). A permuted copy through aten followed by
+// pack_gemm_b cost ~2 ms of DCGAN's ~28 ms data grad (2 MB of weight).
+Tensor pack_weight(const Tensor& weight, int64_t Co, int64_t Ci, int64_t taps) {
+  const auto w = weight.to(at::kFloat).contiguous();
+  const int64_t panels = (Co + kOuterCols - 1) / kOuterCols, K = taps * Ci;
+  auto packed = at::zeros({panels, K, kOuterCols}, w.options());  // columns past C_out stay zero
+  const float* src = w.const_data_ptr<float>();
+  float* dst = packed.mutable_data_ptr<float>();
+  at::parallel_for(0, panels * Ci, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t p = task / Ci, ci = task % Ci, co0 = p * kOuterCols;
+      transpose_matrix(src + (co0 * Ci + ci) * taps, Ci * taps,
+                       dst + (p * K + ci) * kOuterCols, Ci * kOuterCols,
+                       std::min(kOuterCols, Co - co0), taps);
+    }
+  });
+  return packed;
 }
 
 // An operand as the kernels below read it: dense channels-last or dense NCHW (aten's copy for
@@ -106,28 +118,29 @@ void direct_forward(const Geometry& g, const Tensor& input, const Tensor& weight
   const int64_t Ci = g.in_channels, Co = g.out_channels, taps = g.kernel_numel();
   const auto x = dense_operand(input);
   const bool x_cl = has_layout(x, true), y_cl = has_layout(output, true);
-  // weight [C_out, C_in, *k] -> [taps*C_in, C_out] (tap-major), packed.
-  const auto w = weight.to(at::kFloat).contiguous().view({Co, Ci, taps}).permute({2, 1, 0}).reshape({taps * Ci, Co});
-  const auto packed = pack_gemm_b(w.contiguous());
+  const auto packed = pack_weight(weight, Co, Ci, taps);
   Tensor b;
   if (bias.has_value() && bias->defined()) b = bias->to(at::kFloat).contiguous();
   const std::vector<float> zeros(Ci, 0.f);
   const int64_t Lin = g.input_numel(), Lout = g.output_numel();
-  const int64_t group = group_samples(!(x_cl && y_cl), g.batch, std::max(Ci * Lin, Co * Lout));
-  std::vector<float> x_stage(x_cl ? 0 : group * Ci * Lin), y_stage(y_cl ? 0 : group * Co * Lout);
+  // Only the input is staged: an NCHW output is transposed out of each block's rows by the
+  // task that computed them, while they are in cache.
+  const int64_t group = group_samples(!x_cl, g.batch, Ci * Lin);
+  std::vector<float> x_stage(x_cl ? 0 : group * Ci * Lin);
+  float* yp = output.mutable_data_ptr<float>();
   const auto& [OD, OH, OW] = g.output;
   const auto& [KD, KH, KW] = g.kernel;
   const int64_t threads = at::get_num_threads();
   for (int64_t b0 = 0; b0 < g.batch; b0 += group) {
     const int64_t ns = std::min(group, g.batch - b0), M = ns * Lout;
     const float* xp = channels_last_samples(x, b0, ns, x_stage.data());
-    float* yp = y_cl ? output.mutable_data_ptr<float>() + b0 * Lout * Co : y_stage.data();
     // Blocks of at most 192 rows, as many as a multiple of the threads: equal shares.
     int64_t blocks = (M + kImplicitRows - 1) / kImplicitRows;
     blocks = (blocks + threads - 1) / threads * threads;
     const int64_t rows = (M + blocks - 1) / blocks;
     at::parallel_for(0, blocks, 1, [&](int64_t begin, int64_t end) {
       int64_t pos[kImplicitRows][4];  // (sample in the group, od, oh, ow) of each row
+      std::vector<float> rows_nchw(y_cl ? 0 : kImplicitRows * Co);
       for (int64_t blk = begin; blk < end; ++blk) {
         const int64_t m0 = blk * rows, n = std::min(rows, M - m0);
         if (n <= 0) continue;
@@ -141,7 +154,7 @@ void direct_forward(const Geometry& g, const Tensor& input, const Tensor& weight
         implicit_gemm_block(
             n, taps, Ci, Co, packed.const_data_ptr<float>(),
             b.defined() ? b.const_data_ptr<float>() : nullptr, zeros.data(),
-            [&](int64_t i) { return yp + (m0 + i) * Co; },
+            [&](int64_t i) { return y_cl ? yp + (b0 * Lout + m0 + i) * Co : &rows_nchw[i * Co]; },
             [&](int64_t i, int64_t t) -> const float* {
               const int64_t k[3] = {t / (KH * KW), t / KW % KH, t % KW};
               int64_t idx = pos[i][0];
@@ -152,12 +165,14 @@ void direct_forward(const Geometry& g, const Tensor& input, const Tensor& weight
               }
               return xp + idx * Ci;
             });
+        for (int64_t m = m0; !y_cl && m < m0 + n;) {  // [pixels][C_out] -> [C_out][pixels]
+          const int64_t s = m / Lout, len = std::min(m0 + n, (s + 1) * Lout) - m;
+          transpose_matrix(&rows_nchw[(m - m0) * Co], Co, yp + (b0 + s) * Co * Lout + m % Lout,
+                           Lout, len, Co);
+          m += len;
+        }
       }
     });
-    if (!y_cl) {
-      transpose_planes(y_stage.data(), output.mutable_data_ptr<float>() + b0 * Co * Lout, ns,
-                       Lout, Co);
-    }
   }
 }
 
@@ -182,8 +197,9 @@ void direct_weight_grad(const Geometry& g, const Tensor& input, const Tensor& gr
   }
   const auto x = dense_operand(input), gy = dense_operand(grad_output);
   const bool x_cl = has_layout(x, true), gy_cl = has_layout(gy, true);
-  const int64_t group = group_samples(!(x_cl && gy_cl), g.batch, std::max(Ci * Lin, Co * Lout));
-  std::vector<float> x_stage(x_cl ? 0 : group * Ci * Lin), gy_stage(gy_cl ? 0 : group * Co * Lout);
+  // Only the input is staged: the B panels are transposed straight from an NCHW grad_output.
+  const int64_t group = group_samples(!x_cl, g.batch, Ci * Lin);
+  std::vector<float> x_stage(x_cl ? 0 : group * Ci * Lin);
   auto gw = at::empty({taps * Ci, Co}, input.options());  // [taps, C_in, C_out]
   float* gwp = gw.mutable_data_ptr<float>();
   const auto& [OD, OH, OW] = g.output;
@@ -200,7 +216,7 @@ void direct_weight_grad(const Geometry& g, const Tensor& input, const Tensor& gr
   for (int64_t b0 = 0; b0 < g.batch; b0 += group) {  // groups in order: deterministic sums
     const int64_t ns = std::min(group, g.batch - b0), M = ns * Lout;
     const float* xp = channels_last_samples(x, b0, ns, x_stage.data());
-    const float* gyp = channels_last_samples(gy, b0, ns, gy_stage.data());
+    const float* gyp = gy.const_data_ptr<float>() + b0 * Co * Lout;
     at::parallel_for(0, taps * blocks, 1, [&](int64_t begin, int64_t end) {
       std::vector<float> ap(kTaskRows * kChunk), bp(panels * kOuterCols * kChunk, 0.f);
       int64_t pos[kChunk][4];  // (sample in the group, od, oh, ow) of each pixel of the block
@@ -223,9 +239,24 @@ void direct_weight_grad(const Geometry& g, const Tensor& input, const Tensor& gr
         // The last panel's columns past C_out hold stale values: the kernel does not store them.
         for (int64_t col = 0, p = 0; col < Co; col += kOuterCols, ++p) {
           const int64_t w = std::min(kOuterCols, Co - col);
-          for (int64_t i = 0; i < n; ++i) {
-            const float* src = gyp + (m0 + i) * Co + col;
-            std::copy(src, src + w, bp.data() + (p * n + i) * kOuterCols);
+          float* dst = bp.data() + p * n * kOuterCols;
+          if (gy_cl) {
+            for (int64_t i = 0; i < n; ++i, dst += kOuterCols) {
+              const float* src = gyp + (m0 + i) * Co + col;
+              if (w == kOuterCols) {
+                std::memcpy(dst, src, sizeof(float) * kOuterCols);
+              } else {
+                std::copy(src, src + w, dst);
+              }
+            }
+            continue;
+          }
+          // NCHW: [w channels][pixels] of each sample the block touches, transposed.
+          for (int64_t m = m0; m < m0 + n;) {
+            const int64_t b = m / Lout, len = std::min(m0 + n, (b + 1) * Lout) - m;
+            transpose_matrix(gyp + (b * Co + col) * Lout + m % Lout, Lout,
+                             dst + (m - m0) * kOuterCols, kOuterCols, w, len);
+            m += len;
           }
         }
         for (int64_t task = begin; task < end; ++task) {
@@ -246,6 +277,8 @@ void direct_weight_grad(const Geometry& g, const Tensor& input, const Tensor& gr
             for (int64_t i = 0; i < n; ++i, dst += kOuterRows) {
               if (off[i] < 0) {
                 std::fill(dst, dst + w, 0.f);
+              } else if (w == kOuterRows) {
+                std::memcpy(dst, xp + off[i] + r, sizeof(float) * kOuterRows);
               } else {
                 std::copy(xp + off[i] + r, xp + off[i] + r + w, dst);
               }
@@ -256,8 +289,21 @@ void direct_weight_grad(const Geometry& g, const Tensor& input, const Tensor& gr
       }
     });
   }
-  // [taps, C_in, C_out] -> [C_out, C_in, *k]
-  grad_weight.copy_(gw.view({taps, Ci, Co}).permute({2, 1, 0}).reshape(grad_weight.sizes()));
+  // [taps, C_in, C_out] -> grad_weight [C_out, C_in, taps] (or channels-last [C_out, taps, C_in]):
+  // [taps][C_out] per input channel (or [C_in][C_out] per tap) transposed into place.
+  const bool cl = has_layout(grad_weight, true);
+  with_output_as(grad_weight, at::kFloat, cl, [&](const Tensor& out) {
+    float* op = out.mutable_data_ptr<float>();
+    at::parallel_for(0, cl ? taps : Ci, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        if (cl) {
+          transpose_matrix(gwp + i * Ci * Co, Co, op + i * Ci, taps * Ci, Ci, Co);
+        } else {
+          transpose_matrix(gwp + i * Co, Ci * Co, op + i * taps, Ci * taps, taps, Co);
+        }
+      }
+    });
+  });
 }
 
 }  // namespace convx::cpu

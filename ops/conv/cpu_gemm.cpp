@@ -27,10 +27,16 @@ namespace {
 constexpr int64_t kNR = 32;   // columns per panel: two 16-float vectors
 constexpr int64_t kMR = 12;   // rows per micro-tile: 24 accumulators
 
-// C rows c[r][0:32] (masked by m0 / m1) = start + sum over k < kc of a[r][k] * bp[k][0:32],
-// where start is c[r] itself (accumulate), init[0:32] or zero.
+__mmask16 column_mask(int64_t n) {
+  return n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
+}
+
+// C rows c[r][0:32] (masked by m0 / m1) = start + sum over segments s < segs of sum over
+// k < kc[s] of a[s * lda + r][k] * bp[k][0:32] (bp running on across the segments), where start
+// is c[r] itself (accumulate), init[0:32] or zero.
 template <int MR>
-__attribute__((target("avx512f,fma"))) void micro(int64_t kc, const float* const* a,
+__attribute__((target("avx512f,fma"))) void micro(int64_t segs, const int64_t* kc,
+                                                  const float* const* a, int64_t lda,
                                                   const float* bp, float* const* c, int64_t col,
                                                   __mmask16 m0, __mmask16 m1, const float* init,
                                                   bool accumulate) {
@@ -42,18 +48,22 @@ __attribute__((target("avx512f,fma"))) void micro(int64_t kc, const float* const
     c0[r] = accumulate ? _mm512_maskz_loadu_ps(m0, c[r] + col) : i0;
     c1[r] = accumulate ? _mm512_maskz_loadu_ps(m1, c[r] + col + 16) : i1;
   }
-  const float* ar[MR];
+  for (int64_t s = 0; s < segs; ++s) {
+    const float* ar[MR];
 #pragma GCC unroll 12
-  for (int r = 0; r < MR; ++r) ar[r] = a[r];
-  for (int64_t k = 0; k < kc; ++k) {
-    const __m512 b0 = _mm512_loadu_ps(bp + k * kNR);
-    const __m512 b1 = _mm512_loadu_ps(bp + k * kNR + 16);
+    for (int r = 0; r < MR; ++r) ar[r] = a[s * lda + r];
+    const int64_t n = kc[s];
+    for (int64_t k = 0; k < n; ++k) {
+      const __m512 b0 = _mm512_loadu_ps(bp + k * kNR);
+      const __m512 b1 = _mm512_loadu_ps(bp + k * kNR + 16);
 #pragma GCC unroll 12
-    for (int r = 0; r < MR; ++r) {
-      const __m512 v = _mm512_set1_ps(ar[r][k]);
-      c0[r] = _mm512_fmadd_ps(v, b0, c0[r]);
-      c1[r] = _mm512_fmadd_ps(v, b1, c1[r]);
+      for (int r = 0; r < MR; ++r) {
+        const __m512 v = _mm512_set1_ps(ar[r][k]);
+        c0[r] = _mm512_fmadd_ps(v, b0, c0[r]);
+        c1[r] = _mm512_fmadd_ps(v, b1, c1[r]);
+      }
     }
+    bp += n * kNR;
   }
 #pragma GCC unroll 12
   for (int r = 0; r < MR; ++r) {
@@ -91,6 +101,51 @@ __attribute__((target("avx512f,fma"))) void outer_micro(int64_t K, const float* 
   }
 }
 
+// GCC 12's unpack / shuffle intrinsics start from _mm512_undefined_ps(), which -Wall reports as
+// "may be used uninitialized" once they are inlined here (a known false positive).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// The tile dst[j][i] = src[i][j], i < nr, j < nc (both <= 16): rows loaded (masked to nc
+// columns, zeros past nr), transposed in registers (4 x 4 blocks within 128-bit lanes, then the
+// lanes), rows j < nc stored masked to nr columns.
+__attribute__((target("avx512f"))) void transpose_tile(const float* src, int64_t lds, float* dst,
+                                                       int64_t ldd, int64_t nr, int64_t nc) {
+  const __mmask16 load = column_mask(nc), store = column_mask(nr);
+  __m512 r[16], t[16];
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i) {
+    r[i] = i < nr ? _mm512_maskz_loadu_ps(load, src + i * lds) : _mm512_setzero_ps();
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < 16; i += 2) {  // per lane: a0 b0 a1 b1 | a2 b2 a3 b3
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < 16; i += 4) {  // r[i + m], lane l: column 4l + m of rows i..i+3
+    const __m512d lo01 = _mm512_castps_pd(t[i]), hi01 = _mm512_castps_pd(t[i + 1]);
+    const __m512d lo23 = _mm512_castps_pd(t[i + 2]), hi23 = _mm512_castps_pd(t[i + 3]);
+    r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(lo01, lo23));
+    r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(lo01, lo23));
+    r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(hi01, hi23));
+    r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(hi01, hi23));
+  }
+#pragma GCC unroll 4
+  for (int m = 0; m < 4; ++m) {  // row 4l + m of dst: lane l of r[m], r[4 + m], r[8 + m], r[12 + m]
+    const __m512 v0 = _mm512_shuffle_f32x4(r[m], r[4 + m], 0x44);
+    const __m512 v1 = _mm512_shuffle_f32x4(r[m], r[4 + m], 0xEE);
+    const __m512 v2 = _mm512_shuffle_f32x4(r[8 + m], r[12 + m], 0x44);
+    const __m512 v3 = _mm512_shuffle_f32x4(r[8 + m], r[12 + m], 0xEE);
+    const __m512 out[4] = {_mm512_shuffle_f32x4(v0, v2, 0x88), _mm512_shuffle_f32x4(v0, v2, 0xDD),
+                           _mm512_shuffle_f32x4(v1, v3, 0x88), _mm512_shuffle_f32x4(v1, v3, 0xDD)};
+#pragma GCC unroll 4
+    for (int l = 0; l < 4; ++l) {
+      if (4 * l + m < nc) _mm512_mask_storeu_ps(dst + (4 * l + m) * ldd, store, out[l]);
+    }
+  }
+}
+#pragma GCC diagnostic pop
+
 using OuterMicro = void (*)(int64_t, const float*, const float*, float*, int64_t, __mmask16,
                             __mmask16);
 constexpr OuterMicro kOuterMicro[kMR + 1] = {
@@ -98,15 +153,11 @@ constexpr OuterMicro kOuterMicro[kMR + 1] = {
     outer_micro<5>, outer_micro<6>, outer_micro<7>, outer_micro<8>,  outer_micro<9>,
     outer_micro<10>, outer_micro<11>, outer_micro<12>};
 
-using Micro = void (*)(int64_t, const float* const*, const float*, float* const*, int64_t,
-                       __mmask16, __mmask16, const float*, bool);
+using Micro = void (*)(int64_t, const int64_t*, const float* const*, int64_t, const float*,
+                       float* const*, int64_t, __mmask16, __mmask16, const float*, bool);
 constexpr Micro kMicro[kMR + 1] = {nullptr,   micro<1>, micro<2>, micro<3>,  micro<4>,
                                    micro<5>,  micro<6>, micro<7>, micro<8>,  micro<9>,
                                    micro<10>, micro<11>, micro<12>};
-
-__mmask16 column_mask(int64_t n) {
-  return n >= 16 ? __mmask16(0xFFFF) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
-}
 
 }  // namespace
 
@@ -127,16 +178,26 @@ Tensor pack_gemm_b(const Tensor& b) {
   return packed;
 }
 
-void packed_gemm_rows(int64_t M, int64_t N, int64_t K, int64_t k0, int64_t kc,
-                      const float* const* a, const float* bp, float* const* c,
-                      const float* init, bool accumulate) {
+void transpose_matrix(const float* src, int64_t lds, float* dst, int64_t ldd, int64_t rows,
+                      int64_t cols) {
+  for (int64_t j = 0; j < cols; j += 16) {
+    for (int64_t i = 0; i < rows; i += 16) {
+      transpose_tile(src + i * lds + j, lds, dst + j * ldd + i, ldd, std::min<int64_t>(16, rows - i),
+                     std::min<int64_t>(16, cols - j));
+    }
+  }
+}
+
+void packed_gemm_rows(int64_t M, int64_t N, int64_t K, int64_t k0, int64_t segs,
+                      const int64_t* kc, const float* const* a, int64_t lda, const float* bp,
+                      float* const* c, const float* init, bool accumulate) {
   const int64_t panels = (N + kNR - 1) / kNR;
   for (int64_t p = 0; p < panels; ++p) {
     const int64_t n = std::min(kNR, N - p * kNR);
     const __mmask16 m0 = column_mask(n), m1 = column_mask(n - 16);
     const float* b = bp + (p * K + k0) * kNR;
     for (int64_t i = 0; i < M; i += kMR) {
-      kMicro[std::min(kMR, M - i)](kc, a + i, b, c + i, p * kNR, m0, m1,
+      kMicro[std::min(kMR, M - i)](segs, kc, a + i, lda, b, c + i, p * kNR, m0, m1,
                                    init ? init + p * kNR : nullptr, accumulate);
     }
   }
@@ -162,12 +223,16 @@ Tensor pack_gemm_b(const Tensor&) {
   TORCH_CHECK(false, "convx: packed_gemm_rows needs x86-64");
   return Tensor();
 }
-void packed_gemm_rows(int64_t, int64_t, int64_t, int64_t, int64_t, const float* const*,
-                      const float*, float* const*, const float*, bool) {
+void packed_gemm_rows(int64_t, int64_t, int64_t, int64_t, int64_t, const int64_t*,
+                      const float* const*, int64_t, const float*, float* const*, const float*,
+                      bool) {
   TORCH_CHECK(false, "convx: packed_gemm_rows needs x86-64");
 }
 void packed_outer_gemm(int64_t, int64_t, int64_t, const float*, const float*, float*, int64_t) {
   TORCH_CHECK(false, "convx: packed_outer_gemm needs x86-64");
+}
+void transpose_matrix(const float*, int64_t, float*, int64_t, int64_t, int64_t) {
+  TORCH_CHECK(false, "convx: transpose_matrix needs x86-64");
 }
 
 #endif
