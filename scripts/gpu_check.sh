@@ -67,7 +67,7 @@ fi
 
 if [[ $PART != tests ]]; then
 stage bench "$OUT_DIR/bench.log" 240 python3 bench/gpu_bench.py --out "$OUT_DIR/gpu_depthwise.json"
-stage dense-bench "$OUT_DIR/bench.log" 150 python3 bench/gpu_dense_bench.py --out "$OUT_DIR/gpu_dense.json"
+stage dense-bench "$OUT_DIR/bench.log" 200 python3 bench/gpu_dense_bench.py --out "$OUT_DIR/gpu_dense.json"
 fi
 
 if ((${#failed[@]})); then
