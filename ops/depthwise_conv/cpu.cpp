@@ -493,7 +493,7 @@ template <typename T>
 isa::RowArgs<T> row_args(const Geometry& g, const T* w, const T* bias) {
   return {nullptr, 0, 0, g.in_channels, nullptr, nullptr, 0, 0, w, bias, nullptr,
           g.kernel[1], g.kernel[2], g.stride[1], g.stride[2], g.padding[1], g.padding[2],
-          g.dilation[1], g.dilation[2]};
+          g.dilation[1], g.dilation[2], nullptr, nullptr, 0};
 }
 
 template <typename T>
@@ -505,6 +505,10 @@ void forward_rows(const T* x, T* y, const Geometry& g, const std::vector<T>& w, 
     a.SH = H, a.SW = W, a.DW = OW;
     for (int64_t r = begin; r < end; ++r) {
       a.src = x + r / OH * H * W * C, a.dst = y + r * OW * C, a.row = r % OH;
+      const bool more = r + 1 < end;
+      a.next_src = more ? x + (r + 1) / OH * H * W * C : nullptr;
+      a.next_dst = more ? a.dst + OW * C : nullptr;
+      a.next_row = (r + 1) % OH;
       kern.row_forward(a);
     }
   });
@@ -532,6 +536,10 @@ void data_grad_rows(const T* gy, T* gx, const Geometry& g, const std::vector<T>&
     }
     for (int64_t r = begin; r < end; ++r) {
       a.src = gy + r / H * OH * OW * C, a.dst = gx + r * W * C, a.row = r % H;
+      const bool more = r + 1 < end;
+      a.next_src = more ? gy + (r + 1) / H * OH * OW * C : nullptr;
+      a.next_dst = more ? a.dst + W * C : nullptr;
+      a.next_row = (r + 1) % H;
       unit ? kern.row_forward(a) : kern.row_data_grad(a);
     }
   });
