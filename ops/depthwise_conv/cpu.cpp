@@ -16,6 +16,7 @@
 #include "ops/depthwise_conv/depthwise_conv.h"
 
 #include "ops/depthwise_conv/cpu_kernels.h"
+#include "ops/common/huge_pages.h"
 
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
@@ -24,6 +25,7 @@
 #include <ATen/ops/empty.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -559,6 +561,10 @@ void weight_grad_rows(const T* x, const T* gy, T* gw, const Geometry& g) {
       a.acc = part.data() + blk * K * C;
       for (int64_t r = rows * blk / blocks; r < rows * (blk + 1) / blocks; ++r) {
         a.src = x + r / OH * H * W * C, a.gy = gy + r * OW * C, a.row = r % OH;
+        const bool more = r + 1 < rows * end / blocks;
+        a.next_src = more ? x + (r + 1) / OH * H * W * C : nullptr;
+        a.next_dst = more ? a.gy + OW * C : nullptr;
+        a.next_row = (r + 1) % OH;
         kern.row_weight_grad(a);
       }
     }
@@ -579,6 +585,7 @@ void depthwise_forward(const ConvArgs& a, const Tensor& input, const Tensor& wei
                        const std::optional<Tensor>& bias, const Tensor& output) {
   const Geometry g = geometry(a, input, weight, output);
   const bool cl = is_channels_last(output);
+  if (std::getenv("CONVX_THP") == nullptr || std::atoi(std::getenv("CONVX_THP")) == 1) advise_huge_pages(output);
   if (planar(g) && (!cl || g.out_channels == g.in_channels)) {
     const auto x = acc_operand(input, cl);
     with_output_as(output, acc_type(output.scalar_type()), cl, [&](const Tensor& y) {
@@ -613,6 +620,7 @@ void depthwise_data_grad(const ConvArgs& a, const Tensor& grad_output, const Ten
                          const std::optional<Tensor>& bias, const Tensor& grad_input) {
   const Geometry g = geometry(a, grad_input, weight, grad_output);
   const bool cl = is_channels_last(grad_input);
+  if (std::getenv("CONVX_THP") == nullptr || std::atoi(std::getenv("CONVX_THP")) == 1) advise_huge_pages(grad_input);
   if (planar(g) && (!cl || g.out_channels == g.in_channels)) {
     const auto gy = acc_operand(grad_output, cl);
     with_output_as(grad_input, acc_type(grad_input.scalar_type()), cl, [&](const Tensor& gx) {
