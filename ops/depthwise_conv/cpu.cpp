@@ -25,7 +25,6 @@
 #include <ATen/ops/empty.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -585,7 +584,7 @@ void depthwise_forward(const ConvArgs& a, const Tensor& input, const Tensor& wei
                        const std::optional<Tensor>& bias, const Tensor& output) {
   const Geometry g = geometry(a, input, weight, output);
   const bool cl = is_channels_last(output);
-  if (std::getenv("CONVX_THP") == nullptr || std::atoi(std::getenv("CONVX_THP")) == 1) advise_huge_pages(output);
+  advise_huge_pages(output);
   if (planar(g) && (!cl || g.out_channels == g.in_channels)) {
     const auto x = acc_operand(input, cl);
     with_output_as(output, acc_type(output.scalar_type()), cl, [&](const Tensor& y) {
@@ -620,7 +619,7 @@ void depthwise_data_grad(const ConvArgs& a, const Tensor& grad_output, const Ten
                          const std::optional<Tensor>& bias, const Tensor& grad_input) {
   const Geometry g = geometry(a, grad_input, weight, grad_output);
   const bool cl = is_channels_last(grad_input);
-  if (std::getenv("CONVX_THP") == nullptr || std::atoi(std::getenv("CONVX_THP")) == 1) advise_huge_pages(grad_input);
+  advise_huge_pages(grad_input);
   if (planar(g) && (!cl || g.out_channels == g.in_channels)) {
     const auto gy = acc_operand(grad_output, cl);
     with_output_as(grad_input, acc_type(grad_input.scalar_type()), cl, [&](const Tensor& gx) {

@@ -12,7 +12,6 @@
 #include <ATen/cpu/vec/vec.h>
 
 #include <algorithm>
-#include <cstdlib>
 
 #ifndef CPU_CAPABILITY
 #error "cpu_kernels.cpp is compiled by CMake once per ISA with CPU_CAPABILITY set"
@@ -431,24 +430,20 @@ RowSpan source_rows(const RowArgs<T>& a, int64_t row) {
 // source rows that this task does not read (the rows of a forward-direction task are
 // contiguous) and its dst row.
 template <typename T>
-Prefetch next_task(const RowArgs<T>& a, int64_t steps, RowSpan (*rows)(const RowArgs<T>&, int64_t) = source_rows<T>) {
+Prefetch next_task(const RowArgs<T>& a, int64_t steps,
+                   RowSpan (*rows)(const RowArgs<T>&, int64_t) = source_rows<T>) {
   Prefetch pf;
   pf.steps = std::max<int64_t>(1, steps);
   if (a.next_src == nullptr) return pf;
-  const char* e = std::getenv("CONVX_PF");
-  const int mode = e ? std::atoi(e) : 1;
-  if (mode == 0) return pf;
   RowSpan r = rows(a, a.next_row);
   if (a.next_src == a.src) r.lo = std::max(r.lo, rows(a, a.row).hi);
   const int64_t row_bytes = a.SW * a.C * int64_t(sizeof(T));
-  if (r.hi > r.lo && mode != 3) {
+  if (r.hi > r.lo) {
     pf.in = reinterpret_cast<const char*>(a.next_src + r.lo * a.SW * a.C);
     pf.in_lines = ((r.hi - r.lo) * row_bytes + 63) / 64;
   }
-  if (mode != 2) {
-    pf.out = reinterpret_cast<const char*>(a.next_dst);
-    pf.out_lines = (a.DW * a.C * int64_t(sizeof(T)) + 63) / 64;
-  }
+  pf.out = reinterpret_cast<const char*>(a.next_dst);
+  pf.out_lines = (a.DW * a.C * int64_t(sizeof(T)) + 63) / 64;
   return pf;
 }
 
@@ -525,7 +520,8 @@ void row_data_grad(const RowArgs<T>& a) {
   constexpr int64_t n = V::size();
   const int64_t C = a.C;
   // One prefetch step per 4 pixels of a phase (and per pixel at the phase's ends).
-  Prefetch pf = next_task(a, ((a.DW + a.sw - 1) / a.sw / 4 + 2) * a.sw * ((C + n - 1) / n), data_grad_rows<T>);
+  Prefetch pf = next_task(a, ((a.DW + a.sw - 1) / a.sw / 4 + 2) * a.sw * ((C + n - 1) / n),
+                          data_grad_rows<T>);
   for (int64_t f = 0; f < std::min(a.sw, a.DW); ++f) {
     int64_t w_off[kMaxTaps], g_off[kMaxTaps], q[kMaxTaps];
     int taps = 0;
@@ -657,7 +653,8 @@ void row_weight_grad_shared(const RowArgs<T>& a) {
         if (ih < 0 || ih >= a.SH) continue;
         for (int kw = 0; kw < K; ++kw) {
           if (iw0 + kw < 0 || iw0 + kw >= a.SW) continue;
-          acc[kh * K + kw] = at::vec::fmadd(g, V::loadu(a.src + (ih * a.SW + iw0 + kw) * C + c, cnt), acc[kh * K + kw]);
+          const V x = V::loadu(a.src + (ih * a.SW + iw0 + kw) * C + c, cnt);
+          acc[kh * K + kw] = at::vec::fmadd(g, x, acc[kh * K + kw]);
         }
       }
     };
@@ -679,7 +676,9 @@ void row_weight_grad_shared(const RowArgs<T>& a) {
 #pragma GCC unroll 4
         for (int j = 0; j < 4; ++j) {
 #pragma GCC unroll 3
-          for (int kw = 0; kw < K; ++kw) acc[kh * K + kw] = at::vec::fmadd(g[j], px[j * S + kw], acc[kh * K + kw]);
+          for (int kw = 0; kw < K; ++kw) {
+            acc[kh * K + kw] = at::vec::fmadd(g[j], px[j * S + kw], acc[kh * K + kw]);
+          }
         }
       }
     }
@@ -694,9 +693,7 @@ void row_weight_grad_shared(const RowArgs<T>& a) {
 
 template <typename T>
 void row_weight_grad(const RowArgs<T>& a) {
-  const char* e = std::getenv("CONVX_WG");
-  const bool old = e && std::atoi(e) == 1;
-  if (!old && a.KH == 3 && a.KW == 3 && a.dw == 1) {
+  if (a.KH == 3 && a.KW == 3 && a.dw == 1) {
     if (a.sw == 1) return row_weight_grad_shared<T, 3, 1>(a);
     if (a.sw == 2) return row_weight_grad_shared<T, 3, 2>(a);
   }
