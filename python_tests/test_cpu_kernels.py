@@ -96,19 +96,23 @@ def test_depthwise_1d_uses_the_planar_loops():
     torch.testing.assert_close(y, F.conv1d(x, w, None, 2, 2, 1, 6))
 
 
-def test_depthwise_weight_grad_does_not_depend_on_threads():
+# 5x5: the per-tap loop; 3x3 at stride 1 and 2: the channels-last loop with all 9 tap sums in
+# registers.
+@pytest.mark.parametrize("k,s", [(5, 1), (3, 1), (3, 2)])
+def test_depthwise_weight_grad_does_not_depend_on_threads(k, s):
     g = torch.Generator().manual_seed(11)
     x = torch.randn(4, 32, 20, 20, generator=g)
-    gy = torch.randn(4, 32, 20, 20, generator=g)
+    o = (20 + 2 * (k // 2) - k) // s + 1
+    gy = torch.randn(4, 32, o, o, generator=g)
     before = torch.get_num_threads()
     results = []
     try:
         for threads in (1, 2):
             torch.set_num_threads(threads)
             for mf in (torch.contiguous_format, torch.channels_last):
-                results.append(X.conv2d_weight_grad(x.contiguous(memory_format=mf), [32, 1, 5, 5],
-                                                    gy.contiguous(memory_format=mf), [1, 1], [2, 2],
-                                                    [1, 1], 32))
+                results.append(X.conv2d_weight_grad(x.contiguous(memory_format=mf), [32, 1, k, k],
+                                                    gy.contiguous(memory_format=mf), [s, s],
+                                                    [k // 2, k // 2], [1, 1], 32))
     finally:
         torch.set_num_threads(before)
     assert torch.equal(results[0], results[2]) and torch.equal(results[1], results[3])

@@ -16,6 +16,7 @@
 #include "ops/depthwise_conv/depthwise_conv.h"
 
 #include "ops/depthwise_conv/cpu_kernels.h"
+#include "ops/common/huge_pages.h"
 
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
@@ -493,7 +494,7 @@ template <typename T>
 isa::RowArgs<T> row_args(const Geometry& g, const T* w, const T* bias) {
   return {nullptr, 0, 0, g.in_channels, nullptr, nullptr, 0, 0, w, bias, nullptr,
           g.kernel[1], g.kernel[2], g.stride[1], g.stride[2], g.padding[1], g.padding[2],
-          g.dilation[1], g.dilation[2]};
+          g.dilation[1], g.dilation[2], nullptr, nullptr, 0};
 }
 
 template <typename T>
@@ -505,6 +506,10 @@ void forward_rows(const T* x, T* y, const Geometry& g, const std::vector<T>& w, 
     a.SH = H, a.SW = W, a.DW = OW;
     for (int64_t r = begin; r < end; ++r) {
       a.src = x + r / OH * H * W * C, a.dst = y + r * OW * C, a.row = r % OH;
+      const bool more = r + 1 < end;
+      a.next_src = more ? x + (r + 1) / OH * H * W * C : nullptr;
+      a.next_dst = more ? a.dst + OW * C : nullptr;
+      a.next_row = (r + 1) % OH;
       kern.row_forward(a);
     }
   });
@@ -532,6 +537,10 @@ void data_grad_rows(const T* gy, T* gx, const Geometry& g, const std::vector<T>&
     }
     for (int64_t r = begin; r < end; ++r) {
       a.src = gy + r / H * OH * OW * C, a.dst = gx + r * W * C, a.row = r % H;
+      const bool more = r + 1 < end;
+      a.next_src = more ? gy + (r + 1) / H * OH * OW * C : nullptr;
+      a.next_dst = more ? a.dst + W * C : nullptr;
+      a.next_row = (r + 1) % H;
       unit ? kern.row_forward(a) : kern.row_data_grad(a);
     }
   });
@@ -551,6 +560,10 @@ void weight_grad_rows(const T* x, const T* gy, T* gw, const Geometry& g) {
       a.acc = part.data() + blk * K * C;
       for (int64_t r = rows * blk / blocks; r < rows * (blk + 1) / blocks; ++r) {
         a.src = x + r / OH * H * W * C, a.gy = gy + r * OW * C, a.row = r % OH;
+        const bool more = r + 1 < rows * end / blocks;
+        a.next_src = more ? x + (r + 1) / OH * H * W * C : nullptr;
+        a.next_dst = more ? a.gy + OW * C : nullptr;
+        a.next_row = (r + 1) % OH;
         kern.row_weight_grad(a);
       }
     }
@@ -571,6 +584,7 @@ void depthwise_forward(const ConvArgs& a, const Tensor& input, const Tensor& wei
                        const std::optional<Tensor>& bias, const Tensor& output) {
   const Geometry g = geometry(a, input, weight, output);
   const bool cl = is_channels_last(output);
+  advise_huge_pages(output);
   if (planar(g) && (!cl || g.out_channels == g.in_channels)) {
     const auto x = acc_operand(input, cl);
     with_output_as(output, acc_type(output.scalar_type()), cl, [&](const Tensor& y) {
@@ -605,6 +619,7 @@ void depthwise_data_grad(const ConvArgs& a, const Tensor& grad_output, const Ten
                          const std::optional<Tensor>& bias, const Tensor& grad_input) {
   const Geometry g = geometry(a, grad_input, weight, grad_output);
   const bool cl = is_channels_last(grad_input);
+  advise_huge_pages(grad_input);
   if (planar(g) && (!cl || g.out_channels == g.in_channels)) {
     const auto gy = acc_operand(grad_output, cl);
     with_output_as(grad_input, acc_type(grad_input.scalar_type()), cl, [&](const Tensor& gx) {

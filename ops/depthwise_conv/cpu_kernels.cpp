@@ -164,10 +164,39 @@ void plane_weight_grad_dispatch(const PlaneWeightGradArgs<T>& a) {
   plane_weight_grad<T, 0>(a);
 }
 
+// Software prefetch of the next task's data, spread evenly over this task's pixel blocks (one
+// step per 4 output pixels of a channel vector). The loops walk one channel vector across a
+// row at a time, a 64-byte line every C floats, and the hardware prefetchers do not run ahead
+// of that walk: without this the channels-last loops wait on memory for most of their time
+// (3x3 stride 2: ~5x slower per output than with an L3-resident input).
+struct Prefetch {
+  const char* in = nullptr;  // lines to read: into L2
+  int64_t in_lines = 0;
+  const char* out = nullptr;  // lines to write: fetched with write intent (out_write)
+  int64_t out_lines = 0;
+  bool out_write = true;
+  int64_t steps = 1, step = 0;
+  void next(int64_t k = 1) {
+    const int64_t s0 = step, s1 = std::min(steps, step + k);
+    step = s1;
+    for (int64_t l = in_lines * s0 / steps; l < in_lines * s1 / steps; ++l) {
+      __builtin_prefetch(in + l * 64, 0, 2);
+    }
+    for (int64_t l = out_lines * s0 / steps; l < out_lines * s1 / steps; ++l) {
+      if (out_write) {
+        __builtin_prefetch(out + l * 64, 1, 2);
+      } else {
+        __builtin_prefetch(out + l * 64, 0, 2);
+      }
+    }
+  }
+};
+
 // Channels-last forward: 4 pixels x one channel vector c at a time, every tap inside the row.
 template <typename T>
-void pixels_inside(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int64_t cnt) {
+void pixels_inside(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int64_t cnt, Prefetch& pf) {
   using V = Vectorized<T>;
+  pf.next();
   const int64_t C = a.C, ih0 = a.row * a.sh - a.ph;
   const V b = V::loadu(a.bias + c, cnt);
   V acc[4] = {b, b, b, b};
@@ -188,8 +217,9 @@ void pixels_inside(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int6
 
 // Pixels near the row's ends, one at a time over the taps that lie inside (no per-tap tests).
 template <typename T>
-void pixels_edge(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int64_t cnt) {
+void pixels_edge(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int64_t cnt, Prefetch& pf) {
   using V = Vectorized<T>;
+  pf.next();
   const int64_t C = a.C, ih0 = a.row * a.sh - a.ph;
   for (int64_t ow = ow0; ow < ow0 + np; ++ow) {
     const int64_t iw0 = ow * a.sw - a.pw;  // input column of tap kw: iw0 + kw*dw
@@ -214,9 +244,10 @@ void pixels_edge(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int64_
 // the row (read as zeros) and only the first np outputs are stored; this keeps the row's ends
 // on the 4-pixel loop instead of one pixel at a time.
 template <typename T, int K, int S, bool Edge>
-void pixels_shared(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int64_t cnt) {
+void pixels_shared(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int64_t cnt, Prefetch& pf) {
   using V = Vectorized<T>;
   constexpr int P = 3 * S + K;
+  pf.next();
   const int64_t C = a.C, ih0 = a.row * a.sh - a.ph, col0 = ow0 * S - a.pw;
   const V b = V::loadu(a.bias + c, cnt);
   V acc[4] = {b, b, b, b};
@@ -250,7 +281,7 @@ void pixels_shared(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int6
 // shared-pixel loop with the K*K weight vectors of channel vector c loaded once for the row
 // (registers for K = 3).
 template <typename T, int K, int S>
-void blocks_shared(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int64_t cnt) {
+void blocks_shared(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int64_t cnt, Prefetch& pf) {
   using V = Vectorized<T>;
   constexpr int P = 3 * S + K;
   const int64_t C = a.C, ih0 = a.row * a.sh - a.ph;
@@ -259,6 +290,7 @@ void blocks_shared(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int6
   for (int k = 0; k < K * K; ++k) wv[k] = V::loadu(a.w + k * C + c, cnt);
   const V b = V::loadu(a.bias + c, cnt);
   for (int64_t o = ow0; o < ow0 + np; o += 4) {
+    pf.next();
     V acc[4] = {b, b, b, b};
 #pragma GCC unroll 7
     for (int kh = 0; kh < K; ++kh) {
@@ -287,7 +319,7 @@ void blocks_shared(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int6
 // it. A last block of 4 takes the 4-pixel loop. Full: cnt is a whole vector, so the loads and
 // stores skip the count test.
 template <typename T, int K, int S, bool Full>
-void blocks8(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int64_t cnt) {
+void blocks8(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int64_t cnt, Prefetch& pf) {
   using V = Vectorized<T>;
   constexpr int R = 8, P = (R - 1) * S + K;
   constexpr bool hoist = K == 3;  // 9 weights + 8 accumulators + 1 pixel fit in 32 registers
@@ -301,6 +333,7 @@ void blocks8(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int64_t cn
   const V b = load(a.bias + c);
   int64_t o = ow0;
   for (; o + R <= end; o += R) {
+    pf.next(2);
     V acc[R];
 #pragma GCC unroll 8
     for (int j = 0; j < R; ++j) acc[j] = b;
@@ -331,22 +364,22 @@ void blocks8(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int64_t cn
       }
     }
   }
-  if (o < end) blocks_shared<T, K, S>(a, o, end - o, c, cnt);
+  if (o < end) blocks_shared<T, K, S>(a, o, end - o, c, cnt, pf);
 }
 
 template <typename T, int K, int S>
-void blocks8_any(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int64_t cnt) {
-  if (cnt == Vectorized<T>::size()) return blocks8<T, K, S, true>(a, ow0, np, c, cnt);
-  blocks8<T, K, S, false>(a, ow0, np, c, cnt);
+void blocks8_any(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int64_t cnt, Prefetch& pf) {
+  if (cnt == Vectorized<T>::size()) return blocks8<T, K, S, true>(a, ow0, np, c, cnt, pf);
+  blocks8<T, K, S, false>(a, ow0, np, c, cnt, pf);
 }
 
 template <typename T>
-void blocks_inside(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int64_t cnt) {
-  for (int64_t o = ow0; o < ow0 + np; o += 4) pixels_inside<T>(a, o, 4, c, cnt);
+void blocks_inside(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int64_t cnt, Prefetch& pf) {
+  for (int64_t o = ow0; o < ow0 + np; o += 4) pixels_inside<T>(a, o, 4, c, cnt, pf);
 }
 
 template <typename T>
-using PixelsFn = void (*)(const RowArgs<T>&, int64_t, int64_t, int64_t, int64_t);
+using PixelsFn = void (*)(const RowArgs<T>&, int64_t, int64_t, int64_t, int64_t, Prefetch&);
 
 // The loops for the pixels whose taps are all inside the row and for the row's ends.
 template <typename T>
@@ -383,6 +416,37 @@ PixelsFns<T> pixels_fns(const RowArgs<T>& a) {
 
 // One channel vector at a time across the whole row, so the input rows' slice of that vector
 // (KH rows x SW pixels x one vector) stays in L1 while every tap reuses it.
+// Rows [lo, hi) of src that output row `row` reads (clipped to the source).
+struct RowSpan {
+  int64_t lo, hi;
+};
+template <typename T>
+RowSpan source_rows(const RowArgs<T>& a, int64_t row) {
+  const int64_t top = row * a.sh - a.ph;
+  return {std::max<int64_t>(0, top), std::min(a.SH, top + (a.KH - 1) * a.dh + 1)};
+}
+
+// What to prefetch for the task after this one (RowArgs::next_src), in `steps` steps: its
+// source rows that this task does not read (the rows of a forward-direction task are
+// contiguous) and its dst row.
+template <typename T>
+Prefetch next_task(const RowArgs<T>& a, int64_t steps,
+                   RowSpan (*rows)(const RowArgs<T>&, int64_t) = source_rows<T>) {
+  Prefetch pf;
+  pf.steps = std::max<int64_t>(1, steps);
+  if (a.next_src == nullptr) return pf;
+  RowSpan r = rows(a, a.next_row);
+  if (a.next_src == a.src) r.lo = std::max(r.lo, rows(a, a.row).hi);
+  const int64_t row_bytes = a.SW * a.C * int64_t(sizeof(T));
+  if (r.hi > r.lo) {
+    pf.in = reinterpret_cast<const char*>(a.next_src + r.lo * a.SW * a.C);
+    pf.in_lines = ((r.hi - r.lo) * row_bytes + 63) / 64;
+  }
+  pf.out = reinterpret_cast<const char*>(a.next_dst);
+  pf.out_lines = (a.DW * a.C * int64_t(sizeof(T)) + 63) / 64;
+  return pf;
+}
+
 template <typename T>
 void row_forward(const RowArgs<T>& a) {
   constexpr int64_t n = Vectorized<T>::size();
@@ -394,12 +458,15 @@ void row_forward(const RowArgs<T>& a) {
   const int64_t reach = a.SW - 1 + a.pw - (a.KW - 1) * a.dw;  // ow*sw must not exceed it
   const int64_t hi = std::max(lo, std::min(a.DW, reach < 0 ? 0 : reach / a.sw + 1));
   const int64_t blocks_end = lo + (hi - lo) / 4 * 4;
+  // One prefetch step per call of the edge loop and per 4 pixels of the inside loop.
+  const int64_t per_pass = (lo + 3) / 4 + (blocks_end - lo) / 4 + (a.DW - blocks_end + 3) / 4;
+  Prefetch pf = next_task(a, per_pass * ((a.C + n - 1) / n));
   for (int64_t c = 0; c < a.C; c += n) {
     const int64_t cnt = std::min<int64_t>(n, a.C - c);
-    for (int64_t ow0 = 0; ow0 < lo; ow0 += 4) fns.edge(a, ow0, std::min<int64_t>(4, lo - ow0), c, cnt);
-    fns.inside(a, lo, blocks_end - lo, c, cnt);
+    for (int64_t ow0 = 0; ow0 < lo; ow0 += 4) fns.edge(a, ow0, std::min<int64_t>(4, lo - ow0), c, cnt, pf);
+    fns.inside(a, lo, blocks_end - lo, c, cnt, pf);
     for (int64_t ow0 = blocks_end; ow0 < a.DW; ow0 += 4) {
-      fns.edge(a, ow0, std::min<int64_t>(4, a.DW - ow0), c, cnt);
+      fns.edge(a, ow0, std::min<int64_t>(4, a.DW - ow0), c, cnt, pf);
     }
   }
 }
@@ -438,12 +505,23 @@ constexpr int kMaxTaps = 64;
 // pixels iw = f + i*sw of phase f all read the same taps (kh, kw), tap j at grad_output pixel
 // i + q[j]. So the tap list is built once per phase (no divisions in the pixel loop), and where
 // every tap is inside, 4 pixels of the phase share each weight vector load.
+// Rows [lo, hi) of grad_output (src) that input row `row` of the data grad reads.
+template <typename T>
+RowSpan data_grad_rows(const RowArgs<T>& a, int64_t row) {
+  const int64_t top = row + a.ph - (a.KH - 1) * a.dh;  // oh*sh >= top
+  const int64_t lo = top <= 0 ? 0 : (top + a.sh - 1) / a.sh;
+  return {lo, std::max(lo, std::min(a.SH, (row + a.ph) / a.sh + 1))};
+}
+
 template <typename T>
 void row_data_grad(const RowArgs<T>& a) {
   if (a.KH * a.KW > kMaxTaps) return row_data_grad_gather(a);
   using V = Vectorized<T>;
   constexpr int64_t n = V::size();
   const int64_t C = a.C;
+  // One prefetch step per 4 pixels of a phase (and per pixel at the phase's ends).
+  Prefetch pf = next_task(a, ((a.DW + a.sw - 1) / a.sw / 4 + 2) * a.sw * ((C + n - 1) / n),
+                          data_grad_rows<T>);
   for (int64_t f = 0; f < std::min(a.sw, a.DW); ++f) {
     int64_t w_off[kMaxTaps], g_off[kMaxTaps], q[kMaxTaps];
     int taps = 0;
@@ -469,6 +547,7 @@ void row_data_grad(const RowArgs<T>& a) {
       const int64_t cnt = std::min<int64_t>(n, C - c);
       const V b = V::loadu(a.bias + c, cnt);
       auto single = [&](int64_t i) {
+        pf.next();
         V acc = b;
         for (int j = 0; j < taps; ++j) {
           if (i + q[j] < 0 || i + q[j] >= a.SW) continue;
@@ -479,6 +558,7 @@ void row_data_grad(const RowArgs<T>& a) {
       };
       for (int64_t i = 0; i < std::min(ilo, ni); ++i) single(i);
       for (int64_t i = ilo; i < blocks_end; i += 4) {
+        pf.next();
         V acc[4] = {b, b, b, b};
         for (int j = 0; j < taps; ++j) {
           const V wv = V::loadu(a.w + w_off[j] + c, cnt);
@@ -507,16 +587,19 @@ Span inside(int64_t out, int64_t n, int64_t s, int64_t off) {
 // Channels-last weight grad of one grad_output row: per channel vector and tap, 4 partial sums
 // over the pixels (fixed order), added into acc[k].
 template <typename T>
-void row_weight_grad(const RowArgs<T>& a) {
+void row_weight_grad_any(const RowArgs<T>& a) {
   using V = Vectorized<T>;
   constexpr int64_t n = V::size();
   const int64_t C = a.C, ih0 = a.row * a.sh - a.ph;
+  Prefetch pf = next_task(a, (C + n - 1) / n * a.KH);
+  pf.out_write = false;
   for (int64_t c = 0; c < C; c += n) {
     const int64_t cnt = std::min<int64_t>(n, C - c);
     for (int64_t kh = 0; kh < a.KH; ++kh) {
       const int64_t ih = ih0 + kh * a.dh;
       if (ih < 0 || ih >= a.SH) continue;
       const T* xr = a.src + ih * a.SW * C + c;
+      pf.next();
       for (int64_t kw = 0; kw < a.KW; ++kw) {
         const int64_t off = kw * a.dw - a.pw;
         const Span sp = inside(a.DW, a.SW, a.sw, off);
@@ -537,6 +620,84 @@ void row_weight_grad(const RowArgs<T>& a) {
       }
     }
   }
+}
+
+// K x K taps, dilation 1 along W, stride S along W: the K*K tap sums of channel vector c stay
+// in registers across the row. The pixels whose taps are all inside go in blocks of 4: each
+// grad_output vector is loaded once for all K*K taps and the 3*S + K input pixels of a kernel
+// row once for its K taps (0.6 loads per FMA instead of 2); the row's ends one pixel at a time
+// over the taps inside. Every tap's sum runs over the pixels in order (deterministic).
+template <typename T, int K, int S>
+void row_weight_grad_shared(const RowArgs<T>& a) {
+  using V = Vectorized<T>;
+  constexpr int64_t n = V::size();
+  constexpr int P = 3 * S + K;
+  const int64_t C = a.C, ih0 = a.row * a.sh - a.ph;
+  const int64_t lo = a.pw <= 0 ? 0 : std::min(a.DW, (a.pw + S - 1) / S);
+  const int64_t reach = a.SW - 1 + a.pw - (K - 1);
+  const int64_t hi = std::max(lo, std::min(a.DW, reach < 0 ? 0 : reach / S + 1));
+  const int64_t blocks_end = lo + (hi - lo) / 4 * 4;
+  const int64_t per_pass = (blocks_end - lo) / 4 + 1;
+  Prefetch pf = next_task(a, (C + n - 1) / n * per_pass);
+  pf.out_write = false;
+  for (int64_t c = 0; c < C; c += n) {
+    const int64_t cnt = std::min<int64_t>(n, C - c);
+    V acc[K * K];
+#pragma GCC unroll 9
+    for (int k = 0; k < K * K; ++k) acc[k] = V(T(0));
+    const auto single = [&](int64_t ow) {
+      const V g = V::loadu(a.gy + ow * C + c, cnt);
+      const int64_t iw0 = ow * S - a.pw;
+      for (int kh = 0; kh < K; ++kh) {
+        const int64_t ih = ih0 + kh * a.dh;
+        if (ih < 0 || ih >= a.SH) continue;
+        for (int kw = 0; kw < K; ++kw) {
+          if (iw0 + kw < 0 || iw0 + kw >= a.SW) continue;
+          const V x = V::loadu(a.src + (ih * a.SW + iw0 + kw) * C + c, cnt);
+          acc[kh * K + kw] = at::vec::fmadd(g, x, acc[kh * K + kw]);
+        }
+      }
+    };
+    pf.next();
+    for (int64_t ow = 0; ow < lo; ++ow) single(ow);
+    for (int64_t o = lo; o < blocks_end; o += 4) {
+      pf.next();
+      V g[4];
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) g[j] = V::loadu(a.gy + (o + j) * C + c, cnt);
+#pragma GCC unroll 3
+      for (int kh = 0; kh < K; ++kh) {
+        const int64_t ih = ih0 + kh * a.dh;
+        if (ih < 0 || ih >= a.SH) continue;
+        const T* xr = a.src + (ih * a.SW + o * S - a.pw) * C + c;
+        V px[P];
+#pragma GCC unroll 16
+        for (int i = 0; i < P; ++i) px[i] = V::loadu(xr + i * C, cnt);
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; ++j) {
+#pragma GCC unroll 3
+          for (int kw = 0; kw < K; ++kw) {
+            acc[kh * K + kw] = at::vec::fmadd(g[j], px[j * S + kw], acc[kh * K + kw]);
+          }
+        }
+      }
+    }
+    for (int64_t ow = blocks_end; ow < a.DW; ++ow) single(ow);
+#pragma GCC unroll 9
+    for (int k = 0; k < K * K; ++k) {
+      T* dst = a.acc + k * C + c;
+      (V::loadu(dst, cnt) + acc[k]).store(dst, cnt);
+    }
+  }
+}
+
+template <typename T>
+void row_weight_grad(const RowArgs<T>& a) {
+  if (a.KH == 3 && a.KW == 3 && a.dw == 1) {
+    if (a.sw == 1) return row_weight_grad_shared<T, 3, 1>(a);
+    if (a.sw == 2) return row_weight_grad_shared<T, 3, 2>(a);
+  }
+  row_weight_grad_any(a);
 }
 
 template <typename T>

@@ -67,6 +67,12 @@ struct RowArgs {
   const T* bias;  // [C]
   T* acc;         // weight grad: [KH * KW, C]
   int64_t KH, KW, sh, sw, ph, pw, dh, dw;
+  // The task that runs next on this thread (next_src null: none), whose data the loops prefetch
+  // while they work on this one: its source rows (those this row does not read) and its dst
+  // row (the weight grad: its gy row).
+  const T* next_src;
+  const T* next_dst;
+  int64_t next_row;
 };
 
 template <typename T>
