@@ -65,12 +65,7 @@ bool launch_nc_depth3d(const T* in, const at::opmath_type<T>* w, const T* bias, 
     const int kd = P.k[0], kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
 #define CONVX_CASE(KD, KH, KW, S) \
   if (kd == KD && kh == KH && kw == KW && s == S) return run_fwd<T, KD, KH, KW, S>(in, w, bias, out, P, stream);
-    CONVX_CASE(3, 3, 3, 1)
-    CONVX_CASE(3, 3, 3, 2)
-    CONVX_CASE(3, 2, 2, 1)
-    CONVX_CASE(5, 3, 3, 1)
-    CONVX_CASE(5, 3, 3, 2)
-    CONVX_CASE(5, 2, 2, 1)
+    CONVX_DEPTH3D_FILTERS(CONVX_CASE)
 #undef CONVX_CASE
     return false;
   }
@@ -85,10 +80,7 @@ bool launch_nc_wgrad_depth3d(const T* x, const T* gy, T* gw, const Plan& P, cons
     const int kd = P.k[0], kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
 #define CONVX_CASE(KD, KH, KW, S) \
   if (kd == KD && kh == KH && kw == KW && s == S) return run_wgrad<T, KD, KH, KW, S>(x, gy, gw, P, like, stream);
-    CONVX_CASE(3, 3, 3, 1)
-    CONVX_CASE(3, 3, 3, 2)
-    CONVX_CASE(5, 3, 3, 1)
-    CONVX_CASE(5, 3, 3, 2)
+    CONVX_DEPTH3D_WGRAD_FILTERS(CONVX_CASE)
 #undef CONVX_CASE
     return false;
   }

@@ -34,6 +34,12 @@ struct Plan {
 // Exact integer ceiling for non-negative a, positive b.
 __host__ __device__ inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// The filters the depth-streaming 3-D kernels (nc_depth3d, cl_depth3d, and their weight-grads) are
+// specialised for, as X(KD, KH, KW, S) at depth stride 1: the forward and data-grad list includes
+// the stride-2 data-grad's 2 x 2 sub-filters; the weight-grads take the full filters only.
+#define CONVX_DEPTH3D_FILTERS(X) X(3, 3, 3, 1) X(3, 3, 3, 2) X(3, 2, 2, 1) X(5, 3, 3, 1) X(5, 3, 3, 2) X(5, 2, 2, 1)
+#define CONVX_DEPTH3D_WGRAD_FILTERS(X) X(3, 3, 3, 1) X(3, 3, 3, 2) X(5, 3, 3, 1) X(5, 3, 3, 2)
+
 // The depth-streaming kernels' columns of output depths (NCDHW: one sample and channel;
 // channels-last: one sample, row and strip) cut into `segs` segments of `dl` planes: the fewest
 // segments that give `target` work items, each at least 2*KD planes deep while the depth allows
