@@ -17,10 +17,10 @@
 #include "autograd/closure.h"
 
 #include <ATen/ops/constant_pad_nd.h>
-#include <ATen/ops/sum.h>
 #include <c10/core/GradMode.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include "ops/bias_grad/bias_grad.h"
 #include "ops/common/args.h"
 #include "ops/common/calls.h"
 
@@ -57,14 +57,7 @@ struct Saved {
 // deterministic CUDA reduction) has no derivative of its own, so when this gradient is itself
 // being differentiated (create_graph) at::sum does it.
 Tensor bias_grad(const Tensor& gy, int64_t rank) {
-  if (c10::GradMode::is_enabled() && gy.requires_grad()) {
-    std::vector<int64_t> dims;
-    const int64_t channel = gy.dim() - rank - 1;
-    for (int64_t i = 0; i < gy.dim(); ++i) {
-      if (i != channel) dims.push_back(i);
-    }
-    return at::sum(gy, dims);
-  }
+  if (c10::GradMode::is_enabled() && gy.requires_grad()) return bias_grad_by_sum(gy, rank);
   return call::bias_grad(rank, gy);
 }
 

@@ -18,8 +18,12 @@ using at::Tensor;
 // returns the channel dim.
 int64_t bias_grad_channel_dim(const Tensor& grad_output, int64_t rank);
 
+// at::sum over every dim but the channel dim, on any device: the CPU kernel, the CUDA kernel's
+// fallback, and the closure's differentiable form (under create_graph).
+Tensor bias_grad_by_sum(const Tensor& grad_output, int64_t rank);
+
 namespace cpu {
-Tensor bias_grad(const Tensor& grad_output, int64_t rank);  // at::sum
+Tensor bias_grad(const Tensor& grad_output, int64_t rank);
 }
 namespace meta {
 Tensor bias_grad(const Tensor& grad_output, int64_t rank);

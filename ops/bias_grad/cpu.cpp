@@ -17,7 +17,7 @@ int64_t bias_grad_channel_dim(const Tensor& grad_output, int64_t rank) {
   return grad_output.dim() - rank - 1;
 }
 
-Tensor cpu::bias_grad(const Tensor& grad_output, int64_t rank) {
+Tensor bias_grad_by_sum(const Tensor& grad_output, int64_t rank) {
   const int64_t channel = bias_grad_channel_dim(grad_output, rank);
   std::vector<int64_t> dims;
   for (int64_t i = 0; i < grad_output.dim(); ++i) {
@@ -25,6 +25,8 @@ Tensor cpu::bias_grad(const Tensor& grad_output, int64_t rank) {
   }
   return at::sum(grad_output, dims);
 }
+
+Tensor cpu::bias_grad(const Tensor& grad_output, int64_t rank) { return bias_grad_by_sum(grad_output, rank); }
 
 Tensor meta::bias_grad(const Tensor& grad_output, int64_t rank) {
   const int64_t channel = bias_grad_channel_dim(grad_output, rank);

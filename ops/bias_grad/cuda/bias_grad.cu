@@ -223,7 +223,7 @@ Tensor bias_grad(const Tensor& grad_output, int64_t rank) {
   const auto t = grad_output.scalar_type();
   const bool ours = (t == at::kFloat || t == at::kHalf || t == at::kBFloat16) && grad_output.numel() > 0 &&
                     (channel_innermost(grad_output, channel) || grad_output.is_contiguous());
-  if (!ours) return cpu::bias_grad(grad_output, rank);  // at::sum on the tensor's device
+  if (!ours) return bias_grad_by_sum(grad_output, rank);
   c10::cuda::CUDAGuard guard(grad_output.device());
   Tensor out = at::empty({grad_output.size(channel)}, grad_output.options());
   switch (t) {

@@ -474,52 +474,54 @@ inline bool choose_clw_tile(ClwTile& L, const Plan& P, int VW, int R, int SEG, i
 }
 
 // ---- host launch (cpp_tests/cuda_on_cpu/run.sh takes the kernels above this line) ----
-template <typename T, int KH, int KW, int S>
-bool run(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
+// The two launches of a channels-last weight-grad: `partial` (a cl_wgrad_partial /
+// cl_wgrad_depth3d specialisation) writes every chunk's tap sums into part [chunks][out_c * taps],
+// then sum_chunks adds the chunks in order into gw.
+template <typename T, typename Partial>
+void partials_then_sum(Partial partial, const T* x, const T* gy, T* gw, const Plan& P, const ClwTile& L,
+                       int64_t ctiles, int64_t chunks, int64_t taps, const at::TensorBase& like, cudaStream_t stream) {
   using acc_t = at::opmath_type<T>;
-  using Shape = ClwShape<T, KH, KW>;
-  constexpr int VW = Shape::VW, R = Shape::R, RH = Shape::RH;
-  if (P.out_c % VW != 0 || reinterpret_cast<uintptr_t>(x) % (sizeof(T) * VW) != 0 ||
-      reinterpret_cast<uintptr_t>(gy) % (sizeof(T) * VW) != 0) {
-    return false;
-  }
-  ClwTile L{};
-  int64_t ctiles = 0, chunks = 0;
-  if (!choose_clw_tile(L, P, VW, R, (R - 1) * S + KW, 0, ctiles, chunks)) return false;
-  const int64_t taps = int64_t(P.k[0]) * P.k[1] * KW, n = P.out_c * taps;
+  const int64_t n = P.out_c * taps;
   const at::Tensor part = at::empty({chunks, n}, like.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
   const unsigned threads = static_cast<unsigned>(ceil_div(int64_t(L.CT) * L.G, 32) * 32);
-  cl_wgrad_partial<T, KH, KW, S, VW, R, RH><<<dim3(static_cast<unsigned>(ctiles), static_cast<unsigned>(chunks)),
-                                              threads, 0, stream>>>(x, gy, part.mutable_data_ptr<acc_t>(), P, L);
+  partial<<<dim3(static_cast<unsigned>(ctiles), static_cast<unsigned>(chunks)), threads, 0, stream>>>(
+      x, gy, part.mutable_data_ptr<acc_t>(), P, L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   sum_chunks<T><<<static_cast<unsigned>(std::clamp<int64_t>(ceil_div(n, kSumCols), 1, 1 << 30)), kWgradThreads, 0,
                   stream>>>(part.const_data_ptr<acc_t>(), gw, chunks, n);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+// x and gy take VW-channel vector loads.
+template <typename T, int VW>
+bool vectors_fit(const T* x, const T* gy, const Plan& P) {
+  return P.out_c % VW == 0 && reinterpret_cast<uintptr_t>(x) % (sizeof(T) * VW) == 0 &&
+         reinterpret_cast<uintptr_t>(gy) % (sizeof(T) * VW) == 0;
+}
+
+template <typename T, int KH, int KW, int S>
+bool run(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
+  using Shape = ClwShape<T, KH, KW>;
+  constexpr int VW = Shape::VW, R = Shape::R, RH = Shape::RH;
+  if (!vectors_fit<T, VW>(x, gy, P)) return false;
+  ClwTile L{};
+  int64_t ctiles = 0, chunks = 0;
+  if (!choose_clw_tile(L, P, VW, R, (R - 1) * S + KW, 0, ctiles, chunks)) return false;
+  partials_then_sum(cl_wgrad_partial<T, KH, KW, S, VW, R, RH>, x, gy, gw, P, L, ctiles, chunks,
+                    int64_t(P.k[0]) * P.k[1] * KW, like, stream);
   return true;
 }
 
 template <typename T, int KD, int KH, int KW, int S>
 bool run_depth3d(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
-  using acc_t = at::opmath_type<T>;
   using Shape = Clw3Shape<T, KD, KH, KW>;
   constexpr int VW = Shape::VW, R = Shape::R;
-  if (P.k[0] != KD || P.S[0] != 1 || P.out_c % VW != 0 || reinterpret_cast<uintptr_t>(x) % (sizeof(T) * VW) != 0 ||
-      reinterpret_cast<uintptr_t>(gy) % (sizeof(T) * VW) != 0) {
-    return false;
-  }
+  if (P.k[0] != KD || P.S[0] != 1 || !vectors_fit<T, VW>(x, gy, P)) return false;
   ClwTile L{};
   int64_t ctiles = 0, chunks = 0;
   if (!choose_clw_tile(L, P, VW, R, (R - 1) * S + KW, KD, ctiles, chunks)) return false;
-  constexpr int64_t taps = KD * KH * KW;
-  const int64_t n = P.out_c * taps;
-  const at::Tensor part = at::empty({chunks, n}, like.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
-  const unsigned threads = static_cast<unsigned>(ceil_div(int64_t(L.CT) * L.G, 32) * 32);
-  cl_wgrad_depth3d<T, KD, KH, KW, S, VW, R><<<dim3(static_cast<unsigned>(ctiles), static_cast<unsigned>(chunks)),
-                                              threads, 0, stream>>>(x, gy, part.mutable_data_ptr<acc_t>(), P, L);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  sum_chunks<T><<<static_cast<unsigned>(std::clamp<int64_t>(ceil_div(n, kSumCols), 1, 1 << 30)), kWgradThreads, 0,
-                  stream>>>(part.const_data_ptr<acc_t>(), gw, chunks, n);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  partials_then_sum(cl_wgrad_depth3d<T, KD, KH, KW, S, VW, R>, x, gy, gw, P, L, ctiles, chunks, KD * KH * KW,
+                    like, stream);
   return true;
 }
 

@@ -31,7 +31,6 @@ int64_t sm_count() {
 
 namespace {
 
-
 template <typename T, int KH, int KW, int S, int R, int TH, bool VEC = stream_vec<T, KH>()>
 bool run(const T* in, const at::opmath_type<T>* w, const T* bias, T* out, const Plan& P,
          cudaStream_t stream) {
