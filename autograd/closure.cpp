@@ -63,6 +63,14 @@ Tensor bias_grad(const Tensor& gy, int64_t rank) {
 
 bool has(const std::optional<Tensor>& t) { return t.has_value() && t->defined(); }
 
+// grad_input in the memory format of the input, as aten's backward gives it. The data-grad
+// operators pick their output's format from grad_output, which agrees except where grad_output's
+// is ambiguous (one output pixel: contiguous and channels-last at once) and x's is not.
+Tensor in_format_of(const Tensor& dx, const Tensor& x) {
+  const auto format = x.suggest_memory_format();
+  return dx.suggest_memory_format() == format ? dx : dx.contiguous(format);
+}
+
 // d conv / d (input, weight, bias); depthwise_conv is conv with groups = C.
 variable_list conv_backward(AutogradContext* ctx, const Tensor& gy, bool with_bias) {
   const auto s = Saved::load(ctx);
@@ -70,7 +78,9 @@ variable_list conv_backward(AutogradContext* ctx, const Tensor& gy, bool with_bi
   const Tensor &x = saved[0], &w = saved[1];
   Tensor dx, dw, db;
   if (ctx->needs_input_grad(0)) {
-    dx = call::conv_input_grad(s.rank, x.sym_sizes(), w, gy, s.stride, s.padding, s.dilation, s.groups);
+    dx = in_format_of(call::conv_input_grad(s.rank, x.sym_sizes(), w, gy, s.stride, s.padding,
+                                            s.dilation, s.groups),
+                      x);
   }
   if (ctx->needs_input_grad(1)) {
     dw = call::conv_weight_grad(s.rank, x, w.sym_sizes(), gy, s.stride, s.padding, s.dilation, s.groups);
@@ -147,6 +157,7 @@ struct ConvTranspose : torch::autograd::Function<ConvTranspose> {
         const int64_t d = dx.dim() - s.rank + i;
         dx = dx.narrow_symint(d, 0, x.sym_size(d));
       }
+      dx = in_format_of(dx, x);
     }
     if (ctx->needs_input_grad(1)) {
       Tensor xp = x;

@@ -238,3 +238,33 @@ def test_autocast_cpu_bfloat16(family):
     torch.testing.assert_close(gb, rb, rtol=3e-2, atol=0.3)
     # outside autocast nothing changes
     assert op(x, w, b).dtype == torch.float32
+
+
+@pytest.mark.parametrize("op", ["conv2d", "depthwise_conv2d", "conv_transpose2d"])
+def test_grad_input_takes_the_input_format_when_grad_output_is_one_pixel(op):
+    # A one-pixel grad_output is contiguous and channels-last at once; aten's backward gives
+    # grad_input the input's format, and so must the closure.
+    g = torch.Generator().manual_seed(11)
+    if op == "conv_transpose2d":
+        x = torch.randn(2, 6, 3, 3, generator=g, dtype=torch.float64)
+        w = torch.randn(6, 4, 1, 1, generator=g, dtype=torch.float64)
+        ref = lambda x, w: F.conv_transpose2d(x, w, None, 1, 1)  # noqa: E731  3x3 -> 1x1
+        ours = lambda x, w: torch.ops.convx.conv_transpose2d(x, w, None, [1, 1], [1, 1], [0, 0], 1, [1, 1])  # noqa: E731
+    else:
+        groups = 6 if op == "depthwise_conv2d" else 1
+        x = torch.randn(2, 6, 3, 3, generator=g, dtype=torch.float64)
+        w = torch.randn(6, 6 // groups, 3, 3, generator=g, dtype=torch.float64)
+        ref = lambda x, w: F.conv2d(x, w, None, 1, 0, 1, groups)  # noqa: E731
+        if op == "depthwise_conv2d":
+            ours = lambda x, w: torch.ops.convx.depthwise_conv2d(x, w, None, [1, 1], [0, 0], [1, 1])  # noqa: E731
+        else:
+            ours = lambda x, w: torch.ops.convx.conv2d(x, w, None, [1, 1], [0, 0], [1, 1], 1)  # noqa: E731
+    x = x.contiguous(memory_format=torch.channels_last).requires_grad_()
+    w.requires_grad_()
+    y, y_ref = ours(x, w), ref(x, w)
+    assert y.shape[-2:] == (1, 1)
+    gy = torch.randn(y.shape, generator=g, dtype=torch.float64)
+    gx, = torch.autograd.grad(y, x, gy)
+    gx_ref, = torch.autograd.grad(y_ref, x, gy)
+    torch.testing.assert_close(gx, gx_ref)
+    assert gx.stride() == gx_ref.stride()

@@ -71,6 +71,20 @@ def test_depthwise_specialisations_float64(k, s, d, cl):
         assert max(errs) < 1e-10, (m, errs)
 
 
+@pytest.mark.parametrize("k,s", [(3, 1), (5, 1), (7, 1), (3, 2), (5, 2), (7, 2)])
+def test_depthwise_channels_last_row_widths(k, s):
+    # The channels-last forward tiles a row in blocks of 4 from its first pixel: blocks wholly
+    # inside take the 8/4-pixel loops, the others (row ends, narrow rows) the edge loop. Every
+    # width from 1 to 21 (output rows of 1 to 21 pixels), padded and unpadded.
+    for w in range(1, 22):
+        for p in (k // 2, 0):
+            if w + 2 * p < k:
+                continue
+            errs = depthwise_case(19, 1, 9, w, (k, k), (s, s), (1, 1), (p, p), True, torch.float64,
+                                  seed=w * 10 + p)
+            assert max(errs) < 1e-10, (w, p, errs)
+
+
 @pytest.mark.parametrize("cl", [False, True], ids=["nchw", "channels_last"])
 def test_depthwise_unpadded_and_overpadded(cl):
     # No padding (taps never leave the row) and padding beyond the kernel reach (data grad crops).

@@ -5,8 +5,8 @@
 // NCHW: vectorised along the output row, a tile of kRowTile rows x one vector in registers,
 // every tap one broadcast weight and one unaligned load per row; kernel sizes 3, 5 and 7 are
 // unrolled (templates), others take the same loop with run-time bounds.
-// Channels-last: vectorised along the channels; the forward keeps 4 neighbouring output pixels
-// in registers so every weight vector load serves 4 FMAs.
+// Channels-last: vectorised along the channels; the forward keeps 8 neighbouring output pixels
+// (4 at the row's ends) in registers so every weight vector load serves 8 FMAs.
 #include "ops/depthwise_conv/cpu_kernels.h"
 
 #include <ATen/cpu/vec/vec.h>
@@ -313,16 +313,16 @@ void blocks_shared(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int6
 
 // Blocks of 8 pixels over [ow0, ow0 + np) (np a multiple of 4) with every tap inside: 8
 // independent accumulator chains per channel vector where the 4-pixel loop's 4 chains (one FMA
-// per 4-cycle latency at best) are the likely limit. Per kernel row
-// the row's K weight vectors sit in registers (for K = 3 all 9, loaded once per call) and the
-// (8-1)*S + K input pixels stream through one register, each feeding every output that reads
-// it. A last block of 4 takes the 4-pixel loop. Full: cnt is a whole vector, so the loads and
-// stores skip the count test.
+// per 4-cycle latency at best) are the likely limit. Per kernel row the row's K weight vectors
+// sit in registers (all K*K for the whole call where they fit beside the accumulators: K = 3)
+// and the 7*S + K input pixels stream through one register, each feeding every output that
+// reads it: 7*S + 2K loads per 8K FMAs. A last block of 4 takes the 4-pixel loop. Full: cnt is
+// a whole vector, so the loads and stores skip the count test.
 template <typename T, int K, int S, bool Full>
 void blocks8(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int64_t cnt, Prefetch& pf) {
   using V = Vectorized<T>;
   constexpr int R = 8, P = (R - 1) * S + K;
-  constexpr bool hoist = K == 3;  // 9 weights + 8 accumulators + 1 pixel fit in 32 registers
+  constexpr bool hoist = K * K + R + 1 <= 30;  // weights + accumulators + a pixel, of 32
   const auto load = [cnt](const T* p) { return Full ? V::loadu(p) : V::loadu(p, cnt); };
   const int64_t C = a.C, ih0 = a.row * a.sh - a.ph, end = ow0 + np;
   V wall[hoist ? K * K : 1];
@@ -382,26 +382,25 @@ template <typename T>
 using PixelsFn = void (*)(const RowArgs<T>&, int64_t, int64_t, int64_t, int64_t, Prefetch&);
 
 // The loops for the pixels whose taps are all inside the row and for the row's ends.
+// edge_blocks: the edge loop computes 4 pixels per call whatever it stores (the shared-pixel
+// loop), so the row is tiled in blocks of 4 from its first pixel and the edge loop takes only
+// the blocks that are not wholly inside: a 28-pixel 5x5 row computes 28 outputs, not 2 + 24 + 2
+// padded to 4 + 24 + 4.
 template <typename T>
 struct PixelsFns {
   PixelsFn<T> inside, edge;
+  bool edge_blocks;
 };
 
 template <typename T, int K>
 PixelsFns<T> shared_for_stride(const RowArgs<T>& a) {
-  // 8-pixel blocks where they measured faster (1 thread, CPU time, against the 4-pixel loop in
-  // one build): 7x7 (ConvNeXt ~10%) and 3x3 stride 2 (MobileNetV2 ~5%); 3x3 stride 1 within
-  // the noise, 5x5 (EfficientNet) 25% slower, so those keep 4. 7x7 stride 2 follows 7x7
-  // (not measured: no benchmark case).
-  if (a.sw == 1) {
-    if constexpr (K == 7) return {blocks8_any<T, K, 1>, pixels_shared<T, K, 1, true>};
-    return {blocks_shared<T, K, 1>, pixels_shared<T, K, 1, true>};
-  }
-  if (a.sw == 2) {
-    if constexpr (K != 5) return {blocks8_any<T, K, 2>, pixels_shared<T, K, 2, true>};
-    return {blocks_shared<T, K, 2>, pixels_shared<T, K, 2, true>};
-  }
-  return {blocks_inside<T>, pixels_edge<T>};
+  // 8-pixel blocks at every K: in session 7's A/B (1 thread, CPU time, 10th percentile of 150
+  // calls against the 4-pixel loop) 5x5 (EfficientNet) gained ~6% once the row's ends were tiled
+  // from its first pixel (PixelsFns::edge_blocks), 7x7 and 3x3 stride 2 kept their session-4
+  // gains (~10% / ~5%), 3x3 stride 1 was level or faster. 16-pixel blocks measured no better.
+  if (a.sw == 1) return {blocks8_any<T, K, 1>, pixels_shared<T, K, 1, true>, true};
+  if (a.sw == 2) return {blocks8_any<T, K, 2>, pixels_shared<T, K, 2, true>, true};
+  return {blocks_inside<T>, pixels_edge<T>, false};
 }
 
 template <typename T>
@@ -411,7 +410,7 @@ PixelsFns<T> pixels_fns(const RowArgs<T>& a) {
     if (a.KH == 5) return shared_for_stride<T, 5>(a);
     if (a.KH == 7) return shared_for_stride<T, 7>(a);
   }
-  return {blocks_inside<T>, pixels_edge<T>};
+  return {blocks_inside<T>, pixels_edge<T>, false};
 }
 
 // One channel vector at a time across the whole row, so the input rows' slice of that vector
@@ -457,14 +456,15 @@ void row_forward(const RowArgs<T>& a) {
   const int64_t lo = a.pw <= 0 ? 0 : std::min(a.DW, (a.pw + a.sw - 1) / a.sw);
   const int64_t reach = a.SW - 1 + a.pw - (a.KW - 1) * a.dw;  // ow*sw must not exceed it
   const int64_t hi = std::max(lo, std::min(a.DW, reach < 0 ? 0 : reach / a.sw + 1));
-  const int64_t blocks_end = lo + (hi - lo) / 4 * 4;
+  const int64_t begin = fns.edge_blocks ? std::min(hi, (lo + 3) / 4 * 4) : lo;
+  const int64_t blocks_end = begin + (hi - begin) / 4 * 4;
   // One prefetch step per call of the edge loop and per 4 pixels of the inside loop.
-  const int64_t per_pass = (lo + 3) / 4 + (blocks_end - lo) / 4 + (a.DW - blocks_end + 3) / 4;
+  const int64_t per_pass = (begin + 3) / 4 + (blocks_end - begin) / 4 + (a.DW - blocks_end + 3) / 4;
   Prefetch pf = next_task(a, per_pass * ((a.C + n - 1) / n));
   for (int64_t c = 0; c < a.C; c += n) {
     const int64_t cnt = std::min<int64_t>(n, a.C - c);
-    for (int64_t ow0 = 0; ow0 < lo; ow0 += 4) fns.edge(a, ow0, std::min<int64_t>(4, lo - ow0), c, cnt, pf);
-    fns.inside(a, lo, blocks_end - lo, c, cnt, pf);
+    for (int64_t ow0 = 0; ow0 < begin; ow0 += 4) fns.edge(a, ow0, std::min<int64_t>(4, begin - ow0), c, cnt, pf);
+    fns.inside(a, begin, blocks_end - begin, c, cnt, pf);
     for (int64_t ow0 = blocks_end; ow0 < a.DW; ow0 += 4) {
       fns.edge(a, ow0, std::min<int64_t>(4, a.DW - ow0), c, cnt, pf);
     }
