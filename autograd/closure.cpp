@@ -7,6 +7,7 @@
 //   op                         d input                 d weight                 d bias
 //   conv(x, w, b)              D(x.size, w, gy)        W(x, w.size, gy)         sum(gy)
 //   conv_transpose(x, w, b)    F(gy, w)                W(gy, w.size, x)         sum(gy)
+//                              (both at once: _conv_and_weight_grad, when not differentiated)
 //   depthwise_conv(x, w, b)    as conv with groups = C
 //   D(size, w, gy):            d gy = F(g, w)          d w = W(g, w.size, gy)
 //   W(x, size, gy):            d x = D(x.size, g, gy)  d gy = F(x, g)
@@ -19,6 +20,9 @@
 #include <ATen/ops/constant_pad_nd.h>
 #include <c10/core/GradMode.h>
 #include <torch/csrc/autograd/custom_function.h>
+
+#include <initializer_list>
+#include <tuple>
 
 #include "ops/bias_grad/bias_grad.h"
 #include "ops/common/args.h"
@@ -53,11 +57,22 @@ struct Saved {
   }
 };
 
+// Whether a gradient computed from these tensors is itself being differentiated (grad mode on,
+// as under create_graph, and one of them requiring grad): then it must come from operators with
+// a derivative, not from the private ones (_bias_grad, _conv_and_weight_grad).
+bool differentiated(std::initializer_list<Tensor> from) {
+  if (!c10::GradMode::is_enabled()) return false;
+  for (const Tensor& t : from) {
+    if (t.requires_grad()) return true;
+  }
+  return false;
+}
+
 // grad of a bias: gy summed over every dim but the channel dim. convx::_bias_grad (a faster,
 // deterministic CUDA reduction) has no derivative of its own, so when this gradient is itself
 // being differentiated (create_graph) at::sum does it.
 Tensor bias_grad(const Tensor& gy, int64_t rank) {
-  if (c10::GradMode::is_enabled() && gy.requires_grad()) return bias_grad_by_sum(gy, rank);
+  if (differentiated({gy})) return bias_grad_by_sum(gy, rank);
   return call::bias_grad(rank, gy);
 }
 
@@ -150,24 +165,30 @@ struct ConvTranspose : torch::autograd::Function<ConvTranspose> {
       extra[i] = s.output_padding[i] / s.stride[i];
       any_extra |= extra[i] > 0;
     }
-    Tensor dx, dw, db;
-    if (ctx->needs_input_grad(0)) {
-      dx = call::conv(s.rank, gy, w, std::nullopt, s.stride, s.padding, s.dilation, s.groups);
-      for (int64_t i = 0; i < s.rank && any_extra; ++i) {
-        const int64_t d = dx.dim() - s.rank + i;
-        dx = dx.narrow_symint(d, 0, x.sym_size(d));
+    const bool want_dx = ctx->needs_input_grad(0), want_dw = ctx->needs_input_grad(1);
+    Tensor dx, dw, db, xp = x;
+    if (want_dw && any_extra) {
+      std::vector<int64_t> pad;  // constant_pad_nd: last dim first, (before, after) pairs
+      for (int64_t i = s.rank - 1; i >= 0; --i) pad.insert(pad.end(), {0, extra[i]});
+      xp = at::constant_pad_nd(x, pad, 0);
+    }
+    // Both read gy as the input of a convolution: convx::_conv_and_weight_grad shares that work
+    // (one gather of gy on the stride == kernel GEMM path). It has no derivative of its own, so
+    // when the gradients are themselves differentiated the two operators run apart.
+    if (want_dx && want_dw && !differentiated({gy, w, xp})) {
+      std::tie(dx, dw) = call::conv_and_weight_grad(s.rank, gy, w, xp, s.stride, s.padding,
+                                                    s.dilation, s.groups);
+    } else {
+      if (want_dx) dx = call::conv(s.rank, gy, w, std::nullopt, s.stride, s.padding, s.dilation, s.groups);
+      if (want_dw) {
+        dw = call::conv_weight_grad(s.rank, gy, w.sym_sizes(), xp, s.stride, s.padding, s.dilation,
+                                    s.groups);
       }
       dx = in_format_of(dx, x);
     }
-    if (ctx->needs_input_grad(1)) {
-      Tensor xp = x;
-      if (any_extra) {
-        std::vector<int64_t> pad;  // constant_pad_nd: last dim first, (before, after) pairs
-        for (int64_t i = s.rank - 1; i >= 0; --i) pad.insert(pad.end(), {0, extra[i]});
-        xp = at::constant_pad_nd(x, pad, 0);
-      }
-      dw = call::conv_weight_grad(s.rank, gy, w.sym_sizes(), xp, s.stride, s.padding, s.dilation,
-                                  s.groups);
+    for (int64_t i = 0; i < s.rank && want_dx && any_extra; ++i) {
+      const int64_t d = dx.dim() - s.rank + i;
+      dx = dx.narrow_symint(d, 0, x.sym_size(d));
     }
     if (ctx->saved_data["bias"].toBool() && ctx->needs_input_grad(2)) db = bias_grad(gy, s.rank);
     return {Tensor(), dx, dw, db, Tensor(), Tensor(), Tensor(), Tensor(), Tensor()};

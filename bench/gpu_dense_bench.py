@@ -12,7 +12,9 @@ input, weight and bias), convx (default and cuDNN only) vs aten. Ratios are aten
 TFLOP/s counts 2*N*C_in*C_out/groups*in_pixels*k_pixels per pass (forward), twice that backward.
 
 Stride == kernel rows add the backward through the patch GEMM in all directions
-(CONVX_CUDA_DENSE=patch_gemm: "patch") and, with --split, each half of the backward alone
+(CONVX_CUDA_DENSE=patch_gemm: "patch"), grad_input + grad_weight by the closure's joint operator
+(convx::_conv_and_weight_grad: one gather of dy) against the two operators apart (two gathers),
+with the joint call's time per CUDA kernel, and, with --split, each half of the backward alone
 (grad_input = a stride == kernel conv forward of dy; grad_weight) for aten, convx's default,
 cuDNN and the patch GEMM, with the patch GEMM's time per CUDA kernel (torch.profiler: the
 gather, the operand copy, the GEMM) to show which piece to work on.
@@ -147,6 +149,27 @@ def split_backward(row, x, w, dy, r, s, iters):
         gemm_probe(row, x, w, dy, iters)
 
 
+def joint_vs_apart(row, x, w, dy, r, s, iters):
+    """grad_input and grad_weight of a stride == kernel transposed conv as the autograd closure
+    computes them: convx::_conv_and_weight_grad (one gather of dy where the patch GEMM serves
+    both) against the two public operators in sequence (two gathers), alternating, on convx's
+    default path and with the GEMM forced; results checked against each other; the joint call's
+    time per CUDA kernel."""
+    ops = torch.ops.convx
+    st, pd, dl = [s] * r, [0] * r, [1] * r
+    joint = lambda: ops._conv_and_weight_grad(dy, w, x, r, st, pd, dl, 1)  # noqa: E731
+    apart = lambda: (getattr(ops, f"conv{r}d")(dy, w, None, st, pd, dl, 1),  # noqa: E731
+                     getattr(ops, f"conv{r}d_weight_grad")(dy, list(w.shape), x, st, pd, dl, 1))
+    with torch.no_grad():
+        for col, variables in (("default", {}),) + PATCH_PATHS:
+            with patch_path(variables):
+                row[f"max_rel_err_joint_{col}"] = max(
+                    float((u.float() - v.float()).abs().max()) / float(v.float().abs().max())
+                    for u, v in zip(joint(), apart()))
+                row[f"convx_apart_{col}_ms"], row[f"convx_joint_{col}_ms"] = time_pair_ms(apart, joint, iters)
+                row[f"joint_{col}_kernels_us"] = kernel_us(joint)
+
+
 def gemm_probe(row, x, w, dy, iters):
     """The NC* weight-grad's one GEMM, [C_in, N*L] x [N*L, C_out*T] (M 512, N 1024, K 32768 for
     unet_k2s2), as torch.mm on dense operands through cuBLAS and through cuBLASLt (torch's
@@ -220,6 +243,7 @@ def bench_case(case, dtype_name, layout, iters, split):
                     float((u.float() - v.float()).abs().max()) / float(v.float().abs().max()) for u, v in zip(gc, ga))
                 row[f"convx_{col}_bwd_ms"] = time_ms(bwd_c, iters)
                 row[f"{col}_bwd_ratio"] = row["aten_bwd_ms"] / row[f"convx_{col}_bwd_ms"]
+        joint_vs_apart(row, x, w, dy, r, s, iters)
         if split:
             split_backward(row, x, w, dy, r, s, iters)
 
@@ -265,6 +289,12 @@ def main():
                     print(f"{'':38} bwd " + " ".join(
                         f"{c} {r[f'convx_{c}_bwd_ms']:.4f} ({r[f'{c}_bwd_ratio']:.2f}x, err {r[f'max_rel_err_{c}_bwd']:.1e})"
                         for c, _ in PATCH_PATHS), flush=True)
+                if "convx_joint_default_ms" in r:
+                    for c in ("default",) + tuple(c for c, _ in PATCH_PATHS):
+                        print(f"{'':38} gin+gw {c}: apart {r[f'convx_apart_{c}_ms']:.4f} joint "
+                              f"{r[f'convx_joint_{c}_ms']:.4f} (err {r[f'max_rel_err_joint_{c}']:.1e})", flush=True)
+                        for kname, us in r[f"joint_{c}_kernels_us"].items():
+                            print(f"{'':42} joint {c} kernel {us:8.1f} us  {kname}", flush=True)
                 if "aten_gin_ms" in r:
                     for half in ("gin", "gw"):
                         print(f"{'':38} {half:3} aten {r[f'aten_{half}_ms']:.4f} default {r[f'convx_default_{half}_ms']:.4f} "

@@ -10,6 +10,7 @@
 #include "ops/common/args.h"
 
 #include <string>
+#include <tuple>
 
 namespace convx {
 
@@ -23,6 +24,11 @@ using DataGradKernel = void(const ConvArgs&, const Tensor& grad_output, const Te
                             const std::optional<Tensor>& bias, const Tensor& grad_input);
 using WeightGradKernel = void(const ConvArgs&, const Tensor& input, const Tensor& grad_output,
                               const Tensor& grad_weight);
+// The forward (no bias) and the weight-grad of the same input at once, for a backend that can
+// share work between them (the CUDA stride == kernel GEMM gathers the input's patches once).
+using ConvAndWeightGradKernel = void(const ConvArgs&, const Tensor& input, const Tensor& weight,
+                                     const Tensor& grad_output, const Tensor& output,
+                                     const Tensor& grad_weight);
 
 struct Backend {
   ForwardKernel* dense_forward;
@@ -31,6 +37,8 @@ struct Backend {
   ForwardKernel* depthwise_forward;
   DataGradKernel* depthwise_data_grad;
   WeightGradKernel* depthwise_weight_grad;
+  // Optional: without it the joint operator runs dense_forward and dense_weight_grad.
+  ConvAndWeightGradKernel* dense_conv_and_weight_grad = nullptr;
 };
 
 // "convx::conv2d", "convx::conv_transpose1d", "convx::conv3d_input_grad", ...
@@ -126,6 +134,40 @@ Tensor conv_weight_grad(int64_t rank, const Tensor& input, c10::SymIntArrayRef w
     gw.zero_();  // an empty batch contributes nothing
   }
   return gw;
+}
+
+// The private operator _conv_and_weight_grad: conv(input, weight) and
+// conv_weight_grad(input, weight.size, grad_output), both checked and laid out exactly as the
+// two public operators would (the outputs are theirs, bit for bit, on a backend without a joint
+// kernel).
+template <const Backend& B>
+std::tuple<Tensor, Tensor> conv_and_weight_grad(const Tensor& input, const Tensor& weight,
+                                                const Tensor& grad_output, int64_t rank,
+                                                c10::IntArrayRef stride, c10::IntArrayRef padding,
+                                                c10::IntArrayRef dilation, int64_t groups) {
+  const char* op = "convx::_conv_and_weight_grad";
+  check_rank(rank, op);
+  auto a = make_args(rank, stride, padding, dilation, groups);
+  check_conv(a, input, weight, std::nullopt, op);
+  check_weight_grad(a, input, weight.sym_sizes(), grad_output, op);
+  auto x = batched(input, rank);
+  auto gy = batched(grad_output, rank);
+  auto y = new_tensor(conv_output_sizes(a, x, weight), x.options(), prefer_channels_last(x, weight));
+  auto gw = new_tensor(weight.sym_sizes(), x.options(), prefer_channels_last(x, gy));
+  if (B.dense_forward && x.sym_numel() != 0) {
+    if (depthwise_shaped(weight.sym_size(1))) {
+      B.depthwise_forward(a, x, weight, std::nullopt, y);
+      B.depthwise_weight_grad(a, x, gy, gw);
+    } else if (B.dense_conv_and_weight_grad) {
+      B.dense_conv_and_weight_grad(a, x, weight, gy, y, gw);
+    } else {
+      B.dense_forward(a, x, weight, std::nullopt, y);
+      B.dense_weight_grad(a, x, gy, gw);
+    }
+  } else if (B.dense_forward) {
+    gw.zero_();  // an empty batch contributes nothing
+  }
+  return {unbatch(y, is_unbatched(input, rank)), gw};
 }
 
 }  // namespace front

@@ -490,3 +490,138 @@ def test_first_order_grads_through_cudnn():
                 for x, y in zip(ga, gb):
                     if y is not None:
                         torch.testing.assert_close(x, y, rtol=1e-9, atol=1e-9)
+
+
+# ---- convx::_conv_and_weight_grad (the conv_transpose backward's dx and dw at once) ----
+
+from test_conv_and_weight_grad import CONV_T, CONV_T_ATEN, joint_cases, transpose_setup  # noqa: E402
+from test_cuda import deterministic  # noqa: E402
+
+
+def run_joint(case, t, deterministic_mode):
+    """The joint operator and the two public operators on the same operands, each on NaN-poisoned
+    memory, inside or outside torch.use_deterministic_algorithms (the patch GEMM steps aside in
+    it, so both are run)."""
+    mode = deterministic if deterministic_mode else contextlib.nullcontext
+    poison()
+    with torch.no_grad(), mode():
+        joint = case.run(t)
+    poison()
+    with torch.no_grad(), mode():
+        separate = case.separate(t)
+    return joint, separate
+
+
+def assert_within(out, ref, bound, tol, what):
+    assert out.shape == ref.shape, what
+    assert not torch.isnan(out).any(), f"{what}: NaN (an element left unwritten)"
+    err = (out.double().cpu() - ref).abs()
+    lim = tol * bound + 1e-6
+    assert bool((err <= lim).all()), f"{what}: max excess {float((err - lim).max())}"
+
+
+@pytest.mark.parametrize("deterministic_mode", [False, True], ids=["nondet", "det"])
+@pytest.mark.parametrize("path", list(PATCH_PATHS))
+@pytest.mark.parametrize("rank", [1, 2, 3])
+def test_conv_and_weight_grad_float64(rank, path, deterministic_mode):
+    """float64 (cuDNN / im2col: the patch GEMM takes no float64) on random and stride == kernel
+    cases in every layout: the two results against aten and against the two public operators."""
+    with dense_path(PATCH_PATHS[path]):
+        for case in joint_cases(rank, "cuda64"):
+            t = case.tensors(DEV)
+            (y, gw), (y_sep, gw_sep) = run_joint(case, t, deterministic_mode)
+            ref = case.reference(case.tensors())
+            bound = case.bound(case.tensors())
+            for out, sep, r, b, name in zip((y, gw), (y_sep, gw_sep), ref, bound, ("y", "gw")):
+                assert out.stride() == sep.stride(), (case, name)
+                assert_within(out, r, b, 1e-9, f"{case} {name}")
+                assert_within(sep, r, b, 1e-9, f"{case} {name} (separate)")
+
+
+@pytest.mark.parametrize("deterministic_mode", [False, True], ids=["nondet", "det"])
+@pytest.mark.parametrize("path", list(PATCH_PATHS))
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "tf32"])
+@pytest.mark.parametrize("rank", [1, 2, 3])
+def test_conv_and_weight_grad_low_precision(rank, dtype, path, deterministic_mode):
+    """The shared-gather patch GEMM (half types, float32 with TF32; by default for NC* inputs,
+    forced for channels-last ones) and the paths it falls back to, on poisoned outputs against
+    float64 of the rounded operands, outside and inside deterministic mode."""
+    tf32 = dtype == "tf32"
+    dt = torch.float32 if tf32 else getattr(torch, dtype)
+    tol = LOW[torch.float16] if tf32 else LOW[dt]
+    with dense_path(PATCH_PATHS[path]), \
+            torch.backends.cudnn.flags(enabled=True, deterministic=False, allow_tf32=tf32):
+        for case in joint_cases(rank, "cudalow", random_count=4):
+            t = case.tensors(DEV, dt)
+            (y, gw), (y_sep, gw_sep) = run_joint(case, t, deterministic_mode)
+            rounded = case.tensors("cpu", dt, fn=lambda b: b.double())
+            ref, bound = case.reference(rounded), case.bound(rounded)
+            for out, sep, r, b, name in zip((y, gw), (y_sep, gw_sep), ref, bound, ("y", "gw")):
+                assert out.dtype == dt and out.stride() == sep.stride(), (case, name)
+                assert_within(out, r, b, tol, f"{case} {name}")
+                assert_within(sep, r, b, tol, f"{case} {name} (separate)")
+
+
+def gathers(names):
+    return [n for n in names if "convx" in n and "gather_" in n]
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32], ids=lambda d: str(d)[6:])
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+def test_conv_and_weight_grad_gathers_once(layout, dtype):
+    """The point of the joint operator: where the patch GEMM serves both directions, the input's
+    patches are gathered once (one gather kernel), where the two public operators gather twice.
+    Channels-last k2 s2 goes to cuDNN by default (no gather) and shares one gather when forced."""
+    mf = torch.channels_last if layout == "channels_last" else torch.contiguous_format
+    x = torch.randn(3, 16, 32, 24, device=DEV, dtype=dtype).to(memory_format=mf)
+    w = torch.randn(24, 16, 2, 2, device=DEV, dtype=dtype)
+    gy = torch.randn(3, 24, 16, 12, device=DEV, dtype=dtype).to(memory_format=mf)
+    args = (x, w, gy, 2, [2, 2], [0, 0], [1, 1], 1)
+    joint = lambda: torch.ops.convx._conv_and_weight_grad(*args)  # noqa: E731
+    sep = lambda: (torch.ops.convx.conv2d(x, w, None, [2, 2], [0, 0], [1, 1], 1),  # noqa: E731
+                   torch.ops.convx.conv2d_weight_grad(x, list(w.shape), gy, [2, 2], [0, 0], [1, 1], 1))
+    ref = (torch.nn.functional.conv2d(x.double(), w.double(), stride=2),
+           torch.nn.grad.conv2d_weight(x.double(), list(w.shape), gy.double(), stride=2))
+    with torch.backends.cudnn.flags(enabled=True, deterministic=False, allow_tf32=True):
+        for path in (None, "patch_gemm"):
+            with dense_path(path):
+                out, names = kernels_of(joint)
+                out_s, names_s = kernels_of(sep)
+            if layout == "channels_last" and path is None:
+                assert not gathers(names) and not gathers(names_s), (names, names_s)
+            else:
+                assert len(gathers(names)) == 1, names
+                assert len(gathers(names_s)) == 2, names_s
+            for o, s, r in zip(out, out_s, ref):
+                scale = 4e-3 * float(r.abs().max())
+                torch.testing.assert_close(o.double(), r, rtol=0, atol=scale)
+                torch.testing.assert_close(s.double(), r, rtol=0, atol=scale)
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+@pytest.mark.parametrize("output_padding,dilation", [(0, 1), (1, 1), (2, 3)])
+@pytest.mark.parametrize("rank", [1, 2, 3])
+def test_conv_transpose_backward_uses_the_joint_op(rank, output_padding, dilation, layout):
+    """The closure on the GPU: conv_transpose's dx, dw (and db) in float32 with TF32 (the patch
+    GEMM's case when output_padding < stride) against aten's float64, with the joint operator
+    called once; under create_graph the two differentiable operators, same results."""
+    gen = torch.Generator().manual_seed(31 + rank)
+    x, w, b, kw = transpose_setup(rank, output_padding, dilation, gen, batch=3)
+    if layout == "channels_last":
+        x = x.movedim(1, -1).contiguous().movedim(-1, 1)
+    ins = [t.to(DEV, torch.float32).requires_grad_() for t in (x, w, b)]
+    ins_ref = [t.clone().requires_grad_() for t in (x, w, b)]
+    y_ref = CONV_T_ATEN[rank](*ins_ref, **kw)
+    v = torch.randn(y_ref.shape, generator=gen, dtype=torch.float64)
+    want = torch.autograd.grad(y_ref, ins_ref, v)
+    abs_ins = [t.detach().abs().requires_grad_() for t in ins_ref]  # the gradients of |terms|
+    bound = torch.autograd.grad(CONV_T_ATEN[rank](*abs_ins, **kw), abs_ins, v.abs())
+    with torch.backends.cudnn.flags(enabled=True, deterministic=False, allow_tf32=True):
+        y = CONV_T[rank](*ins, **kw)
+        for create_graph in (False, True):
+            poison()
+            with helpers.CountConvx() as counter:
+                got = torch.autograd.grad(y, ins, v.float().to(DEV), retain_graph=True, create_graph=create_graph)
+            assert counter.calls["_conv_and_weight_grad"] == (0 if create_graph else 1), dict(counter.calls)
+            for g, r, bd in zip(got, want, bound):
+                assert_within(g.detach(), r, bd, LOW[torch.float16], f"r{rank} op={output_padding} {layout}")

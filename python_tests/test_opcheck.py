@@ -64,7 +64,7 @@ def test_opcheck_bias_grad(shape, rank):
 
 
 def test_bias_grad_errors():
-    with pytest.raises(RuntimeError, match="rank must be 1, 2 or 3, got 0"):
+    with pytest.raises(RuntimeError, match="expected rank to be 1, 2 or 3, but got rank=0"):
         torch.ops.convx._bias_grad(torch.randn(2, 3), 0)
     with pytest.raises(RuntimeError, match="expected grad_output with 3 .unbatched. or 4 .batched. dims, got 2"):
         torch.ops.convx._bias_grad(torch.randn(2, 3), 2)

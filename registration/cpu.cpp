@@ -14,4 +14,5 @@ constexpr Backend kCpu{cpu::dense_forward,     cpu::dense_data_grad,     cpu::de
 TORCH_LIBRARY_IMPL(convx, CPU, m) {
   convx::register_all_ranks<convx::Fronts<convx::kCpu>>(m);
   m.impl("_bias_grad", convx::cpu::bias_grad);
+  m.impl("_conv_and_weight_grad", convx::front::conv_and_weight_grad<convx::kCpu>);
 }

@@ -13,4 +13,5 @@ constexpr Backend kMeta{nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
 TORCH_LIBRARY_IMPL(convx, Meta, m) {
   convx::register_all_ranks<convx::Fronts<convx::kMeta>>(m);
   m.impl("_bias_grad", convx::meta::bias_grad);
+  m.impl("_conv_and_weight_grad", convx::front::conv_and_weight_grad<convx::kMeta>);
 }

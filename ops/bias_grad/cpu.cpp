@@ -1,5 +1,6 @@
 // The bias gradient on the CPU and its Meta shape (bias_grad.h).
 #include "ops/bias_grad/bias_grad.h"
+#include "ops/common/args.h"
 
 #include <ATen/ops/empty.h>
 #include <ATen/ops/sum.h>
@@ -10,7 +11,7 @@
 namespace convx {
 
 int64_t bias_grad_channel_dim(const Tensor& grad_output, int64_t rank) {
-  TORCH_CHECK(rank >= 1 && rank <= 3, "convx::_bias_grad: rank must be 1, 2 or 3, got ", rank);
+  check_rank(rank, "convx::_bias_grad");
   TORCH_CHECK(grad_output.dim() == rank + 1 || grad_output.dim() == rank + 2,
               "convx::_bias_grad: expected grad_output with ", rank + 1, " (unbatched) or ",
               rank + 2, " (batched) dims, got ", grad_output.dim());

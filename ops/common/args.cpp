@@ -154,6 +154,10 @@ std::vector<c10::SymInt> conv_transpose_output_sizes(const ConvArgs& a, const Te
   return out;
 }
 
+void check_rank(int64_t rank, const char* op) {
+  TORCH_CHECK(rank >= 1 && rank <= 3, op, ": expected rank to be 1, 2 or 3, but got rank=", rank);
+}
+
 void check_conv(const ConvArgs& a, const Tensor& input, const Tensor& weight,
                 const std::optional<Tensor>& bias, const char* op) {
   check_hyper(a, op, false);

@@ -52,6 +52,9 @@ inline int64_t static_size(const Tensor& t, int64_t dim) {
 
 // ---- checks (each names the argument, what was expected and what came) ----
 
+// The spatial rank of an operator that takes it as an argument (the private ones): 1, 2 or 3.
+void check_rank(int64_t rank, const char* op);
+
 // input [N, C_in, *in] or unbatched [C_in, *in]; weight [C_out, C_in/groups, *k].
 void check_conv(const ConvArgs& a, const Tensor& input, const Tensor& weight,
                 const std::optional<Tensor>& bias, const char* op);

@@ -41,6 +41,18 @@ Tensor bias_grad(int64_t rank, const Tensor& grad_output) {
   return op.call(grad_output, rank);
 }
 
+std::tuple<Tensor, Tensor> conv_and_weight_grad(int64_t rank, const Tensor& input,
+                                                const Tensor& weight, const Tensor& grad_output,
+                                                IntArrayRef stride, IntArrayRef padding,
+                                                IntArrayRef dilation, int64_t groups) {
+  static const auto op =
+      c10::Dispatcher::singleton()
+          .findSchemaOrThrow("convx::_conv_and_weight_grad", "")
+          .typed<std::tuple<Tensor, Tensor>(const Tensor&, const Tensor&, const Tensor&, int64_t,
+                                            IntArrayRef, IntArrayRef, IntArrayRef, int64_t)>();
+  return op.call(input, weight, grad_output, rank, stride, padding, dilation, groups);
+}
+
 Tensor conv(int64_t rank, const Tensor& input, const Tensor& weight,
             const std::optional<Tensor>& bias, IntArrayRef stride, IntArrayRef padding,
             IntArrayRef dilation, int64_t groups) {

@@ -5,6 +5,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <optional>
+#include <tuple>
 
 namespace convx::call {
 
@@ -30,5 +31,12 @@ Tensor conv_weight_grad(int64_t rank, const Tensor& input, c10::SymIntArrayRef w
 // The private bias gradient (ops/bias_grad/bias_grad.h): grad_output summed over all but the
 // channel dim.
 Tensor bias_grad(int64_t rank, const Tensor& grad_output);
+
+// The private joint operator (ops/front.h): {conv(input, weight), conv_weight_grad(input,
+// weight.size, grad_output)}.
+std::tuple<Tensor, Tensor> conv_and_weight_grad(int64_t rank, const Tensor& input,
+                                                const Tensor& weight, const Tensor& grad_output,
+                                                IntArrayRef stride, IntArrayRef padding,
+                                                IntArrayRef dilation, int64_t groups);
 
 }  // namespace convx::call

@@ -15,5 +15,6 @@ namespace convx::cuda {
 ForwardKernel dense_forward;
 DataGradKernel dense_data_grad;
 WeightGradKernel dense_weight_grad;
+ConvAndWeightGradKernel dense_conv_and_weight_grad;
 }  // namespace convx::cuda
 #endif

@@ -6,7 +6,8 @@
 // torch.backends.cudnn.enabled is False, or convx was built without cuDNN. The environment
 // variable CONVX_CUDA_DENSE, read on every call, forces a path for tests and benchmarks: `cudnn`
 // (cuDNN, im2col where cuDNN has no plan), `patch_gemm` (the GEMM for all three directions where
-// it applies, else as `cudnn`) or `im2col`.
+// it applies, else as `cudnn`) or `im2col`. The joint forward + weight-grad of the private
+// _conv_and_weight_grad follows the same choice, sharing the GEMM's gather between the two.
 #include "ops/conv/conv.h"
 #include "ops/conv/cuda/dense_paths.h"
 
@@ -138,6 +139,23 @@ void dense_weight_grad(const ConvArgs& a, const Tensor& input, const Tensor& gra
   if (try_cudnn(path) && cudnn_weight_grad(a, input, grad_output, grad_weight)) return;
 #endif
   im2col_weight_grad(a, input, grad_output, grad_weight);
+}
+
+// The patch GEMM's forward and weight-grad of one fine tensor gather the same patches: where
+// both would run on the GEMM, one gather serves the two (the backward of a stride == kernel
+// transposed convolution: its gradient is gathered once instead of twice). Elsewhere the two
+// directions are independent calls, each choosing its own path.
+void dense_conv_and_weight_grad(const ConvArgs& a, const Tensor& input, const Tensor& weight,
+                                const Tensor& grad_output, const Tensor& output,
+                                const Tensor& grad_weight) {
+  c10::cuda::CUDAGuard guard(input.device());
+  if (try_patch_gemm(forced_path(), gather_by_default(input, weight)) &&
+      patch_gemm_applies(a, input, weight, output)) {
+    patch_gemm_conv_and_weight_grad(a, input, weight, grad_output, output, grad_weight);
+    return;
+  }
+  dense_forward(a, input, weight, std::nullopt, output);
+  dense_weight_grad(a, input, grad_output, grad_weight);
 }
 
 }  // namespace convx::cuda

@@ -50,5 +50,9 @@ bool patch_gather(const Tensor& fine, bool rows_are_pixels, at::IntArrayRef coar
 ForwardKernel patch_gemm_forward;
 DataGradKernel patch_gemm_data_grad;
 WeightGradKernel patch_gemm_weight_grad;
+// The forward and the weight-grad of one input on one gather of its patches (where
+// patch_gemm_applies to the forward, it applies to the weight-grad too: same fine tensor,
+// kernel and coarse size).
+ConvAndWeightGradKernel patch_gemm_conv_and_weight_grad;
 
 }  // namespace convx::cuda

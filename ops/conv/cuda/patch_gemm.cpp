@@ -192,9 +192,12 @@ Patches patches_of(const Tensor& fine, at::IntArrayRef coarse, at::IntArrayRef k
 
 Tensor shared(const Tensor& m, int64_t batch) { return m.expand({batch, m.size(1), m.size(2)}); }
 
-// P as per-sample matrices: [N, L, T*C] (rows = pixels) or [N, C*T, L].
+// P as per-sample matrices: [N, L, T*C] (rows = pixels) or [N, C*T, L] (with samples_inner a
+// view whose rows step over the samples: strides (L, N*L, 1), which cuBLAS reads in place).
 Tensor patch_matrix(const Patches& p, const Tensor& P) {
-  return p.rows_are_pixels ? P.view({p.N, p.L, p.T * p.C}) : P.view({p.N, p.C * p.T, p.L});
+  if (p.rows_are_pixels) return P.view({p.N, p.L, p.T * p.C});
+  if (p.samples_inner) return P.view({p.C * p.T, p.N, p.L}).transpose(0, 1);
+  return P.view({p.N, p.C * p.T, p.L});
 }
 
 // P, contiguous in its order: patch_gather.cu's kernel, a permuted copy for views it declines.
@@ -232,6 +235,58 @@ Tensor weight_matrix(const Tensor& w, bool rows_are_pixels) {
   return m.unsqueeze(0);
 }
 
+// The forward on the gathered patches P (in p's order, with or without samples_inner).
+void forward_gemm(const Patches& p, const Tensor& P, const Tensor& weight,
+                  const std::optional<Tensor>& bias, const Tensor& output) {
+  const bool tf32 = tf32_allowed_for_conv();
+  const Tensor Pm = patch_matrix(p, P);
+  const Tensor w = shared(weight_matrix(weight, p.rows_are_pixels), p.N);
+  const Tensor y = pixel_rows(output);  // [N, L, C_out]
+  if (p.rows_are_pixels) {
+    gemm(Pm, w, y, tf32);                  // [L, TC] x [TC, Co]
+  } else {
+    gemm(w, Pm, y.transpose(1, 2), tf32);  // [Co, CT] x [CT, L]
+  }
+  if (bias.has_value() && bias->defined()) {
+    std::vector<int64_t> shape(output.dim(), 1);
+    shape[1] = output.size(1);
+    output.add_(bias->view(shape));
+  }
+}
+
+// The weight-grad on the gathered patches P (in p's order: pixel rows, or NC* with samples_inner).
+void weight_grad_gemm(const Patches& p, const Tensor& P, const Tensor& grad_output,
+                      const Tensor& grad_weight) {
+  TORCH_INTERNAL_ASSERT(p.rows_are_pixels || p.samples_inner, "convx: weight-grad patches out of order");
+  const auto k = grad_weight.sizes().slice(2);
+  const int64_t Co = grad_weight.size(0), NL = p.N * p.L;
+  // Summed in float32 (16-bit partial sums would round at each step); a float32 NC* weight-grad
+  // is written in place.
+  const bool direct = !p.rows_are_pixels && grad_weight.scalar_type() == at::kFloat &&
+                      grad_weight.is_contiguous();
+  Tensor acc = direct ? grad_weight.view({1, Co, p.C * p.T})
+                      : at::empty({1, Co, p.T * p.C}, grad_weight.options().dtype(at::kFloat));
+  // One GEMM [Co, (N, L)] x [(N, L), TC or CT]: the coarse operand's (sample, pixel) rows as one
+  // uniform dim, a view for channels-last, a copy of [C_out, N, L] (a view for N == 1) for NC*.
+  const Tensor dy = p.rows_are_pixels ? pixel_rows(grad_output).reshape({NL, Co}).t()
+                                      : grad_output.transpose(0, 1).reshape({Co, NL});
+  const Tensor Pm = p.rows_are_pixels ? P.view({1, NL, p.T * p.C})
+                                      : P.view({1, p.C * p.T, NL}).transpose(1, 2);
+  gemm(dy.unsqueeze(0), Pm, acc, tf32_allowed_for_conv());
+  if (direct) return;
+  // acc's columns are (taps, C_in) or (C_in, taps): back to [C_out, C_in, k...].
+  std::vector<int64_t> shape{Co};
+  if (p.rows_are_pixels) {
+    shape.insert(shape.end(), k.begin(), k.end());
+    shape.push_back(p.C);
+    std::vector<int64_t> perm{0, static_cast<int64_t>(k.size()) + 1};
+    for (size_t i = 0; i < k.size(); ++i) perm.push_back(1 + i);
+    grad_weight.copy_(acc.view(shape).permute(perm));
+  } else {
+    grad_weight.copy_(acc.view(grad_weight.sizes()));
+  }
+}
+
 }  // namespace
 
 bool patch_rows_are_pixels(const Tensor& fine) { return fine.size(1) > 1 && fine.stride(1) == 1; }
@@ -259,22 +314,8 @@ bool patch_gemm_applies(const ConvArgs& a, const Tensor& fine, const Tensor& wei
 void patch_gemm_forward(const ConvArgs& a, const Tensor& input, const Tensor& weight,
                         const std::optional<Tensor>& bias, const Tensor& output) {
   const auto coarse = output.sizes().slice(2), k = weight.sizes().slice(2);
-  const bool tf32 = tf32_allowed_for_conv();
   const Patches p = patches_of(input, coarse, k);
-  const Tensor wm = weight_matrix(weight, p.rows_are_pixels);
-  const Tensor P = patch_matrix(p, gather_patches(p, input, coarse, k));
-  const Tensor w = shared(wm, p.N);
-  const Tensor y = pixel_rows(output);  // [N, L, C_out]
-  if (p.rows_are_pixels) {
-    gemm(P, w, y, tf32);                  // [L, TC] x [TC, Co]
-  } else {
-    gemm(w, P, y.transpose(1, 2), tf32);  // [Co, CT] x [CT, L]
-  }
-  if (bias.has_value() && bias->defined()) {
-    std::vector<int64_t> shape(output.dim(), 1);
-    shape[1] = output.size(1);
-    output.add_(bias->view(shape));
-  }
+  forward_gemm(p, gather_patches(p, input, coarse, k), weight, bias, output);
 }
 
 void patch_gemm_data_grad(const ConvArgs& a, const Tensor& grad_output, const Tensor& weight,
@@ -322,35 +363,20 @@ void patch_gemm_data_grad(const ConvArgs& a, const Tensor& grad_output, const Te
 void patch_gemm_weight_grad(const ConvArgs& a, const Tensor& input, const Tensor& grad_output,
                             const Tensor& grad_weight) {
   const auto coarse = grad_output.sizes().slice(2), k = grad_weight.sizes().slice(2);
-  const bool tf32 = tf32_allowed_for_conv();
   const Patches p = patches_of(input, coarse, k, /*samples_inner=*/true);
-  const int64_t Co = grad_weight.size(0), NL = p.N * p.L;
-  // Summed in float32 (16-bit partial sums would round at each step); a float32 NC* weight-grad
-  // is written in place.
-  const bool direct = !p.rows_are_pixels && grad_weight.scalar_type() == at::kFloat &&
-                      grad_weight.is_contiguous();
-  Tensor acc = direct ? grad_weight.view({1, Co, p.C * p.T})
-                      : at::empty({1, Co, p.T * p.C}, grad_weight.options().dtype(at::kFloat));
+  weight_grad_gemm(p, gather_patches(p, input, coarse, k), grad_output, grad_weight);
+}
+
+// One gather in the weight-grad's order (NC*: [(C, taps), N, L]); the forward reads it as
+// per-sample matrices whose rows step over the samples (patch_matrix).
+void patch_gemm_conv_and_weight_grad(const ConvArgs& a, const Tensor& input, const Tensor& weight,
+                                     const Tensor& grad_output, const Tensor& output,
+                                     const Tensor& grad_weight) {
+  const auto coarse = output.sizes().slice(2), k = weight.sizes().slice(2);
+  const Patches p = patches_of(input, coarse, k, /*samples_inner=*/true);
   const Tensor P = gather_patches(p, input, coarse, k);
-  // One GEMM [Co, (N, L)] x [(N, L), TC or CT]: the coarse operand's (sample, pixel) rows as one
-  // uniform dim, a view for channels-last, a copy of [C_out, N, L] (a view for N == 1) for NC*.
-  const Tensor dy = p.rows_are_pixels ? pixel_rows(grad_output).reshape({NL, Co}).t()
-                                      : grad_output.transpose(0, 1).reshape({Co, NL});
-  const Tensor Pm = p.rows_are_pixels ? P.view({1, NL, p.T * p.C})
-                                      : P.view({1, p.C * p.T, NL}).transpose(1, 2);
-  gemm(dy.unsqueeze(0), Pm, acc, tf32);
-  if (direct) return;
-  // acc's columns are (taps, C_in) or (C_in, taps): back to [C_out, C_in, k...].
-  std::vector<int64_t> shape{Co};
-  if (p.rows_are_pixels) {
-    shape.insert(shape.end(), k.begin(), k.end());
-    shape.push_back(p.C);
-    std::vector<int64_t> perm{0, static_cast<int64_t>(k.size()) + 1};
-    for (size_t i = 0; i < k.size(); ++i) perm.push_back(1 + i);
-    grad_weight.copy_(acc.view(shape).permute(perm));
-  } else {
-    grad_weight.copy_(acc.view(grad_weight.sizes()));
-  }
+  forward_gemm(p, P, weight, std::nullopt, output);
+  weight_grad_gemm(p, P, grad_output, grad_weight);
 }
 
 }  // namespace convx::cuda
