@@ -184,11 +184,13 @@ struct ConvTranspose : torch::autograd::Function<ConvTranspose> {
         dw = call::conv_weight_grad(s.rank, gy, w.sym_sizes(), xp, s.stride, s.padding, s.dilation,
                                     s.groups);
       }
-      dx = in_format_of(dx, x);
     }
-    for (int64_t i = 0; i < s.rank && want_dx && any_extra; ++i) {
-      const int64_t d = dx.dim() - s.rank + i;
-      dx = dx.narrow_symint(d, 0, x.sym_size(d));
+    if (want_dx) {
+      for (int64_t i = 0; i < s.rank && any_extra; ++i) {
+        const int64_t d = dx.dim() - s.rank + i;
+        dx = dx.narrow_symint(d, 0, x.sym_size(d));
+      }
+      dx = in_format_of(dx, x);
     }
     if (ctx->saved_data["bias"].toBool() && ctx->needs_input_grad(2)) db = bias_grad(gy, s.rank);
     return {Tensor(), dx, dw, db, Tensor(), Tensor(), Tensor(), Tensor(), Tensor()};
