@@ -378,40 +378,40 @@ void blocks_inside(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int6
   for (int64_t o = ow0; o < ow0 + np; o += 4) pixels_inside<T>(a, o, 4, c, cnt, pf);
 }
 
-template <typename T>
-using PixelsFn = void (*)(const RowArgs<T>&, int64_t, int64_t, int64_t, int64_t, Prefetch&);
-
-// The loops for the pixels whose taps are all inside the row and for the row's ends.
+// The loops for the pixels whose taps are all inside the row (inside) and for the row's ends
+// (edge), as a type so that row_forward calls them directly (inlined): a 28-pixel row of 15
+// channel vectors makes 45 calls, and through function pointers they cost ~8% of a 5x5 row.
 // edge_blocks: the edge loop computes 4 pixels per call whatever it stores (the shared-pixel
 // loop), so the row is tiled in blocks of 4 from its first pixel and the edge loop takes only
 // the blocks that are not wholly inside: a 28-pixel 5x5 row computes 28 outputs, not 2 + 24 + 2
 // padded to 4 + 24 + 4.
-template <typename T>
-struct PixelsFns {
-  PixelsFn<T> inside, edge;
-  bool edge_blocks;
+//
+// Shared: 8-pixel blocks at every K. In session 7's A/B (1 thread, CPU time, 10th percentile of
+// 150 calls against the 4-pixel loop) 5x5 (EfficientNet) gained ~6% once the row's ends were
+// tiled from its first pixel, 7x7 and 3x3 stride 2 kept their session-4 gains (~10% / ~5%), 3x3
+// stride 1 was level or faster; 16-pixel blocks measured no better.
+template <typename T, int K, int S>
+struct SharedLoops {
+  static constexpr bool edge_blocks = true;
+  static void inside(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int64_t cnt, Prefetch& pf) {
+    blocks8_any<T, K, S>(a, ow0, np, c, cnt, pf);
+  }
+  static void edge(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int64_t cnt, Prefetch& pf) {
+    pixels_shared<T, K, S, true>(a, ow0, np, c, cnt, pf);
+  }
 };
 
-template <typename T, int K>
-PixelsFns<T> shared_for_stride(const RowArgs<T>& a) {
-  // 8-pixel blocks at every K: in session 7's A/B (1 thread, CPU time, 10th percentile of 150
-  // calls against the 4-pixel loop) 5x5 (EfficientNet) gained ~6% once the row's ends were tiled
-  // from its first pixel (PixelsFns::edge_blocks), 7x7 and 3x3 stride 2 kept their session-4
-  // gains (~10% / ~5%), 3x3 stride 1 was level or faster. 16-pixel blocks measured no better.
-  if (a.sw == 1) return {blocks8_any<T, K, 1>, pixels_shared<T, K, 1, true>, true};
-  if (a.sw == 2) return {blocks8_any<T, K, 2>, pixels_shared<T, K, 2, true>, true};
-  return {blocks_inside<T>, pixels_edge<T>, false};
-}
-
+// Any geometry: 4 pixels at a time inside, one at a time at the ends.
 template <typename T>
-PixelsFns<T> pixels_fns(const RowArgs<T>& a) {
-  if (a.KH == a.KW && a.dw == 1) {
-    if (a.KH == 3) return shared_for_stride<T, 3>(a);
-    if (a.KH == 5) return shared_for_stride<T, 5>(a);
-    if (a.KH == 7) return shared_for_stride<T, 7>(a);
+struct GenericLoops {
+  static constexpr bool edge_blocks = false;
+  static void inside(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int64_t cnt, Prefetch& pf) {
+    blocks_inside<T>(a, ow0, np, c, cnt, pf);
   }
-  return {blocks_inside<T>, pixels_edge<T>, false};
-}
+  static void edge(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int64_t cnt, Prefetch& pf) {
+    pixels_edge<T>(a, ow0, np, c, cnt, pf);
+  }
+};
 
 // One channel vector at a time across the whole row, so the input rows' slice of that vector
 // (KH rows x SW pixels x one vector) stays in L1 while every tap reuses it.
@@ -446,29 +446,45 @@ Prefetch next_task(const RowArgs<T>& a, int64_t steps,
   return pf;
 }
 
-template <typename T>
-void row_forward(const RowArgs<T>& a) {
+template <typename T, typename Loops>
+void row_forward_with(const RowArgs<T>& a) {
   constexpr int64_t n = Vectorized<T>::size();
-  const PixelsFns<T> fns = pixels_fns(a);
   // Pixels [lo, hi) have every tap inside the row: blocks of 4 there, the rest by the edge loop
   // (in blocks of up to 4 where it is the shared-pixel loop, else one at a time).
   // (pw is negative for the data grad's crop: then every pixel starts inside.)
   const int64_t lo = a.pw <= 0 ? 0 : std::min(a.DW, (a.pw + a.sw - 1) / a.sw);
   const int64_t reach = a.SW - 1 + a.pw - (a.KW - 1) * a.dw;  // ow*sw must not exceed it
   const int64_t hi = std::max(lo, std::min(a.DW, reach < 0 ? 0 : reach / a.sw + 1));
-  const int64_t begin = fns.edge_blocks ? std::min(hi, (lo + 3) / 4 * 4) : lo;
+  const int64_t begin = Loops::edge_blocks ? std::min(hi, (lo + 3) / 4 * 4) : lo;
   const int64_t blocks_end = begin + (hi - begin) / 4 * 4;
   // One prefetch step per call of the edge loop and per 4 pixels of the inside loop.
   const int64_t per_pass = (begin + 3) / 4 + (blocks_end - begin) / 4 + (a.DW - blocks_end + 3) / 4;
   Prefetch pf = next_task(a, per_pass * ((a.C + n - 1) / n));
   for (int64_t c = 0; c < a.C; c += n) {
     const int64_t cnt = std::min<int64_t>(n, a.C - c);
-    for (int64_t ow0 = 0; ow0 < begin; ow0 += 4) fns.edge(a, ow0, std::min<int64_t>(4, begin - ow0), c, cnt, pf);
-    fns.inside(a, begin, blocks_end - begin, c, cnt, pf);
+    for (int64_t ow0 = 0; ow0 < begin; ow0 += 4) Loops::edge(a, ow0, std::min<int64_t>(4, begin - ow0), c, cnt, pf);
+    Loops::inside(a, begin, blocks_end - begin, c, cnt, pf);
     for (int64_t ow0 = blocks_end; ow0 < a.DW; ow0 += 4) {
-      fns.edge(a, ow0, std::min<int64_t>(4, a.DW - ow0), c, cnt, pf);
+      Loops::edge(a, ow0, std::min<int64_t>(4, a.DW - ow0), c, cnt, pf);
     }
   }
+}
+
+template <typename T, int K>
+void row_forward_k(const RowArgs<T>& a) {
+  if (a.sw == 1) return row_forward_with<T, SharedLoops<T, K, 1>>(a);
+  if (a.sw == 2) return row_forward_with<T, SharedLoops<T, K, 2>>(a);
+  row_forward_with<T, GenericLoops<T>>(a);
+}
+
+template <typename T>
+void row_forward(const RowArgs<T>& a) {
+  if (a.KH == a.KW && a.dw == 1) {
+    if (a.KH == 3) return row_forward_k<T, 3>(a);
+    if (a.KH == 5) return row_forward_k<T, 5>(a);
+    if (a.KH == 7) return row_forward_k<T, 7>(a);
+  }
+  row_forward_with<T, GenericLoops<T>>(a);
 }
 
 // Channels-last data grad of one input row (any stride), for filters of more than kMaxTaps taps:
