@@ -221,8 +221,6 @@ void dispatch(const Tensor& g, const Tensor& out, int64_t channel) {
   }
 }
 
-}  // namespace
-
 // Whether the kernels here read grad_output in place (else at::sum).
 bool ours(const Tensor& g, int64_t channel) {
   const auto t = g.scalar_type();
