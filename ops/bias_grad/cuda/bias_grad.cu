@@ -18,6 +18,7 @@
 #include <ATen/ops/sum.h>
 #include <c10/core/Event.h>
 #include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <c10/util/BFloat16.h>
@@ -25,6 +26,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <mutex>
+#include <optional>
 #include <vector>
 
 namespace convx::cuda {
@@ -247,6 +250,19 @@ struct JoinOnExit {
   }
 };
 
+// The side stream of a device: one pool stream, taken once. The caching allocator keeps freed
+// blocks per stream, so a fixed stream finds the reduction's scratch cached from the last call
+// (a fresh pool stream per call would allocate anew on each of the pool's streams in turn).
+// Callers on other threads share it, which orders their sums but keeps each one correct.
+c10::cuda::CUDAStream side_stream(c10::DeviceIndex device) {
+  static std::mutex mutex;
+  static std::vector<std::optional<c10::cuda::CUDAStream>> streams(c10::cuda::device_count());
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& s = streams.at(device);
+  if (!s) s = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device);
+  return *s;
+}
+
 }  // namespace
 
 Tensor bias_grad(const Tensor& grad_output, int64_t rank) {
@@ -258,7 +274,7 @@ Tensor bias_grad(const Tensor& grad_output, int64_t rank) {
   return out;
 }
 
-// The sum on a pool stream, `work` on the current one. Stream ordering and the caching
+// The sum on the side stream, `work` on the current one. Stream ordering and the caching
 // allocator (which hands a freed block again only to work on the stream it was allocated on):
 // - the side stream first waits for the current stream (grad_output is complete);
 // - `out` is allocated on the current stream before switching, so it belongs to the current
@@ -278,7 +294,7 @@ Tensor bias_grad_beside(const Tensor& grad_output, int64_t rank, c10::function_r
   c10::cuda::CUDAGuard guard(grad_output.device());
   Tensor out = at::empty({grad_output.size(channel)}, grad_output.options());
   const auto current = c10::cuda::getCurrentCUDAStream();
-  const auto side = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, current.device_index());
+  const auto side = side_stream(current.device_index());
   {
     c10::Event ready(c10::DeviceType::CUDA);
     ready.record(current);
