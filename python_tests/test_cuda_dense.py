@@ -683,8 +683,12 @@ def test_conv_and_weight_grad_sum_survives_freeing_its_input(layout):
     """grad_output freed right after the call and its block at once reused (overwritten with
     NaN) on the current stream: the join before the op returns orders the overwrite after the
     side-stream sum, which therefore still sums the original values. Repeated, since a missing
-    join would be a race."""
-    gy, w, x = big_joint_operands(torch.float32, layout)
+    join would be a race, made likely: a 256 MB gradient (a long sum) and few output channels
+    (short convolutions, so the overwrite is queued early)."""
+    mf = {"contiguous": torch.contiguous_format, "channels_last": torch.channels_last}[layout]
+    gy = torch.randn(16, 64, 256, 256, device=DEV).to(memory_format=mf)
+    w = torch.randn(4, 64, 2, 2, device=DEV)
+    x = torch.randn(16, 4, 128, 128, device=DEV).to(memory_format=mf)
     want = torch.ops.convx._bias_grad(gy, 2)
     torch.cuda.synchronize()
     for _ in range(20):
@@ -692,7 +696,7 @@ def test_conv_and_weight_grad_sum_survives_freeing_its_input(layout):
         with torch.no_grad():
             _, _, db = torch.ops.convx._conv_and_weight_grad(g, w, x, 2, [2, 2], [0, 0], [1, 1], 1, True)
         del g
-        junk = torch.full(gy.shape, float("nan"), device=DEV)  # likely the freed block
+        junk = torch.empty_like(gy).fill_(float("nan"))  # likely in the freed block
         torch.cuda.synchronize()
         assert torch.equal(db, want)
         del junk
