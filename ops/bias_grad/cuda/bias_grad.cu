@@ -239,14 +239,24 @@ void sum_into(const Tensor& g, const Tensor& out, int64_t channel) {
   }
 }
 
-// Makes `waiter` wait for everything queued on `side` so far, also when the scope is left by an
-// exception (the side kernel may still be writing memory the current stream owns).
-struct JoinOnExit {
+// Makes `waiter` wait for everything queued on `side` so far: join() on the normal path (errors
+// propagate), the destructor when the scope is left by an exception (the side kernel may still be
+// writing memory the current stream owns; an error there cannot be reported any more).
+struct Join {
   c10::cuda::CUDAStream side, waiter;
-  ~JoinOnExit() {
+  bool joined = false;
+  void join() {
     c10::Event done(c10::DeviceType::CUDA);
     done.record(side);
     done.block(waiter);
+    joined = true;
+  }
+  ~Join() {
+    if (joined) return;
+    try {
+      join();
+    } catch (...) {
+    }
   }
 };
 
@@ -300,12 +310,13 @@ Tensor bias_grad_beside(const Tensor& grad_output, int64_t rank, c10::function_r
     ready.record(current);
     ready.block(side);
   }
-  JoinOnExit join{side, current};
+  Join join{side, current};
   {
     c10::cuda::CUDAStreamGuard on_side(side);
     sum_into(grad_output, out, channel);
   }
   work();
+  join.join();
   return out;
 }
 
