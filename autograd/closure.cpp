@@ -7,7 +7,7 @@
 //   op                         d input                 d weight                 d bias
 //   conv(x, w, b)              D(x.size, w, gy)        W(x, w.size, gy)         sum(gy)
 //   conv_transpose(x, w, b)    F(gy, w)                W(gy, w.size, x)         sum(gy)
-//                              (both at once: _conv_and_weight_grad, when not differentiated)
+//                              (all three at once: _conv_and_weight_grad, when not differentiated)
 //   depthwise_conv(x, w, b)    as conv with groups = C
 //   D(size, w, gy):            d gy = F(g, w)          d w = W(g, w.size, gy)
 //   W(x, size, gy):            d x = D(x.size, g, gy)  d gy = F(x, g)
@@ -172,12 +172,14 @@ struct ConvTranspose : torch::autograd::Function<ConvTranspose> {
       for (int64_t i = s.rank - 1; i >= 0; --i) pad.insert(pad.end(), {0, extra[i]});
       xp = at::constant_pad_nd(x, pad, 0);
     }
+    const bool want_db = ctx->saved_data["bias"].toBool() && ctx->needs_input_grad(2);
     // Both read gy as the input of a convolution: convx::_conv_and_weight_grad shares that work
-    // (one gather of gy on the stride == kernel GEMM path). It has no derivative of its own, so
-    // when the gradients are themselves differentiated the two operators run apart.
+    // (one gather of gy on the stride == kernel GEMM path) and sums gy for db beside it (on CUDA
+    // on a side stream, overlapping the GEMMs). It has no derivative of its own, so when the
+    // gradients are themselves differentiated the operators run apart.
     if (want_dx && want_dw && !differentiated({gy, w, xp})) {
-      std::tie(dx, dw) = call::conv_and_weight_grad(s.rank, gy, w, xp, s.stride, s.padding,
-                                                    s.dilation, s.groups);
+      std::tie(dx, dw, db) = call::conv_and_weight_grad(s.rank, gy, w, xp, s.stride, s.padding,
+                                                        s.dilation, s.groups, want_db);
     } else {
       if (want_dx) dx = call::conv(s.rank, gy, w, std::nullopt, s.stride, s.padding, s.dilation, s.groups);
       if (want_dw) {
@@ -192,7 +194,7 @@ struct ConvTranspose : torch::autograd::Function<ConvTranspose> {
       }
       dx = in_format_of(dx, x);
     }
-    if (ctx->saved_data["bias"].toBool() && ctx->needs_input_grad(2)) db = bias_grad(gy, s.rank);
+    if (want_db && !db.defined()) db = bias_grad(gy, s.rank);
     return {Tensor(), dx, dw, db, Tensor(), Tensor(), Tensor(), Tensor(), Tensor()};
   }
 };

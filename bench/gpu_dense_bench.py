@@ -12,8 +12,9 @@ input, weight and bias), convx (default and cuDNN only) vs aten. Ratios are aten
 TFLOP/s counts 2*N*C_in*C_out/groups*in_pixels*k_pixels per pass (forward), twice that backward.
 
 Stride == kernel rows add the backward through the patch GEMM in all directions
-(CONVX_CUDA_DENSE=patch_gemm: "patch"), grad_input + grad_weight by the closure's joint operator
-(convx::_conv_and_weight_grad: one gather of dy) against the two operators apart (two gathers),
+(CONVX_CUDA_DENSE=patch_gemm: "patch"), grad_input + grad_weight + grad_bias by the closure's
+joint operator (convx::_conv_and_weight_grad with input_sum: one gather of dy, the bias sum on a
+side stream beside the GEMMs) against the three operators apart (two gathers, _bias_grad after),
 with the joint call's time per CUDA kernel, and, with --split, each half of the backward alone
 (grad_input = a stride == kernel conv forward of dy; grad_weight) for aten, convx's default,
 cuDNN and the patch GEMM, with the patch GEMM's time per CUDA kernel (torch.profiler: the
@@ -150,16 +151,18 @@ def split_backward(row, x, w, dy, r, s, iters):
 
 
 def joint_vs_apart(row, x, w, dy, r, s, iters):
-    """grad_input and grad_weight of a stride == kernel transposed conv as the autograd closure
-    computes them: convx::_conv_and_weight_grad (one gather of dy where the patch GEMM serves
-    both) against the two public operators in sequence (two gathers), alternating, on convx's
-    default path and with the GEMM forced; results checked against each other; the joint call's
-    time per CUDA kernel."""
+    """grad_input, grad_weight and grad_bias of a stride == kernel transposed conv as the autograd
+    closure computes them: convx::_conv_and_weight_grad with input_sum (one gather of dy where
+    the patch GEMM serves both convolutions, the bias sum on a side stream) against the two
+    public operators and _bias_grad in sequence (two gathers), alternating, on convx's default
+    path and with the GEMM forced; results checked against each other; the joint call's time per
+    CUDA kernel (the side stream's sum among them)."""
     ops = torch.ops.convx
     st, pd, dl = [s] * r, [0] * r, [1] * r
-    joint = lambda: ops._conv_and_weight_grad(dy, w, x, r, st, pd, dl, 1)  # noqa: E731
+    joint = lambda: ops._conv_and_weight_grad(dy, w, x, r, st, pd, dl, 1, True)  # noqa: E731
     apart = lambda: (getattr(ops, f"conv{r}d")(dy, w, None, st, pd, dl, 1),  # noqa: E731
-                     getattr(ops, f"conv{r}d_weight_grad")(dy, list(w.shape), x, st, pd, dl, 1))
+                     getattr(ops, f"conv{r}d_weight_grad")(dy, list(w.shape), x, st, pd, dl, 1),
+                     ops._bias_grad(dy, r))
     with torch.no_grad():
         for col, variables in (("default", {}),) + PATCH_PATHS:
             with patch_path(variables):
@@ -291,7 +294,7 @@ def main():
                         for c, _ in PATCH_PATHS), flush=True)
                 if "convx_joint_default_ms" in r:
                     for c in ("default",) + tuple(c for c, _ in PATCH_PATHS):
-                        print(f"{'':38} gin+gw {c}: apart {r[f'convx_apart_{c}_ms']:.4f} joint "
+                        print(f"{'':38} gin+gw+gb {c}: apart {r[f'convx_apart_{c}_ms']:.4f} joint "
                               f"{r[f'convx_joint_{c}_ms']:.4f} (err {r[f'max_rel_err_joint_{c}']:.1e})", flush=True)
                         for kname, us in r[f"joint_{c}_kernels_us"].items():
                             print(f"{'':42} joint {c} kernel {us:8.1f} us  {kname}", flush=True)

@@ -7,7 +7,10 @@
 // checks and shapes and nothing else, and can never disagree with the real ones.
 #pragma once
 
+#include "ops/bias_grad/bias_grad.h"
 #include "ops/common/args.h"
+
+#include <c10/util/FunctionRef.h>
 
 #include <string>
 #include <tuple>
@@ -30,6 +33,12 @@ using ConvAndWeightGradKernel = void(const ConvArgs&, const Tensor& input, const
                                      const Tensor& grad_output, const Tensor& output,
                                      const Tensor& grad_weight);
 
+// Sums input's channels (a transposed convolution's bias gradient) while `work` runs, for a
+// backend that can overlap the two (CUDA: the memory-bound sum on a side stream beside the
+// compute-bound GEMMs). Returns the sum; `work` has run when it returns.
+using ChannelSumBesideKernel = Tensor(const Tensor& input, int64_t rank,
+                                      c10::function_ref<void()> work);
+
 struct Backend {
   ForwardKernel* dense_forward;
   DataGradKernel* dense_data_grad;
@@ -39,6 +48,8 @@ struct Backend {
   WeightGradKernel* depthwise_weight_grad;
   // Optional: without it the joint operator runs dense_forward and dense_weight_grad.
   ConvAndWeightGradKernel* dense_conv_and_weight_grad = nullptr;
+  // Optional: without it the joint operator's channel sum is at::sum after the two kernels.
+  ChannelSumBesideKernel* channel_sum_beside = nullptr;
 };
 
 // "convx::conv2d", "convx::conv_transpose1d", "convx::conv3d_input_grad", ...
@@ -139,12 +150,16 @@ Tensor conv_weight_grad(int64_t rank, const Tensor& input, c10::SymIntArrayRef w
 // The private operator _conv_and_weight_grad: conv(input, weight) and
 // conv_weight_grad(input, weight.size, grad_output), both checked and laid out exactly as the
 // two public operators would (the outputs are theirs, bit for bit, on a backend without a joint
-// kernel).
+// kernel), and, with input_sum, input summed over all but its channel dim (what _bias_grad
+// returns for it; undefined without input_sum, as aten's convolution_backward leaves the
+// gradients its output_mask does not ask for).
 template <const Backend& B>
-std::tuple<Tensor, Tensor> conv_and_weight_grad(const Tensor& input, const Tensor& weight,
-                                                const Tensor& grad_output, int64_t rank,
-                                                c10::IntArrayRef stride, c10::IntArrayRef padding,
-                                                c10::IntArrayRef dilation, int64_t groups) {
+std::tuple<Tensor, Tensor, Tensor> conv_and_weight_grad(const Tensor& input, const Tensor& weight,
+                                                        const Tensor& grad_output, int64_t rank,
+                                                        c10::IntArrayRef stride,
+                                                        c10::IntArrayRef padding,
+                                                        c10::IntArrayRef dilation, int64_t groups,
+                                                        bool input_sum) {
   const char* op = "convx::_conv_and_weight_grad";
   check_rank(rank, op);
   auto a = make_args(rank, stride, padding, dilation, groups);
@@ -154,20 +169,31 @@ std::tuple<Tensor, Tensor> conv_and_weight_grad(const Tensor& input, const Tenso
   auto gy = batched(grad_output, rank);
   auto y = new_tensor(conv_output_sizes(a, x, weight), x.options(), prefer_channels_last(x, weight));
   auto gw = new_tensor(weight.sym_sizes(), x.options(), prefer_channels_last(x, gy));
-  if (B.dense_forward && x.sym_numel() != 0) {
-    if (depthwise_shaped(weight.sym_size(1))) {
-      B.depthwise_forward(a, x, weight, std::nullopt, y);
-      B.depthwise_weight_grad(a, x, gy, gw);
-    } else if (B.dense_conv_and_weight_grad) {
-      B.dense_conv_and_weight_grad(a, x, weight, gy, y, gw);
-    } else {
-      B.dense_forward(a, x, weight, std::nullopt, y);
-      B.dense_weight_grad(a, x, gy, gw);
+  auto work = [&] {
+    if (B.dense_forward && x.sym_numel() != 0) {
+      if (depthwise_shaped(weight.sym_size(1))) {
+        B.depthwise_forward(a, x, weight, std::nullopt, y);
+        B.depthwise_weight_grad(a, x, gy, gw);
+      } else if (B.dense_conv_and_weight_grad) {
+        B.dense_conv_and_weight_grad(a, x, weight, gy, y, gw);
+      } else {
+        B.dense_forward(a, x, weight, std::nullopt, y);
+        B.dense_weight_grad(a, x, gy, gw);
+      }
+    } else if (B.dense_forward) {
+      gw.zero_();  // an empty batch contributes nothing
     }
-  } else if (B.dense_forward) {
-    gw.zero_();  // an empty batch contributes nothing
+  };
+  Tensor sum;
+  if (!input_sum) {
+    work();
+  } else if (B.channel_sum_beside && x.sym_numel() != 0) {
+    sum = B.channel_sum_beside(x, rank, work);
+  } else {
+    work();
+    sum = bias_grad_by_sum(x, rank);  // on Meta: the shape [C] and nothing else
   }
-  return {unbatch(y, is_unbatched(input, rank)), gw};
+  return {unbatch(y, is_unbatched(input, rank)), gw, sum};
 }
 
 }  // namespace front

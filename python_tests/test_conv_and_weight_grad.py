@@ -1,5 +1,6 @@
 """convx::_conv_and_weight_grad, the private joint operator of the conv_transpose backward:
-{conv(input, weight), conv_weight_grad(input, weight.size, grad_output)} in one call.
+{conv(input, weight), conv_weight_grad(input, weight.size, grad_output), input's channel sum (the
+bias gradient, only with input_sum=True; None otherwise)} in one call.
 
 On the CPU: against the two public operators (bitwise: the CPU runs exactly those kernels) and
 against aten in float64, every rank, random hyper-parameters, every layout of both activations
@@ -58,12 +59,18 @@ class Joint:
             out[name] = view((fn(b) if fn else b).to(device))
         return out
 
-    def args(self, t):
+    def args(self, t, input_sum=False):
         return (t["input"], t["weight"], t["grad_output"], self.rank, self.stride, self.padding,
-                self.dilation, self.groups)
+                self.dilation, self.groups, input_sum)
 
-    def run(self, t):
-        return OP(*self.args(t))
+    def run(self, t, input_sum=False):
+        return OP(*self.args(t, input_sum))
+
+    def channel_sum(self, t):
+        """aten's sum of input over every dim but the channel dim."""
+        x = t["input"]
+        cdim = x.dim() - self.rank - 1
+        return x.sum([d for d in range(x.dim()) if d != cdim])
 
     def separate(self, t):
         """The two public operators on the same operands."""
@@ -144,10 +151,15 @@ def joint_cases(rank, label, random_count=12):
 def test_matches_separate_ops_and_aten(rank):
     for case in joint_cases(rank, "cpu"):
         t = case.tensors()
-        y, gw = case.run(t)
+        y, gw, none = case.run(t)
+        assert none is None, case
         y_sep, gw_sep = case.separate(t)
         y_ref, gw_ref = case.reference(t)
         assert torch.equal(y, y_sep) and torch.equal(gw, gw_sep), case  # the same CPU kernels
+        y2, gw2, db = case.run(t, input_sum=True)
+        assert torch.equal(y2, y) and torch.equal(gw2, gw), case
+        assert torch.equal(db, torch.ops.convx._bias_grad(t["input"], rank)), case
+        torch.testing.assert_close(db, case.channel_sum(t), rtol=1e-10, atol=1e-10, msg=lambda m: f"{case}\n{m}")
         assert y.stride() == y_sep.stride() and gw.stride() == gw_sep.stride(), case
         torch.testing.assert_close(y, y_ref, rtol=1e-10, atol=1e-10, msg=lambda m: f"{case}\n{m}")
         torch.testing.assert_close(gw, gw_ref, rtol=1e-10, atol=1e-10, msg=lambda m: f"{case}\n{m}")
@@ -159,17 +171,19 @@ def test_batch_zero(rank):
     for _ in range(3):
         case = random_joint(rank, gen, batches=(0,))
         t = case.tensors()
-        y, gw = case.run(t)
+        y, gw, db = case.run(t, input_sum=True)
         y_ref, gw_ref = case.reference(t)
         assert y.shape == y_ref.shape and y.numel() == 0, case
         assert gw.shape == gw_ref.shape and torch.equal(gw, torch.zeros_like(gw)), case
+        assert torch.equal(db, torch.zeros(t["input"].shape[1], dtype=db.dtype)), case
 
 
 # torch's own AOT-dispatch checker reads .grad of the non-leaf tensors it makes.
 @pytest.mark.filterwarnings("ignore:The .grad attribute of a Tensor that is not a leaf:UserWarning")
+@pytest.mark.parametrize("input_sum", [False, True])
 @pytest.mark.parametrize("layout", ["contiguous", "channels_last", "unbatched"])
 @pytest.mark.parametrize("rank", RANKS)
-def test_opcheck(rank, layout):
+def test_opcheck(rank, layout, input_sum):
     """Schema, Meta kernel (shapes and strides agree with the CPU kernel's), dynamic shapes. No
     autograd formula (the closure uses the two differentiable operators under create_graph), so
     the autograd registration check is left out."""
@@ -180,7 +194,7 @@ def test_opcheck(rank, layout):
     case = Joint(rank, operand(lead + [4] + [6] * rank, lay, gen, len(lead)),
                  (torch.randn([6, 2] + [2] * rank, generator=gen, dtype=torch.float64), lambda t: t),
                  operand(lead + [6] + [3] * rank, lay, gen, len(lead)), [2] * rank, [0] * rank, [1] * rank, 2)
-    torch.library.opcheck(OP.default, case.args(case.tensors()),
+    torch.library.opcheck(OP.default, case.args(case.tensors(), input_sum),
                           test_utils=("test_schema", "test_faketensor", "test_aot_dispatch_static",
                                       "test_aot_dispatch_dynamic"))
     assert torch.Tag.pt2_compliant_tag in OP.default.tags
@@ -224,8 +238,9 @@ CONV_T_ATEN = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose
 @pytest.mark.parametrize("output_padding,dilation", [(0, 1), (1, 1), (2, 3)])
 def test_closure_uses_it_and_matches_aten(rank, output_padding, dilation):
     """conv_transpose's backward with dx and dw needed calls the joint operator once (and no
-    separate conv / weight-grad), with bias the bias gradient too; under create_graph it calls
-    the two differentiable operators instead. Every gradient matches aten's."""
+    separate conv / weight-grad, no _bias_grad: the joint operator sums gy too); under
+    create_graph it calls the two differentiable operators and _bias_grad (v needs no grad). Every gradient
+    matches aten's."""
     gen = generator("joint_closure", rank, output_padding, dilation)
     x, w, b, kw = transpose_setup(rank, output_padding, dilation, gen)
     ins = [t.clone().requires_grad_() for t in (x, w, b)]
@@ -240,9 +255,11 @@ def test_closure_uses_it_and_matches_aten(rank, output_padding, dilation):
         if create_graph:
             assert calls["_conv_and_weight_grad"] == 0, dict(calls)
             assert calls[f"conv{rank}d"] == 1 and calls[f"conv{rank}d_weight_grad"] == 1, dict(calls)
+            assert calls["_bias_grad"] == 1, dict(calls)  # v needs no grad: db is not differentiated
         else:
             assert calls["_conv_and_weight_grad"] == 1, dict(calls)
             assert calls[f"conv{rank}d"] == 0 and calls[f"conv{rank}d_weight_grad"] == 0, dict(calls)
+            assert calls["_bias_grad"] == 0, dict(calls)
         for g, r in zip(got, want):
             torch.testing.assert_close(g, r, rtol=1e-10, atol=1e-10)
 
@@ -259,6 +276,29 @@ def test_closure_one_gradient_runs_one_operator(need):
     assert calls["_conv_and_weight_grad"] == 0, dict(calls)
     assert calls["conv2d"] == (1 if 0 in need else 0), dict(calls)
     assert calls["conv2d_weight_grad"] == (1 if 1 in need else 0), dict(calls)
+    assert calls["_bias_grad"] == (1 if 2 in need else 0), dict(calls)
+
+
+@pytest.mark.parametrize("need_bias", [False, True])
+def test_closure_asks_for_the_sum_only_with_bias_grad(need_bias):
+    """dx and dw needed: the joint operator sums gy exactly when db is needed too."""
+    gen = generator("joint_sum_flag", need_bias)
+    x, w, b, kw = transpose_setup(2, 0, 1, gen)
+    ins = [x.clone().requires_grad_(), w.clone().requires_grad_(), b.clone().requires_grad_(need_bias)]
+    y = CONV_T[2](*ins, **kw)
+
+    class Flags(CountConvx):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func is OP.default:
+                self.flags.append(args[8] if len(args) > 8 else (kwargs or {}).get("input_sum", False))
+            return super().__torch_dispatch__(func, types, args, kwargs)
+
+    with Flags() as counter:
+        counter.flags = []
+        grads = torch.autograd.grad(y, ins if need_bias else ins[:2], torch.randn_like(y))
+    assert counter.calls["_conv_and_weight_grad"] == 1 and counter.calls["_bias_grad"] == 0, dict(counter.calls)
+    assert counter.flags == [need_bias], counter.flags
+    assert len(grads) == (3 if need_bias else 2)
 
 
 def test_closure_broadcast_gradient():

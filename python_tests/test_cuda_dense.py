@@ -492,24 +492,36 @@ def test_first_order_grads_through_cudnn():
                         torch.testing.assert_close(x, y, rtol=1e-9, atol=1e-9)
 
 
-# ---- convx::_conv_and_weight_grad (the conv_transpose backward's dx and dw at once) ----
+# ---- convx::_conv_and_weight_grad (the conv_transpose backward's dx, dw and db at once) ----
 
 from test_conv_and_weight_grad import CONV_T, CONV_T_ATEN, joint_cases, transpose_setup  # noqa: E402
 from test_cuda import deterministic  # noqa: E402
 
 
 def run_joint(case, t, deterministic_mode):
-    """The joint operator and the two public operators on the same operands, each on NaN-poisoned
-    memory, inside or outside torch.use_deterministic_algorithms (the patch GEMM steps aside in
-    it, so both are run)."""
+    """The joint operator (with input_sum: its channel sum runs on a side stream) and the public
+    operators on the same operands, each on NaN-poisoned memory, inside or outside
+    torch.use_deterministic_algorithms (the patch GEMM steps aside in it, so both are run).
+    Returns ((y, gw), (y, gw) of the public operators, (sum, _bias_grad of input))."""
     mode = deterministic if deterministic_mode else contextlib.nullcontext
     poison()
     with torch.no_grad(), mode():
-        joint = case.run(t)
+        y, gw, db = case.run(t, input_sum=True)
     poison()
     with torch.no_grad(), mode():
         separate = case.separate(t)
-    return joint, separate
+        db_sep = torch.ops.convx._bias_grad(t["input"], case.rank)
+    return (y, gw), separate, (db, db_sep)
+
+
+def check_sum(case, sums, rounded, tol):
+    """The joint operator's channel sum: NaN-free, bitwise _bias_grad's (the same kernel or
+    at::sum), within tol of float64 on the rounded operands."""
+    db, db_sep = sums
+    assert db.dtype == db_sep.dtype and torch.equal(db, db_sep), case
+    ref = case.channel_sum(rounded)
+    bound = case.channel_sum({"input": rounded["input"].abs()})
+    assert_within(db, ref, bound, tol, f"{case} db")
 
 
 def assert_within(out, ref, bound, tol, what):
@@ -529,9 +541,10 @@ def test_conv_and_weight_grad_float64(rank, path, deterministic_mode):
     with dense_path(PATCH_PATHS[path]):
         for case in joint_cases(rank, "cuda64"):
             t = case.tensors(DEV)
-            (y, gw), (y_sep, gw_sep) = run_joint(case, t, deterministic_mode)
+            (y, gw), (y_sep, gw_sep), sums = run_joint(case, t, deterministic_mode)
             ref = case.reference(case.tensors())
             bound = case.bound(case.tensors())
+            check_sum(case, sums, case.tensors(), 1e-9)
             for out, sep, r, b, name in zip((y, gw), (y_sep, gw_sep), ref, bound, ("y", "gw")):
                 assert out.stride() == sep.stride(), (case, name)
                 assert_within(out, r, b, 1e-9, f"{case} {name}")
@@ -553,9 +566,10 @@ def test_conv_and_weight_grad_low_precision(rank, dtype, path, deterministic_mod
             torch.backends.cudnn.flags(enabled=True, deterministic=False, allow_tf32=tf32):
         for case in joint_cases(rank, "cudalow", random_count=4):
             t = case.tensors(DEV, dt)
-            (y, gw), (y_sep, gw_sep) = run_joint(case, t, deterministic_mode)
+            (y, gw), (y_sep, gw_sep), sums = run_joint(case, t, deterministic_mode)
             rounded = case.tensors("cpu", dt, fn=lambda b: b.double())
             ref, bound = case.reference(rounded), case.bound(rounded)
+            check_sum(case, sums, rounded, tol)
             for out, sep, r, b, name in zip((y, gw), (y_sep, gw_sep), ref, bound, ("y", "gw")):
                 assert out.dtype == dt and out.stride() == sep.stride(), (case, name)
                 assert_within(out, r, b, tol, f"{case} {name}")
@@ -577,7 +591,7 @@ def test_conv_and_weight_grad_gathers_once(layout, dtype):
     w = torch.randn(24, 16, 2, 2, device=DEV, dtype=dtype)
     gy = torch.randn(3, 24, 16, 12, device=DEV, dtype=dtype).to(memory_format=mf)
     args = (x, w, gy, 2, [2, 2], [0, 0], [1, 1], 1)
-    joint = lambda: torch.ops.convx._conv_and_weight_grad(*args)  # noqa: E731
+    joint = lambda: torch.ops.convx._conv_and_weight_grad(*args)[:2]  # noqa: E731
     sep = lambda: (torch.ops.convx.conv2d(x, w, None, [2, 2], [0, 0], [1, 1], 1),  # noqa: E731
                    torch.ops.convx.conv2d_weight_grad(x, list(w.shape), gy, [2, 2], [0, 0], [1, 1], 1))
     ref = (torch.nn.functional.conv2d(x.double(), w.double(), stride=2),
@@ -623,5 +637,87 @@ def test_conv_transpose_backward_uses_the_joint_op(rank, output_padding, dilatio
             with helpers.CountConvx() as counter:
                 got = torch.autograd.grad(y, ins, v.float().to(DEV), retain_graph=True, create_graph=create_graph)
             assert counter.calls["_conv_and_weight_grad"] == (0 if create_graph else 1), dict(counter.calls)
+            # db: the joint operator's side-stream sum; under create_graph _bias_grad (v needs no grad)
+            assert counter.calls["_bias_grad"] == (1 if create_graph else 0), dict(counter.calls)
             for g, r, bd in zip(got, want, bound):
                 assert_within(g.detach(), r, bd, LOW[torch.float16], f"r{rank} op={output_padding} {layout}")
+
+
+def big_joint_operands(dtype, layout):
+    """A UNet-like k2 s2 backward large enough that the side-stream sum and the GEMMs overlap."""
+    mf = {"contiguous": torch.contiguous_format, "channels_last": torch.channels_last}[layout]
+    gy = torch.randn(8, 64, 128, 128, device=DEV, dtype=dtype).to(memory_format=mf)
+    w = torch.randn(32, 64, 2, 2, device=DEV, dtype=dtype)
+    x = torch.randn(8, 32, 64, 64, device=DEV, dtype=dtype).to(memory_format=mf)
+    return gy, w, x
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=lambda d: str(d)[6:])
+def test_conv_and_weight_grad_sum_on_a_caller_stream(dtype, layout):
+    """Called from a non-default stream: the side stream forks from and joins that stream, so
+    the three results, read on it right after the call, equal the default-stream call's."""
+    gy, w, x = big_joint_operands(dtype, layout)
+    args = (gy, w, x, 2, [2, 2], [0, 0], [1, 1], 1, True)
+    with torch.no_grad():
+        want = torch.ops.convx._conv_and_weight_grad(*args)
+        torch.cuda.synchronize()
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            poison()
+            gy2 = gy * 1  # made on s: the op's input is still being written when it is called
+            got = torch.ops.convx._conv_and_weight_grad(gy2, *args[1:])
+            copies = [t.clone() for t in got]  # read on s, ordered after the join
+        torch.cuda.synchronize()
+    for i, (g, c, r) in enumerate(zip(got, copies, want)):
+        assert torch.equal(g, c) and not torch.isnan(g).any()
+        if i == 2:  # the sum: one deterministic kernel
+            assert torch.equal(g, r)
+        else:  # the GEMMs' library may split-K in another order
+            torch.testing.assert_close(g, r, rtol=1e-2, atol=1e-2 * float(r.abs().max()))
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+def test_conv_and_weight_grad_sum_survives_freeing_its_input(layout):
+    """grad_output freed right after the call and its block at once reused (overwritten with
+    NaN) on the current stream: the join before the op returns orders the overwrite after the
+    side-stream sum, which therefore still sums the original values. Repeated, since a missing
+    join would be a race, made likely: a 256 MB gradient (a long sum) and few output channels
+    (short convolutions, so the overwrite is queued early)."""
+    mf = {"contiguous": torch.contiguous_format, "channels_last": torch.channels_last}[layout]
+    gy = torch.randn(16, 64, 256, 256, device=DEV).to(memory_format=mf)
+    w = torch.randn(4, 64, 2, 2, device=DEV)
+    x = torch.randn(16, 4, 128, 128, device=DEV).to(memory_format=mf)
+    want = torch.ops.convx._bias_grad(gy, 2)
+    torch.cuda.synchronize()
+    for _ in range(20):
+        g = gy.clone()
+        with torch.no_grad():
+            _, _, db = torch.ops.convx._conv_and_weight_grad(g, w, x, 2, [2, 2], [0, 0], [1, 1], 1, True)
+        del g
+        junk = torch.empty_like(gy).fill_(float("nan"))  # likely in the freed block
+        torch.cuda.synchronize()
+        assert torch.equal(db, want)
+        del junk
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+def test_conv_and_weight_grad_sum_in_a_cuda_graph(layout):
+    """The side stream's fork and join are captured into a CUDA graph (the pool stream joins the
+    capture through the event); replayed with new data, the three results equal eager ones."""
+    mf = {"contiguous": torch.contiguous_format, "channels_last": torch.channels_last}[layout]
+    gy = torch.randn(4, 32, 32, 32, device=DEV).to(memory_format=mf)
+    w = torch.randn(16, 32, 2, 2, device=DEV)
+    x = torch.randn(4, 16, 16, 16, device=DEV).to(memory_format=mf)
+
+    def step(inp):
+        return torch.ops.convx._conv_and_weight_grad(inp, w, x, 2, [2, 2], [0, 0], [1, 1], 1, True)
+
+    with torch.no_grad(), torch.backends.cudnn.flags(enabled=True, deterministic=True, allow_tf32=False):
+        static_out, eager = graph_replay_vs_eager(step, gy)
+    for i, (s, e) in enumerate(zip(static_out, eager)):
+        if i == 2:
+            assert torch.equal(s, e)
+        else:
+            torch.testing.assert_close(s, e, rtol=1e-5, atol=1e-5 * float(e.abs().max()))

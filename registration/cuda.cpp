@@ -8,7 +8,7 @@ namespace convx {
 namespace {
 constexpr Backend kCuda{cuda::dense_forward,     cuda::dense_data_grad,     cuda::dense_weight_grad,
                         cuda::depthwise_forward, cuda::depthwise_data_grad, cuda::depthwise_weight_grad,
-                        cuda::dense_conv_and_weight_grad};
+                        cuda::dense_conv_and_weight_grad, cuda::bias_grad_beside};
 }  // namespace
 }  // namespace convx
 

@@ -37,9 +37,11 @@ TORCH_LIBRARY(convx, m) {
   // formula of its own; the closure calls it only when the gradient is not differentiated.
   m.def("_bias_grad(Tensor grad_output, int rank) -> Tensor", {at::Tag::pt2_compliant_tag});
   // Private: conv(input, weight) and conv_weight_grad(input, weight.size, grad_output) in one
-  // call, the closure's transposed-convolution backward (ops/front.h). No autograd formula either:
-  // the closure calls it only when neither gradient is differentiated.
+  // call, the closure's transposed-convolution backward (ops/front.h); with input_sum also input
+  // summed over all but its channel dim (the bias gradient; undefined otherwise). No autograd
+  // formula either: the closure calls it only when no gradient it returns is differentiated.
   m.def("_conv_and_weight_grad(Tensor input, Tensor weight, Tensor grad_output, int rank, "
-        "int[] stride, int[] padding, int[] dilation, int groups) -> (Tensor, Tensor)",
+        "int[] stride, int[] padding, int[] dilation, int groups, bool input_sum=False) "
+        "-> (Tensor, Tensor, Tensor)",
         {at::Tag::pt2_compliant_tag});
 }

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <c10/util/FunctionRef.h>
 
 namespace convx {
 
@@ -31,6 +32,9 @@ Tensor bias_grad(const Tensor& grad_output, int64_t rank);
 #ifdef CONVX_WITH_CUDA
 namespace cuda {
 Tensor bias_grad(const Tensor& grad_output, int64_t rank);
+// The same sum on a side stream while `work` runs on the current stream (bias_grad.cu says how
+// the two are ordered).
+Tensor bias_grad_beside(const Tensor& grad_output, int64_t rank, c10::function_ref<void()> work);
 }
 #endif
 

@@ -41,16 +41,19 @@ Tensor bias_grad(int64_t rank, const Tensor& grad_output) {
   return op.call(grad_output, rank);
 }
 
-std::tuple<Tensor, Tensor> conv_and_weight_grad(int64_t rank, const Tensor& input,
-                                                const Tensor& weight, const Tensor& grad_output,
-                                                IntArrayRef stride, IntArrayRef padding,
-                                                IntArrayRef dilation, int64_t groups) {
+std::tuple<Tensor, Tensor, Tensor> conv_and_weight_grad(int64_t rank, const Tensor& input,
+                                                        const Tensor& weight,
+                                                        const Tensor& grad_output,
+                                                        IntArrayRef stride, IntArrayRef padding,
+                                                        IntArrayRef dilation, int64_t groups,
+                                                        bool input_sum) {
   static const auto op =
       c10::Dispatcher::singleton()
           .findSchemaOrThrow("convx::_conv_and_weight_grad", "")
-          .typed<std::tuple<Tensor, Tensor>(const Tensor&, const Tensor&, const Tensor&, int64_t,
-                                            IntArrayRef, IntArrayRef, IntArrayRef, int64_t)>();
-  return op.call(input, weight, grad_output, rank, stride, padding, dilation, groups);
+          .typed<std::tuple<Tensor, Tensor, Tensor>(const Tensor&, const Tensor&, const Tensor&,
+                                                    int64_t, IntArrayRef, IntArrayRef, IntArrayRef,
+                                                    int64_t, bool)>();
+  return op.call(input, weight, grad_output, rank, stride, padding, dilation, groups, input_sum);
 }
 
 Tensor conv(int64_t rank, const Tensor& input, const Tensor& weight,

@@ -33,10 +33,12 @@ Tensor conv_weight_grad(int64_t rank, const Tensor& input, c10::SymIntArrayRef w
 Tensor bias_grad(int64_t rank, const Tensor& grad_output);
 
 // The private joint operator (ops/front.h): {conv(input, weight), conv_weight_grad(input,
-// weight.size, grad_output)}.
-std::tuple<Tensor, Tensor> conv_and_weight_grad(int64_t rank, const Tensor& input,
-                                                const Tensor& weight, const Tensor& grad_output,
-                                                IntArrayRef stride, IntArrayRef padding,
-                                                IntArrayRef dilation, int64_t groups);
+// weight.size, grad_output), input's channel sum (undefined unless input_sum)}.
+std::tuple<Tensor, Tensor, Tensor> conv_and_weight_grad(int64_t rank, const Tensor& input,
+                                                        const Tensor& weight,
+                                                        const Tensor& grad_output,
+                                                        IntArrayRef stride, IntArrayRef padding,
+                                                        IntArrayRef dilation, int64_t groups,
+                                                        bool input_sum);
 
 }  // namespace convx::call

@@ -8,11 +8,17 @@
 // - contiguous NC*: [outer, C, inner]; a block sums one channel's slice of its outer x inner
 //   elements (runs of `inner` contiguous values).
 // Anything else (other strides, float64) goes to at::sum.
+//
+// bias_grad_beside runs the sum on a side stream while the caller's GEMMs run on the current
+// stream (the transposed convolution's joint backward, ops/front.h): the sum is memory-bound,
+// the GEMMs compute-bound, so the sum costs little time beside them.
 #include "ops/bias_grad/bias_grad.h"
 
 #include <ATen/ops/empty.h>
 #include <ATen/ops/sum.h>
+#include <c10/core/Event.h>
 #include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <c10/util/BFloat16.h>
@@ -20,6 +26,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <mutex>
+#include <optional>
 #include <vector>
 
 namespace convx::cuda {
@@ -216,21 +224,99 @@ void dispatch(const Tensor& g, const Tensor& out, int64_t channel) {
   }
 }
 
+// Whether the kernels here read grad_output in place (else at::sum).
+bool ours(const Tensor& g, int64_t channel) {
+  const auto t = g.scalar_type();
+  return (t == at::kFloat || t == at::kHalf || t == at::kBFloat16) && g.numel() > 0 &&
+         (channel_innermost(g, channel) || g.is_contiguous());
+}
+
+void sum_into(const Tensor& g, const Tensor& out, int64_t channel) {
+  switch (g.scalar_type()) {
+    case at::kFloat: dispatch<float>(g, out, channel); break;
+    case at::kHalf: dispatch<c10::Half>(g, out, channel); break;
+    default: dispatch<c10::BFloat16>(g, out, channel); break;
+  }
+}
+
+// Makes `waiter` wait for everything queued on `side` so far: join() on the normal path (errors
+// propagate), the destructor when the scope is left by an exception (the side kernel may still be
+// writing memory the current stream owns; an error there cannot be reported any more).
+struct Join {
+  c10::cuda::CUDAStream side, waiter;
+  bool joined = false;
+  void join() {
+    c10::Event done(c10::DeviceType::CUDA);
+    done.record(side);
+    done.block(waiter);
+    joined = true;
+  }
+  ~Join() {
+    if (joined) return;
+    try {
+      join();
+    } catch (...) {
+    }
+  }
+};
+
+// The side stream of a device: one pool stream, taken once. The caching allocator keeps freed
+// blocks per stream, so a fixed stream finds the reduction's scratch cached from the last call
+// (a fresh pool stream per call would allocate anew on each of the pool's streams in turn).
+// Callers on other threads share it, which orders their sums but keeps each one correct.
+c10::cuda::CUDAStream side_stream(c10::DeviceIndex device) {
+  static std::mutex mutex;
+  static std::vector<std::optional<c10::cuda::CUDAStream>> streams(c10::cuda::device_count());
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& s = streams.at(device);
+  if (!s) s = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device);
+  return *s;
+}
+
 }  // namespace
 
 Tensor bias_grad(const Tensor& grad_output, int64_t rank) {
   const int64_t channel = bias_grad_channel_dim(grad_output, rank);
-  const auto t = grad_output.scalar_type();
-  const bool ours = (t == at::kFloat || t == at::kHalf || t == at::kBFloat16) && grad_output.numel() > 0 &&
-                    (channel_innermost(grad_output, channel) || grad_output.is_contiguous());
-  if (!ours) return bias_grad_by_sum(grad_output, rank);
+  if (!ours(grad_output, channel)) return bias_grad_by_sum(grad_output, rank);
   c10::cuda::CUDAGuard guard(grad_output.device());
   Tensor out = at::empty({grad_output.size(channel)}, grad_output.options());
-  switch (t) {
-    case at::kFloat: dispatch<float>(grad_output, out, channel); break;
-    case at::kHalf: dispatch<c10::Half>(grad_output, out, channel); break;
-    default: dispatch<c10::BFloat16>(grad_output, out, channel); break;
+  sum_into(grad_output, out, channel);
+  return out;
+}
+
+// The sum on the side stream, `work` on the current one. Stream ordering and the caching
+// allocator (which hands a freed block again only to work on the stream it was allocated on):
+// - the side stream first waits for the current stream (grad_output is complete);
+// - `out` is allocated on the current stream before switching, so it belongs to the current
+//   stream's pool; the reduction's scratch is allocated and freed on the side stream, so only
+//   later side-stream work (queued behind the reduction) can reuse it;
+// - before returning (or unwinding) the current stream waits for the side stream. Everything the
+//   caller queues afterwards on the current stream, including the reuse of `out`'s or
+//   grad_output's blocks once they are freed, is therefore ordered after the reduction, so
+//   neither needs record_stream. Work on other streams was never allowed to touch them without
+//   waiting for the current stream, which now includes the reduction.
+Tensor bias_grad_beside(const Tensor& grad_output, int64_t rank, c10::function_ref<void()> work) {
+  const int64_t channel = bias_grad_channel_dim(grad_output, rank);
+  if (!ours(grad_output, channel)) {
+    work();
+    return bias_grad(grad_output, rank);
   }
+  c10::cuda::CUDAGuard guard(grad_output.device());
+  Tensor out = at::empty({grad_output.size(channel)}, grad_output.options());
+  const auto current = c10::cuda::getCurrentCUDAStream();
+  const auto side = side_stream(current.device_index());
+  {
+    c10::Event ready(c10::DeviceType::CUDA);
+    ready.record(current);
+    ready.block(side);
+  }
+  Join join{side, current};
+  {
+    c10::cuda::CUDAStreamGuard on_side(side);
+    sum_into(grad_output, out, channel);
+  }
+  work();
+  join.join();
   return out;
 }
 
