@@ -380,7 +380,7 @@ void blocks_inside(const RowArgs<T>& a, int64_t ow0, int64_t np, int64_t c, int6
 
 // The loops for the pixels whose taps are all inside the row (inside) and for the row's ends
 // (edge), as a type so that row_forward calls them directly (inlined): a 28-pixel row of 15
-// channel vectors makes 45 calls, and through function pointers they cost ~8% of a 5x5 row.
+// channel vectors makes 45 calls, and through function pointers they cost ~4% of a 5x5 row.
 // edge_blocks: the edge loop computes 4 pixels per call whatever it stores (the shared-pixel
 // loop), so the row is tiled in blocks of 4 from its first pixel and the edge loop takes only
 // the blocks that are not wholly inside: a 28-pixel 5x5 row computes 28 outputs, not 2 + 24 + 2
