@@ -78,12 +78,15 @@ Tensor bias_grad(const Tensor& gy, int64_t rank) {
 
 bool has(const std::optional<Tensor>& t) { return t.has_value() && t->defined(); }
 
-// grad_input in the memory format of the input, as aten's backward gives it. The data-grad
-// operators pick their output's format from grad_output, which agrees except where grad_output's
-// is ambiguous (one output pixel: contiguous and channels-last at once) and x's is not.
+// grad_input channels-last when the input is, as aten's backward gives it (aten: when the input
+// or the weight is). The data-grad operators pick their output's format from grad_output and the
+// weight, which agrees except where grad_output's format is not the input's (a one-output-pixel
+// grad_output is contiguous and channels-last at once); a channels-last dx from a channels-last
+// weight stays as it is.
 Tensor in_format_of(const Tensor& dx, const Tensor& x) {
   const auto format = x.suggest_memory_format();
-  return dx.suggest_memory_format() == format ? dx : dx.contiguous(format);
+  if (format == at::MemoryFormat::Contiguous || dx.suggest_memory_format() == format) return dx;
+  return dx.contiguous(format);
 }
 
 // d conv / d (input, weight, bias); depthwise_conv is conv with groups = C.

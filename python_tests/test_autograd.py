@@ -268,3 +268,27 @@ def test_grad_input_takes_the_input_format_when_grad_output_is_one_pixel(op):
     gx_ref, = torch.autograd.grad(y_ref, x, gy)
     torch.testing.assert_close(gx, gx_ref)
     assert gx.stride() == gx_ref.stride()
+
+
+@pytest.mark.parametrize("op", ["conv2d", "conv_transpose2d"])
+def test_grad_input_stays_channels_last_with_a_channels_last_weight(op):
+    # aten gives grad_input channels-last when the input or the weight is; a contiguous input with
+    # a channels-last weight must not be converted back to contiguous by the closure.
+    g = torch.Generator().manual_seed(12)
+    x = torch.randn(2, 6, 9, 9, generator=g, dtype=torch.float64, requires_grad=True)
+    if op == "conv_transpose2d":
+        w = torch.randn(6, 4, 3, 3, generator=g, dtype=torch.float64)
+        ref = lambda x, w: F.conv_transpose2d(x, w, None, 2, 1)  # noqa: E731
+        ours = lambda x, w: torch.ops.convx.conv_transpose2d(x, w, None, [2, 2], [1, 1], [0, 0], 1, [1, 1])  # noqa: E731
+    else:
+        w = torch.randn(6, 6, 3, 3, generator=g, dtype=torch.float64)
+        ref = lambda x, w: F.conv2d(x, w, None, 1, 1)  # noqa: E731
+        ours = lambda x, w: torch.ops.convx.conv2d(x, w, None, [1, 1], [1, 1], [1, 1], 1)  # noqa: E731
+    w = w.contiguous(memory_format=torch.channels_last).requires_grad_()
+    y, y_ref = ours(x, w), ref(x, w)
+    gy = torch.randn(y_ref.shape, generator=g, dtype=torch.float64)
+    gx, = torch.autograd.grad(y, x, gy)
+    gx_ref, = torch.autograd.grad(y_ref, x, gy)
+    torch.testing.assert_close(gx, gx_ref)
+    assert gx.is_contiguous(memory_format=torch.channels_last)
+    assert gx.stride() == gx_ref.stride()

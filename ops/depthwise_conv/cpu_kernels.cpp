@@ -449,8 +449,8 @@ Prefetch next_task(const RowArgs<T>& a, int64_t steps,
 template <typename T, typename Loops>
 void row_forward_with(const RowArgs<T>& a) {
   constexpr int64_t n = Vectorized<T>::size();
-  // Pixels [lo, hi) have every tap inside the row: blocks of 4 there, the rest by the edge loop
-  // (in blocks of up to 4 where it is the shared-pixel loop, else one at a time).
+  // Pixels [lo, hi) have every tap inside the row: the inside loop takes [begin, blocks_end), the
+  // edge loop the rest, in calls of up to 4 pixels.
   // (pw is negative for the data grad's crop: then every pixel starts inside.)
   const int64_t lo = a.pw <= 0 ? 0 : std::min(a.DW, (a.pw + a.sw - 1) / a.sw);
   const int64_t reach = a.SW - 1 + a.pw - (a.KW - 1) * a.dw;  // ow*sw must not exceed it

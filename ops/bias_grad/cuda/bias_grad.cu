@@ -299,7 +299,7 @@ Tensor bias_grad_beside(const Tensor& grad_output, int64_t rank, c10::function_r
   const int64_t channel = bias_grad_channel_dim(grad_output, rank);
   if (!ours(grad_output, channel)) {
     work();
-    return bias_grad(grad_output, rank);
+    return bias_grad_by_sum(grad_output, rank);
   }
   c10::cuda::CUDAGuard guard(grad_output.device());
   Tensor out = at::empty({grad_output.size(channel)}, grad_output.options());
