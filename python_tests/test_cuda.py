@@ -593,6 +593,82 @@ def test_depthwise_cl16_fast_path(dtype):
         close(tr, tr_ref, "transposed")
 
 
+# Channels-last 1-D rows (cl_row1d.cuh): (N, C, L, k, padding, bias); padding "causal" = k - 1 on
+# both sides, first L outputs kept (as the bench and sequence models do). 2-4, 15 and 31 taps;
+# odd lengths, a row shorter than one strip, 'same' padding, padding beyond the filter (the
+# data-grad's padding is then negative), channel vectors below a warp and in chunks with idle
+# lanes (C 296), batch 0; C 12 is not a multiple of the 16-bit vector (8) and C 6 of any vector:
+# those decline to the other kernels.
+NLC_CASES = [
+    (2, 64, 2051, 4, "causal", True),
+    (3, 48, 517, 3, "causal", False),
+    (2, 296, 77, 2, 1, True),
+    (2, 32, 333, 15, "causal", True),
+    (2, 16, 1000, 31, 15, False),
+    (1, 16, 60, 15, 20, True),
+    (2, 16, 5, 3, 1, True),
+    (2, 12, 99, 4, "causal", True),
+    (2, 6, 50, 31, 15, True),
+    (0, 16, 40, 4, "causal", True),
+]
+
+
+@pytest.mark.parametrize("misaligned", [False, True], ids=["aligned", "off1"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["fp32", "fp16", "bf16"])
+def test_depthwise_nlc_rows(dtype, misaligned):
+    """Forward and input-grad of (N, L, C)-held rows (x.transpose(1, 2)) against float64 on the
+    same rounded data, on poisoned memory, layout kept; weight-grad and the depthwise transposed
+    conv too. `off1`: input and gradient one element past an aligned address (declines to the
+    other kernels, which must agree)."""
+    import torch.nn.functional as F
+
+    tol = {torch.float32: 1e-4, torch.float16: 4e-3, torch.bfloat16: 2e-2}[dtype]
+    ops = torch.ops.convx
+
+    def held(t):  # (N, C, L) values held as an (N, L, C) tensor, viewed as (N, C, L)
+        nlc = t.transpose(1, 2)
+        if misaligned:
+            flat = torch.empty(nlc.numel() + 1, device=DEV, dtype=dtype)[1:]
+            return flat.view(nlc.shape).copy_(nlc).transpose(1, 2)
+        return nlc.to(DEV, dtype).contiguous().transpose(1, 2)
+
+    def close(out, ref, what):
+        scale = max(1.0, float(ref.abs().max())) if ref.numel() else 1.0
+        assert not torch.isnan(out).any(), f"{what}: NaN (unwritten element)"
+        torch.testing.assert_close(out.double() / scale, ref / scale, rtol=tol, atol=tol, msg=lambda m: f"{what}\n{m}")
+
+    for i, (N, C, L, k, p, has_bias) in enumerate(NLC_CASES):
+        gen = torch.Generator().manual_seed(90 + i)
+        causal = p == "causal"
+        pad = k - 1 if causal else p
+        x = held(torch.randn(N, C, L, generator=gen))
+        w = torch.randn(C, 1, k, generator=gen).to(DEV, dtype)
+        b = torch.randn(C, generator=gen).to(DEV, dtype) if has_bias else None
+        bd = None if b is None else b.double()
+        xr, wr = x.double().requires_grad_(), w.double().requires_grad_()
+        ref = F.conv1d(xr, wr, bd, 1, pad, 1, C)
+        gy = held(torch.randn(ref.shape, generator=gen))
+        gx_ref, gw_ref = torch.autograd.grad(ref, (xr, wr), gy.double())
+        what = f"case {i} {dtype} {'off1' if misaligned else 'aligned'}"
+        poison()
+        with deterministic():
+            y = ops.depthwise_conv1d(x, w, b, [1], [pad], [1])
+            gx = ops.conv1d_input_grad(list(x.shape), w, gy, [1], [pad], [1], C)
+            gw = ops.conv1d_weight_grad(x, list(w.shape), gy, [1], [pad], [1], C)
+        if causal:
+            close(y[..., :L], ref.detach()[..., :L], what + " forward (first L)")
+        close(y, ref.detach(), what + " forward")
+        close(gx, gx_ref, what + " input-grad")
+        close(gw, gw_ref, what + " weight-grad")
+        if N > 0 and C > 1:
+            assert y.stride(1) == 1 and gx.stride(1) == 1, f"{what}: not (N, L, C)"
+        tr_ref = F.conv_transpose1d(gy.double(), w.double(), bd, 1, pad, 0, C)
+        poison()
+        with deterministic():
+            tr = ops.conv_transpose1d(gy, w, b, [1], [pad], [0], C, [1])
+        close(tr, tr_ref, what + " transposed")
+
+
 # Whole-plane NCHW kernel (nc_plane.cuh): (N, C, m, size, k, stride, padding, bias). Several
 # blocks with a partial last one (120 planes in blocks of 36; batch 1 with 37), 7x7 planes under
 # 3x3 / 5x5 / 7x7, stride 2 onto 7x7 and 8x8, even filters, odd sizes, a data-grad whose padding

@@ -1,4 +1,4 @@
-// The depthwise CUDA kernels' sources (nc_stream.cuh, nc_plane.cuh, nc_depth3d.cuh, cl_depth3d.cuh, row1d.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu (both weight-grads), the plans of
+// The depthwise CUDA kernels' sources (nc_stream.cuh, nc_plane.cuh, nc_depth3d.cuh, cl_depth3d.cuh, cl_row1d.cuh, row1d.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu (both weight-grads), the plans of
 // depthwise_conv.cu) run on the CPU through shim.h and compared with aten in float64, with
 // poisoned outputs and workspaces: the index arithmetic, tiles, phases, shared-memory layout,
 // barriers and fixed-order reductions of every specialisation, without a GPU. The launch glue
@@ -18,6 +18,7 @@
 #include <string>
 #include "nc_depth3d.cuh"
 #include "cl_depth3d.cuh"
+#include "cl_row1d.cuh"
 namespace convx::cuda {
 namespace {
 constexpr int kThreads = 256;
@@ -196,6 +197,39 @@ bool cl16_dispatch(const Plan& P, F&& f) {
   if (!cl16_specialised(P)) return false;
   f(cl_tile_name<3, 3, 1, 8>(), cl_run<T, T, 3, 3, 1, 8>);
   return true;
+}
+// cl_row1d.cu's specialisations (channels-last 1-D rows): f(tile, run) for each tile of the
+// filter (ClRowTile, both sides of the A/B knob); false when the plan or filter is not covered.
+static int clr_taken = 0;
+template <typename T, int K, bool alt>
+bool clr_run(const T* in, const float* w, const T* bias, T* out, const Plan& P) {
+  using Tile = ClRowTile<T, K, alt>;
+  int64_t rows = 0;
+  ClRow1d L{};
+  if (!cl_row1d_plan(P, rows) || !cl_row1d_tile(L, rows, P.in[2], P.out[2], P.pad[2][0], P.out_c, Tile::V, Tile::R))
+    return false;
+  launch(dim3{L.blocks}, dim3{cl_row1d_threads(L)}, [&] { cl_row1d<T, K, Tile::V, Tile::R, Tile::MINB>(in, w, bias, out, L); });
+  ++clr_taken;
+  return true;
+}
+template <typename T, int K, bool alt>
+std::string clr_name() {
+  using Tile = ClRowTile<T, K, alt>;
+  return "clrow V" + std::to_string(Tile::V) + "R" + std::to_string(Tile::R);
+}
+template <typename T, typename F>
+bool clr_dispatch(const Plan& P, F&& f) {
+  int64_t rows = 0;
+  if (!cl_row1d_plan(P, rows)) return false;
+#define C_(K)                                    \
+  if (P.k[2] == K) {                             \
+    f(clr_name<T, K, false>(), clr_run<T, K, false>); \
+    f(clr_name<T, K, true>(), clr_run<T, K, true>);   \
+    return true;                                 \
+  }
+  C_(2) C_(3) C_(4) C_(15) C_(31)
+#undef C_
+  return false;
 }
 // cl_depth3d.cu's specialisations (channels-last depth streaming): f(tile, run) with one depth
 // segment per column (target 1) and with the most segments (a huge target); run returns false
@@ -583,6 +617,11 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
         if (run(xc.data_ptr<float>(), wt.data_ptr<float>(), b.data_ptr<float>(), oc.data_ptr<float>(), P))
           check(("fwd " + tile).c_str(), from_cl(oc), y, name);
       });
+      clr_dispatch<float>(P, [&](const std::string& tile, auto run) {
+        Tensor oc = at::full(to_cl(y).sizes(), NAN);
+        if (run(xc.data_ptr<float>(), wt.data_ptr<float>(), b.data_ptr<float>(), oc.data_ptr<float>(), P))
+          check(("fwd " + tile).c_str(), from_cl(oc), y, name);
+      });
       if (C % 8 == 0) {  // 16-bit channels-last takes 16-byte aligned channel rows
         cl_dispatch<at::Half>(P, [&](const std::string& tile, auto run) {
           Tensor oc = at::full(to_cl(y).sizes(), NAN, at::kHalf);
@@ -595,6 +634,22 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
           if (run(xch.data_ptr<at::Half>(), wt.data_ptr<float>(), bh.data_ptr<at::Half>(), oc.data_ptr<at::Half>(), P))
             check(("fwd16 " + tile).c_str(), from_cl(oc), yh, name, 2e-3);
         });
+        clr_dispatch<at::Half>(P, [&](const std::string& tile, auto run) {
+          Tensor oc = at::full(to_cl(y).sizes(), NAN, at::kHalf);
+          if (run(xch.data_ptr<at::Half>(), wt.data_ptr<float>(), bh.data_ptr<at::Half>(), oc.data_ptr<at::Half>(), P))
+            check(("fwd16 " + tile).c_str(), from_cl(oc), yh, name, 2e-3);
+        });
+        {  // bfloat16 (its own conversions): against float64 on the same bf16-rounded data
+          Tensor xcb = to_cl(x.to(at::kBFloat16)), bb = b.to(at::kBFloat16);
+          Tensor yb = at::convolution(x.to(at::kBFloat16).to(at::kDouble), w.to(at::kDouble), bb.to(at::kDouble), s, p, dil,
+                                      false, op, C);
+          clr_dispatch<at::BFloat16>(P, [&](const std::string& tile, auto run) {
+            Tensor oc = at::full(to_cl(y).sizes(), NAN, at::kBFloat16);
+            if (run(xcb.data_ptr<at::BFloat16>(), wt.data_ptr<float>(), bb.data_ptr<at::BFloat16>(),
+                    oc.data_ptr<at::BFloat16>(), P))
+              check(("fwdbf16 " + tile).c_str(), from_cl(oc), yb, name, 1e-2);
+          });
+        }
         // the fast path: 16-bit weights, against float64 on the 16-bit filter
         Tensor wh = w.to(at::kHalf), wp16 = prep16(wh, P, Q);
         Tensor yhh = at::convolution(xh.to(at::kDouble), wh.to(at::kDouble), bh.to(at::kDouble), s, p, dil, false, op, C);
@@ -643,6 +698,11 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
           if (run(gc.data_ptr<float>(), wt.data_ptr<float>(), nullptr, oc.data_ptr<float>(), P))
             check(("dgrad " + tile).c_str(), from_cl(oc), gx_ref, name);
         });
+        clr_dispatch<float>(P, [&](const std::string& tile, auto run) {
+          Tensor oc = at::full(to_cl(x).sizes(), NAN);
+          if (run(gc.data_ptr<float>(), wt.data_ptr<float>(), nullptr, oc.data_ptr<float>(), P))
+            check(("dgrad " + tile).c_str(), from_cl(oc), gx_ref, name);
+        });
         if (C % 8 == 0) {  // half storage: against float64 on the same half-rounded gradient
           Tensor gh = gy.to(at::kHalf), gch = to_cl(gh);
           auto gr = at::convolution_backward(gh.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble), std::nullopt, s, p,
@@ -654,6 +714,11 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
               check(("dgrad16 cl " + tile).c_str(), from_cl(oc), std::get<0>(gr), name, 2e-3);
           });
           cl3_dispatch<at::Half>(P, [&](const std::string& tile, auto run) {
+            Tensor oc = at::full(to_cl(x).sizes(), NAN, at::kHalf);
+            if (run(gch.data_ptr<at::Half>(), wt.data_ptr<float>(), nullptr, oc.data_ptr<at::Half>(), P))
+              check(("dgrad16 " + tile).c_str(), from_cl(oc), std::get<0>(gr), name, 2e-3);
+          });
+          clr_dispatch<at::Half>(P, [&](const std::string& tile, auto run) {
             Tensor oc = at::full(to_cl(x).sizes(), NAN, at::kHalf);
             if (run(gch.data_ptr<at::Half>(), wt.data_ptr<float>(), nullptr, oc.data_ptr<at::Half>(), P))
               check(("dgrad16 " + tile).c_str(), from_cl(oc), std::get<0>(gr), name, 2e-3);
@@ -928,6 +993,21 @@ int main() {
   run_case(3, 2, 8, 1, {6, 9, 10}, {3, 3, 3}, {1, 2, 2}, {0, 1, 1});
   std::printf("cl_wgrad_depth3d launches checked: %d\n", clw3_taken);
   if (clw3_taken == 0) ++failures;
+  // channels-last 1-D rows (cl_row1d.cuh): 2-4, 15, 31 taps; causal padding k-1 on odd lengths
+  // (strips cut by the end), 'same' padding, the data-grad of padding beyond the filter
+  // (negative), channel vectors below a warp (8 fp32 / 16 fp16: 2 lanes) and at two chunks with
+  // idle lanes (C 296: 74 fp32 vectors in 3 chunks of 32, 37 fp16 in 2), a 1x4 filter on an NHWC tensor (rows = N x H),
+  // a row shorter than a strip; the data-grad of a multiplier-2 filter declines
+  run_case(1, 2, 8, 1, {2051}, {4}, {1}, {3});
+  run_case(1, 3, 16, 1, {517}, {3}, {1}, {2});
+  run_case(1, 2, 296, 1, {77}, {2}, {1}, {1});
+  run_case(1, 2, 16, 1, {333}, {15}, {1}, {14});
+  run_case(1, 2, 8, 1, {300}, {31}, {1}, {15});
+  run_case(1, 1, 8, 1, {60}, {15}, {1}, {20});
+  run_case(2, 2, 8, 1, {3, 41}, {1, 4}, {1, 1}, {0, 3});
+  run_case(1, 2, 8, 1, {5}, {3}, {1}, {1});
+  std::printf("cl_row1d launches checked: %d\n", clr_taken);
+  if (clr_taken == 0) ++failures;
   std::printf("cl_depth3d launches checked: %d\n", cl3_taken);
   if (cl3_taken == 0) ++failures;
   std::printf("failures: %d\n", failures);

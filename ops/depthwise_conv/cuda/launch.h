@@ -46,6 +46,13 @@ template <typename T>
 bool launch_nc_depth3d(const T* in, const at::opmath_type<T>* w, const T* bias, T* out,
                        const Plan& P, cudaStream_t stream);
 
+// Channels-last 1-D rows (the (N, L, C) layout; 1 x K filters on NHWC / NDHWC rows): forward and
+// stride-1 data-grad with 2, 3, 4, 15 or 31 taps, multiplier 1 (cl_row1d.cuh); w as
+// launch_cl_gather's. false otherwise (then launch_cl_gather).
+template <typename T>
+bool launch_cl_row1d(const T* in, const at::opmath_type<T>* w, const T* bias, T* out, const Plan& P,
+                     cudaStream_t stream);
+
 // Channels-last forward / data-grad, channel multiplier 1: w is [phases][taps][wrows].
 template <typename T>
 bool launch_cl_gather(const T* in, const at::opmath_type<T>* w, const T* bias, T* out,

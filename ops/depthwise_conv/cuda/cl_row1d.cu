@@ -1,0 +1,63 @@
+// Launcher of the channels-last 1-D row kernel (cl_row1d.cuh) and its specialisations: 2, 3, 4,
+// 15 and 31 taps at stride 1 in fp32 / fp16 / bf16.
+#include "ops/depthwise_conv/cuda/cl_row1d.cuh"
+#include "ops/depthwise_conv/cuda/launch.h"
+
+#include <c10/cuda/CUDAException.h>
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <type_traits>
+
+namespace convx::cuda {
+namespace {
+
+template <typename T, int K, bool alt>
+bool run(const T* in, const float* w, const T* bias, T* out, int64_t rows, const Plan& P, cudaStream_t stream) {
+  using Tile = ClRowTile<T, K, alt>;
+  ClRow1d L{};
+  if (!cl_row1d_tile(L, rows, P.in[2], P.out[2], P.pad[2][0], P.out_c, Tile::V, Tile::R)) return false;
+  cl_row1d<T, K, Tile::V, Tile::R, Tile::MINB><<<L.blocks, cl_row1d_threads(L), 0, stream>>>(in, w, bias, out, L);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return true;
+}
+
+template <typename T, int K>
+bool pick(const T* in, const float* w, const T* bias, T* out, int64_t rows, const Plan& P, cudaStream_t stream) {
+  const char* knob = std::getenv("CONVX_NLC_TILE");  // temporary A/B knob: off | alt | (default)
+  if (knob && std::strcmp(knob, "off") == 0) return false;
+  if (knob && std::strcmp(knob, "alt") == 0) return run<T, K, true>(in, w, bias, out, rows, P, stream);
+  return run<T, K, false>(in, w, bias, out, rows, P, stream);
+}
+
+}  // namespace
+
+template <typename T>
+bool launch_cl_row1d(const T* in, const at::opmath_type<T>* w, const T* bias, T* out, const Plan& P,
+                     cudaStream_t stream) {
+  if constexpr (std::is_same_v<T, double>) {
+    return false;  // float64 is for correctness only: the generic kernel
+  } else {
+    int64_t rows = 0;
+    if (!cl_row1d_plan(P, rows)) return false;
+    switch (P.k[2]) {
+      case 2: return pick<T, 2>(in, w, bias, out, rows, P, stream);
+      case 3: return pick<T, 3>(in, w, bias, out, rows, P, stream);
+      case 4: return pick<T, 4>(in, w, bias, out, rows, P, stream);
+      case 15: return pick<T, 15>(in, w, bias, out, rows, P, stream);
+      case 31: return pick<T, 31>(in, w, bias, out, rows, P, stream);
+      default: return false;
+    }
+  }
+}
+
+template bool launch_cl_row1d<float>(const float*, const float*, const float*, float*, const Plan&, cudaStream_t);
+template bool launch_cl_row1d<double>(const double*, const double*, const double*, double*, const Plan&, cudaStream_t);
+template bool launch_cl_row1d<c10::Half>(const c10::Half*, const float*, const c10::Half*, c10::Half*, const Plan&,
+                                         cudaStream_t);
+template bool launch_cl_row1d<c10::BFloat16>(const c10::BFloat16*, const float*, const c10::BFloat16*, c10::BFloat16*,
+                                             const Plan&, cudaStream_t);
+
+}  // namespace convx::cuda
