@@ -198,12 +198,12 @@ bool cl16_dispatch(const Plan& P, F&& f) {
   f(cl_tile_name<3, 3, 1, 8>(), cl_run<T, T, 3, 3, 1, 8>);
   return true;
 }
-// cl_row1d.cu's specialisations (channels-last 1-D rows): f(tile, run) for each tile of the
-// filter (ClRowTile, both sides of the A/B knob); false when the plan or filter is not covered.
+// cl_row1d.cu's specialisations (channels-last 1-D rows): f(tile, run) with the launcher's tile
+// (ClRowTile); false when the plan or filter is not covered.
 static int clr_taken = 0;
-template <typename T, int K, bool alt>
+template <typename T, int K>
 bool clr_run(const T* in, const float* w, const T* bias, T* out, const Plan& P) {
-  using Tile = ClRowTile<T, K, alt>;
+  using Tile = ClRowTile<T, K>;
   int64_t rows = 0;
   ClRow1d L{};
   if (!cl_row1d_plan(P, rows) || !cl_row1d_tile(L, rows, P.in[2], P.out[2], P.pad[2][0], P.out_c, Tile::V, Tile::R))
@@ -212,20 +212,14 @@ bool clr_run(const T* in, const float* w, const T* bias, T* out, const Plan& P) 
   ++clr_taken;
   return true;
 }
-template <typename T, int K, bool alt>
-std::string clr_name() {
-  using Tile = ClRowTile<T, K, alt>;
-  return "clrow V" + std::to_string(Tile::V) + "R" + std::to_string(Tile::R);
-}
 template <typename T, typename F>
 bool clr_dispatch(const Plan& P, F&& f) {
   int64_t rows = 0;
   if (!cl_row1d_plan(P, rows)) return false;
-#define C_(K)                                    \
-  if (P.k[2] == K) {                             \
-    f(clr_name<T, K, false>(), clr_run<T, K, false>); \
-    f(clr_name<T, K, true>(), clr_run<T, K, true>);   \
-    return true;                                 \
+#define C_(K)                                                                                               \
+  if (P.k[2] == K) {                                                                                        \
+    f("clrow V" + std::to_string(ClRowTile<T, K>::V) + "R" + std::to_string(ClRowTile<T, K>::R), clr_run<T, K>); \
+    return true;                                                                                            \
   }
   C_(2) C_(3) C_(4) C_(15) C_(31)
 #undef C_

@@ -7,29 +7,19 @@
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
-#include <cstdlib>
-#include <cstring>
 #include <type_traits>
 
 namespace convx::cuda {
 namespace {
 
-template <typename T, int K, bool alt>
+template <typename T, int K>
 bool run(const T* in, const float* w, const T* bias, T* out, int64_t rows, const Plan& P, cudaStream_t stream) {
-  using Tile = ClRowTile<T, K, alt>;
+  using Tile = ClRowTile<T, K>;
   ClRow1d L{};
   if (!cl_row1d_tile(L, rows, P.in[2], P.out[2], P.pad[2][0], P.out_c, Tile::V, Tile::R)) return false;
   cl_row1d<T, K, Tile::V, Tile::R, Tile::MINB><<<L.blocks, cl_row1d_threads(L), 0, stream>>>(in, w, bias, out, L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return true;
-}
-
-template <typename T, int K>
-bool pick(const T* in, const float* w, const T* bias, T* out, int64_t rows, const Plan& P, cudaStream_t stream) {
-  const char* knob = std::getenv("CONVX_NLC_TILE");  // temporary A/B knob: off | alt | (default)
-  if (knob && std::strcmp(knob, "off") == 0) return false;
-  if (knob && std::strcmp(knob, "alt") == 0) return run<T, K, true>(in, w, bias, out, rows, P, stream);
-  return run<T, K, false>(in, w, bias, out, rows, P, stream);
 }
 
 }  // namespace
@@ -43,11 +33,11 @@ bool launch_cl_row1d(const T* in, const at::opmath_type<T>* w, const T* bias, T*
     int64_t rows = 0;
     if (!cl_row1d_plan(P, rows)) return false;
     switch (P.k[2]) {
-      case 2: return pick<T, 2>(in, w, bias, out, rows, P, stream);
-      case 3: return pick<T, 3>(in, w, bias, out, rows, P, stream);
-      case 4: return pick<T, 4>(in, w, bias, out, rows, P, stream);
-      case 15: return pick<T, 15>(in, w, bias, out, rows, P, stream);
-      case 31: return pick<T, 31>(in, w, bias, out, rows, P, stream);
+      case 2: return run<T, 2>(in, w, bias, out, rows, P, stream);
+      case 3: return run<T, 3>(in, w, bias, out, rows, P, stream);
+      case 4: return run<T, 4>(in, w, bias, out, rows, P, stream);
+      case 15: return run<T, 15>(in, w, bias, out, rows, P, stream);
+      case 31: return run<T, 31>(in, w, bias, out, rows, P, stream);
       default: return false;
     }
   }

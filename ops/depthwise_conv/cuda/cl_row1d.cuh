@@ -102,14 +102,15 @@ inline bool cl_row1d_plan(const Plan& P, int64_t& rows) {
   return true;
 }
 
-// Tiles (channels per thread V, outputs per strip R): `alt` is the A/B candidate of the
-// temporary CONVX_NLC_TILE knob. 16-bit short filters: 8 channels (16-byte loads); the long
-// filters narrow V so that all K weight vectors stay in registers.
-template <typename T, int K, bool alt>
+// Tiles (channels per thread V, outputs per strip R), picked on the H100 (session 8, temporary
+// knob, bench/results/h100/session8/): 16-bit k <= 4: 8 channels (16-byte loads) x 8 outputs
+// (x 4 outputs: within 2%); fp32 k <= 4: 4 x 8 (4 x 16: within 2%); 15 and 31 taps: 2 channels x
+// 16 outputs, all K weight vectors in registers (k15 bf16 0.132 ms vs 0.161 at 4 x 8; k31 bf16
+// 0.055 vs 0.082 at 2 x 8).
+template <typename T, int K>
 struct ClRowTile {
-  static constexpr bool h = sizeof(T) == 2;
-  static constexpr int V = K <= 4 ? (h ? 8 : 4) : (K <= 15 ? (alt ? 4 : 2) : 2);
-  static constexpr int R = K <= 4 ? (h ? (alt ? 4 : 8) : (alt ? 16 : 8)) : (K <= 15 ? (alt ? 8 : 16) : (alt ? 8 : 16));
+  static constexpr int V = K <= 4 ? 16 / static_cast<int>(sizeof(T)) : 2;
+  static constexpr int R = K <= 4 ? 8 : 16;
   // Blocks per SM asked of ptxas (64 / 80 / 128 registers): the accumulators and weights,
   // V * (K + R), decide; above 48 the 80-register cap spilled (ptxas -v, sm_90).
   static constexpr int MINB = V * (K + R) <= 40 ? 4 : (V * (K + R) <= 48 ? 3 : 2);
