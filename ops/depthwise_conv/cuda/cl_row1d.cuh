@@ -28,17 +28,10 @@
 #include "ops/depthwise_conv/cuda/plan.cuh"
 
 #include <ATen/OpMathType.h>
-#include <c10/util/BFloat16.h>
-#include <c10/util/Half.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <type_traits>
-
-#ifdef __CUDACC__
-#include <cuda_fp16.h>
-#endif
 
 namespace convx::cuda {
 
@@ -120,51 +113,6 @@ inline unsigned cl_row1d_threads(const ClRow1d& L) {
   return static_cast<unsigned>(ceil_div(int64_t(L.CB) * L.PS, 32) * 32);
 }
 
-// p, as a value nvcc must keep in a register: the next position's address is then one 64-bit add
-// (without it nvcc rebuilt each load's address from the row index and C: about 8 integer
-// instructions per load, SASS of the 31-tap kernel; cl_wgrad.cu's held() for the same reason).
-template <typename V>
-__device__ __forceinline__ const V* row_held(const V* p) {
-#ifdef __CUDA_ARCH__
-  asm volatile("" : "+l"(p));
-#endif
-  return p;
-}
-
-// The XW 32-bit words at p (through the read-only path on the GPU: row_held hides from nvcc that
-// p is global memory) as 2 * XW (16-bit T) or XW (fp32) values in fp32, converted from the words
-// directly (bf16: a shift or a mask each; no repacking into c10::BFloat16 first, which cost a
-// byte permute per value).
-template <typename T, int XW>
-__device__ __forceinline__ void row_load(const T* p, bool ok, at::opmath_type<T> (&out)[4 * XW / sizeof(T)]) {
-  uint32_t u[XW];
-#ifdef __CUDA_ARCH__
-  using W = std::conditional_t<XW == 1, unsigned, std::conditional_t<XW == 2, uint2, uint4>>;
-  W wv{};
-  if (ok) wv = __ldg(reinterpret_cast<const W*>(p));
-  memcpy(u, &wv, sizeof(u));
-#pragma unroll
-  for (int k = 0; k < XW; ++k) {
-    if constexpr (std::is_same_v<T, float>) {
-      out[k] = __uint_as_float(u[k]);
-    } else if constexpr (std::is_same_v<T, c10::Half>) {
-      __half2 h;
-      memcpy(&h, &u[k], 4);
-      const float2 f = __half22float2(h);
-      out[2 * k] = f.x, out[2 * k + 1] = f.y;
-    } else {
-      out[2 * k] = __uint_as_float(u[k] << 16), out[2 * k + 1] = __uint_as_float(u[k] & 0xffff0000u);
-    }
-  }
-#else
-  for (int k = 0; k < XW; ++k) u[k] = 0;
-  if (ok) memcpy(u, p, sizeof(u));
-  Pack<T, 4 * XW / sizeof(T)> v;
-  memcpy(&v, u, sizeof(u));
-  for (int k = 0; k < int(4 * XW / sizeof(T)); ++k) out[k] = static_cast<at::opmath_type<T>>(v.v[k]);
-#endif
-}
-
 template <typename T, int K, int V, int R, int MINB>
 __global__ void __launch_bounds__(kClRowThreads, MINB)
 cl_row1d(const T* __restrict__ in, const at::opmath_type<T>* __restrict__ w, const T* __restrict__ bias,
@@ -203,28 +151,24 @@ cl_row1d(const T* __restrict__ in, const at::opmath_type<T>* __restrict__ w, con
   const int i0 = o0 - L.pad;
   // May point before the row (or the tensor): only positions inside the row are read.
   const T* x = in + (static_cast<int64_t>(row) * L.in_len + i0) * L.C + c0;
-  const int64_t cs = L.C;
-  // Streams the strip's inputs; check: test each position against the row. The long filters
-  // skip the test inside the row (a compare and an add per load, ~8% of the 31-tap kernel's
-  // instructions); on the short ones the second copy of the loop cost registers (8-byte spills).
-  auto stream = [&](auto check) {
 #pragma unroll
-    for (int c = 0; c < NX; ++c, x = row_held(x + cs)) {
-      acc_t xf[V];  // zero outside the row
-      row_load<T, XW>(x, !decltype(check)::value || static_cast<unsigned>(i0 + c) < static_cast<unsigned>(L.in_len), xf);
+  for (int c = 0; c < NX; ++c) {
+    // Loaded as 32-bit words (zero outside the row) and only then viewed as T.
+    Pack<uint32_t, XW> raw{};
+    if (static_cast<unsigned>(i0 + c) < static_cast<unsigned>(L.in_len))
+      raw = *reinterpret_cast<const Pack<uint32_t, XW>*>(x + static_cast<int64_t>(c) * L.C);
+    Pack<T, V> xv;
+    memcpy(&xv, &raw, sizeof(xv));
+    acc_t xf[V];
 #pragma unroll
-      for (int r = 0; r < R; ++r) {
-        const int k = c - r;
-        if (k < 0 || k >= K) continue;
+    for (int v = 0; v < V; ++v) xf[v] = static_cast<acc_t>(xv.v[v]);
 #pragma unroll
-        for (int v = 0; v < V; ++v) acc[r][v] += wv[k][v] * xf[v];
-      }
+    for (int r = 0; r < R; ++r) {
+      const int k = c - r;
+      if (k < 0 || k >= K) continue;
+#pragma unroll
+      for (int v = 0; v < V; ++v) acc[r][v] += wv[k][v] * xf[v];
     }
-  };
-  if (K >= 15 && i0 >= 0 && i0 <= L.in_len - NX) {
-    stream(std::false_type{});
-  } else {
-    stream(std::true_type{});
   }
   T* o = out + (static_cast<int64_t>(row) * L.out_len + o0) * L.C + c0;
   const int nout = L.out_len - o0;
