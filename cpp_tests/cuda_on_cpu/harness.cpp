@@ -200,6 +200,20 @@ void rw_check(const char* what, const Plan& P, const Tensor& src, const Tensor& 
     });
   }
 }
+// row_warp.cu's weight-grad (2, 3, 4 taps): partials poisoned, then the ordered chunk sum; one
+// warp per block (per-warp item counts differ, and the shim's shuffles are block-wide).
+template <typename T, int K>
+Tensor rww_run(const T* x, const T* gy, const Plan& P) {
+  RowWarpW L{};
+  if (!row_warp_wgrad_items(L, P, 16 / int(sizeof(T)), row_warp_vectors<K>())) return Tensor();
+  Tensor part = at::full({P.out_c, int64_t(L.chunks), K}, NAN, at::kFloat);
+  Tensor gw = at::full({P.out_c * K}, NAN, c10::CppTypeToScalarType<T>::value);
+  launch(dim3{unsigned(P.out_c * L.chunks)}, dim3{32},
+         [&] { row_warp_wgrad<T, K, row_warp_vectors<K>()>(x, gy, part.data_ptr<float>(), L); });
+  launch(dim3{unsigned(ceil_div(P.out_c * K, 256))}, dim3{256},
+         [&] { row1d_wgrad_sum<T>(part.data_ptr<float>(), gw.data_ptr<T>(), P.out_c * K, int(L.chunks), K); });
+  return gw;
+}
 // row1d.cu's weight-grad (15 / 31 taps): partials poisoned, then the ordered chunk sum; an
 // undefined tensor when the launcher declines.
 template <typename T, int K>
@@ -514,6 +528,27 @@ void roww_check(const char* what, const Plan& P, const Tensor& x, const Tensor& 
     }
   }
 }
+// row_warp's weight-grad on x and gy as allocated and on copies one element past a 16-byte boundary.
+template <typename T>
+void rww_check(const char* what, const Plan& P, const Tensor& x, const Tensor& gy, const Tensor& ref, const std::string& name,
+               double tol) {
+  if (P.k[2] < 2 || P.k[2] > 4 || P.in[0] != 1 || P.in[1] != 1) return;
+  for (int off : {0, 1}) {
+    Tensor x1 = at::full({x.numel() + 1}, NAN, x.options()), g1 = at::full({gy.numel() + 1}, NAN, gy.options());
+    x1.narrow(0, 1, x.numel()).copy_(x.flatten());
+    g1.narrow(0, 1, gy.numel()).copy_(gy.flatten());
+    const T* xp = off ? x1.data_ptr<T>() + 1 : x.contiguous().data_ptr<T>();
+    const T* gp = off ? g1.data_ptr<T>() + 1 : gy.contiguous().data_ptr<T>();
+    Tensor r = P.k[2] == 2 ? rww_run<T, 2>(xp, gp, P) : P.k[2] == 3 ? rww_run<T, 3>(xp, gp, P) : rww_run<T, 4>(xp, gp, P);
+    const std::string tag = std::string(what) + " row_warp" + (off ? " off1" : "");
+    if (r.defined()) {
+      ++rw_taken;
+      check(tag.c_str(), r.view(ref.sizes()), ref, name, tol);
+    } else {
+      std::printf("%-44s %-34s declined\n", name.c_str(), tag.c_str());
+    }
+  }
+}
 // Every nc_stream (kDepth3d: nc_depth3d) tile and load mode, and row1d's launches, on src (read)
 // as allocated and on copies of src and of the output one element past a 16-byte boundary (rows
 // and stores misaligned for the vector paths).
@@ -744,7 +779,13 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
       auto gr = at::convolution_backward(gh.to(at::kDouble), xh.to(at::kDouble), w.to(at::kDouble), std::nullopt, s, p, dil,
                                          false, op, C, {false, true, false});
       roww_check<at::Half>("wgrad16", P, xh, gh, std::get<1>(gr), name, 2e-3);
+      rww_check<at::Half>("wgrad16", P, xh, gh, std::get<1>(gr), name, 2e-3);
+      Tensor xb = x.to(at::kBFloat16), gb = gy.to(at::kBFloat16);
+      auto grb = at::convolution_backward(gb.to(at::kDouble), xb.to(at::kDouble), w.to(at::kDouble), std::nullopt, s, p,
+                                          dil, false, op, C, {false, true, false});
+      rww_check<at::BFloat16>("wgradbf16", P, xb, gb, std::get<1>(grb), name, 1e-2);
     }
+    rww_check<float>("wgrad", P, x, gy, gw_ref, name, 1e-4);
     {  // depth-streaming NCDHW weight-grad, fp32 and half storage (float accumulation)
       int segs = 0;
       Tensor r3 = ncw3_dispatch<float>(x.data_ptr<float>(), gy.data_ptr<float>(), P, &segs);

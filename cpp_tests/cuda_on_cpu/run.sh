@@ -13,7 +13,7 @@ trap 'rm -rf "$tmp"' EXIT
 for f in nc_tiled.cuh cl_tiled.cuh nc_plane.cuh row1d.cuh row_warp.cuh; do
   sed -e 's|#include "ops/depthwise_conv/cuda/nc_stream.cuh"|#include "nc_stream.cuh"|' \
       -e 's/extern __shared__ __align__(16) unsigned char smem_raw\[\];/unsigned char* smem_raw = g_smem;/' \
-      -e 's/#pragma unroll(KH > 0 ? KH : 1)//' "$src/$f" >"$tmp/$f"
+      -e 's/#pragma unroll(KH > 0 ? KH : 1)//' -e 's/__shared__ float red/static float red/' "$src/$f" >"$tmp/$f"
 done
 # the streaming NC weight-grad: its block-static reduction scratch becomes a function static
 sed -e 's/__shared__ acc_t red/static acc_t red/' "$src/nc_wgrad_stream.cuh" >"$tmp/nc_wgrad_stream.cuh"

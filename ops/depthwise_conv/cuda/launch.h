@@ -76,6 +76,11 @@ template <typename T>
 bool launch_nc_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like,
                      cudaStream_t stream);
 
+// NCL weight-grad of 2-, 3- and 4-tap rows at stride 1 (row_warp.cuh), deterministic; false when
+// not covered.
+template <typename T>
+bool launch_row_warp_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like,
+                           cudaStream_t stream);
 // NCL weight-grad of 15- and 31-tap rows at stride 1 (row1d.cuh), deterministic; false when not
 // covered.
 template <typename T>

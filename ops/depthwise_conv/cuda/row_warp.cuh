@@ -1,5 +1,6 @@
 // NCL forward / stride-1 data-grad of short 1-D filters (2, 3, 4 and 15 taps; one phase, stride
-// 1, data-grad channel multiplier 1) with warp-wide 16-byte vectors and register shuffles.
+// 1, data-grad channel multiplier 1) and the weight-grad of 2-4 taps, with warp-wide 16-byte
+// vectors and register shuffles (the weight-grad: at the end of this file).
 //
 // Why not nc_stream_vec (which covers these filters otherwise): there a thread owns 8 outputs,
 // loads the 16-byte vectors around its own window, shifts them into place with a per-thread
@@ -36,9 +37,11 @@
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 namespace convx::cuda {
 
@@ -140,65 +143,70 @@ __device__ __forceinline__ void row_load(const T* row, int p, int n, uint32_t (&
   }
 }
 
-// One item's outputs for input misalignment M: A[u] is the lane's input vector of sub-segment u,
-// A[U] the halo vector (lanes < row_warp_shifts). o0: the lane's first output of sub-segment 0.
+// Calls f(std::integral_constant<int, M>{}) for the warp-uniform misalignment m < V, so that the
+// window's register indices are compile-time.
+template <int V, typename F>
+__device__ __forceinline__ void row_warp_case(int m, F&& f) {
+  switch (m) {
+#define CONVX_ROW_WARP_CASE(M)                                          \
+  case M:                                                               \
+    if constexpr (M < V) f(std::integral_constant<int, M>{}); \
+    break;
+    CONVX_ROW_WARP_CASE(0)
+    CONVX_ROW_WARP_CASE(1)
+    CONVX_ROW_WARP_CASE(2)
+    CONVX_ROW_WARP_CASE(3)
+    CONVX_ROW_WARP_CASE(4)
+    CONVX_ROW_WARP_CASE(5)
+    CONVX_ROW_WARP_CASE(6)
+    CONVX_ROW_WARP_CASE(7)
+#undef CONVX_ROW_WARP_CASE
+  }
+}
+
+// The input window of the lane's V outputs of sub-segment u (compile-time after unrolling) for
+// misalignment M: x[j] = input of output 0 at tap j. A[u] is the lane's input vector of
+// sub-segment u, A[U] its halo vector (lanes < row_warp_shifts).
 template <typename T, int K, int U, int M>
-__device__ __forceinline__ void row_warp_outputs(const uint32_t (&A)[U + 1][4], int lane, const float (&wv)[K],
-                                                 float b0, T* orow, int o0, int out_w) {
-  constexpr int V = 16 / int(sizeof(T)), NE = V + K - 1;  // window: NE values from element M
+__device__ __forceinline__ void row_warp_window(const uint32_t (&A)[U + 1][4], int lane, int u,
+                                                float (&x)[16 / sizeof(T) + K - 1]) {
+  constexpr int V = 16 / int(sizeof(T)), NE = V + K - 1;  // NE values from element M
   constexpr int NV = (M + NE + V - 1) / V;                 // vectors the window touches
   constexpr int EPW = 4 / int(sizeof(T));                  // elements per word
+  uint32_t win[NV][4];
 #pragma unroll
-  for (int u = 0; u < U; ++u) {
-    uint32_t win[NV][4];
+  for (int q = 0; q < 4; ++q) win[0][q] = A[u][q];
 #pragma unroll
-    for (int q = 0; q < 4; ++q) win[0][q] = A[u][q];
+  for (int s = 1; s < NV; ++s) {
+    // Vector 32u + lane + s: lane + s's A[u], or past the warp lane + s - 32's A[u + 1]; only
+    // the words the window uses.
+    const int need = M + NE - s * V < V ? M + NE - s * V : V;
 #pragma unroll
-    for (int s = 1; s < NV; ++s) {
-      // Vector 32u + lane + s: lane + s's A[u], or past the warp lane + s - 32's A[u + 1].
-      const int need = M + NE - s * V < V ? M + NE - s * V : V;  // elements used from it
-      const int words = (need + EPW - 1) / EPW;
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        if (q < words) {
-          const uint32_t send = lane < s ? A[u + 1][q] : A[u][q];
-          win[s][q] = __shfl_sync(0xffffffffu, send, (lane + s) & 31);
-        } else {
-          win[s][q] = 0;
-        }
-      }
-    }
-    float x[NE];
-#pragma unroll
-    for (int j = 0; j < NE; ++j) x[j] = row_elem<T>(win[(M + j) / V], (M + j) % V);
-    float acc[V];
-#pragma unroll
-    for (int o = 0; o < V; ++o) {
-      float a = 0.f;
-#pragma unroll
-      for (int t = 0; t < K; ++t) a += wv[t] * x[o + t];
-      acc[o] = a + b0;
-    }
-    const int o = o0 + 32 * u * V;
-    T* const dst = orow + o;
-    if (o >= 0 && o + V <= out_w) {
-      RowWords r;
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        if constexpr (sizeof(T) == 4) {
-          r.w[q] = row_bits<T>(acc[q]);
-        } else {
-          r.w[q] = row_bits<T>(static_cast<T>(acc[2 * q])) | (row_bits<T>(static_cast<T>(acc[2 * q + 1])) << 16);
-        }
-      }
-      *reinterpret_cast<RowWords*>(dst) = r;
-    } else {
-#pragma unroll
-      for (int e = 0; e < V; ++e) {
-        if (o + e >= 0 && o + e < out_w) dst[e] = static_cast<T>(acc[e]);
+    for (int q = 0; q < 4; ++q) {
+      win[s][q] = 0;
+      if (q < (need + EPW - 1) / EPW) {
+        const uint32_t send = lane < s ? A[u + 1][q] : A[u][q];
+        win[s][q] = __shfl_sync(0xffffffffu, send, (lane + s) & 31);
       }
     }
   }
+#pragma unroll
+  for (int j = 0; j < NE; ++j) x[j] = row_elem<T>(win[(M + j) / V], (M + j) % V);
+}
+
+// The lane's input vectors of a segment whose first input (row position) is `first`: A[u] from
+// the 16-byte boundary p0 at or before it, A[U] the halo; returns the misalignment m = first - p0.
+template <typename T, int K, int U>
+__device__ __forceinline__ int row_warp_load(const T* irow, int first, int in_w, int lane, uint32_t (&A)[U + 1][4]) {
+  constexpr int V = 16 / int(sizeof(T)), NS = row_warp_shifts<T, K>();
+  const int m = (static_cast<int>(reinterpret_cast<uintptr_t>(irow) / sizeof(T) % V) + first) & (V - 1);
+  const int p0 = first - m;
+#pragma unroll
+  for (int u = 0; u < U; ++u) row_load<T>(irow, p0 + (32 * u + lane) * V, in_w, A[u]);
+#pragma unroll
+  for (int q = 0; q < 4; ++q) A[U][q] = 0;
+  if (lane < NS) row_load<T>(irow, p0 + (32 * U + lane) * V, in_w, A[U]);
+  return m;
 }
 
 // in: [rows / in_div rows of in_w]; w: [out_c][K] fp32 (the data-grad's rotated); out: [rows of
@@ -207,7 +215,7 @@ template <typename T, int K, int U, int MINB>
 __global__ void __launch_bounds__(kRowWarpThreads, MINB)
 row_warp(const T* __restrict__ in, const float* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
          const RowWarp L) {
-  constexpr int V = 16 / int(sizeof(T)), SEG = 32 * U * V, NS = row_warp_shifts<T, K>();
+  constexpr int V = 16 / int(sizeof(T)), SEG = 32 * U * V;
   const int lane = static_cast<int>(threadIdx.x % 32);
   const uint32_t wpb = blockDim.x / 32, step = gridDim.x * wpb;
   for (uint32_t item = blockIdx.x * wpb + threadIdx.x / 32; item < L.items; item += step) {
@@ -217,37 +225,142 @@ row_warp(const T* __restrict__ in, const float* __restrict__ w, const T* __restr
     const int ao = static_cast<int>(reinterpret_cast<uintptr_t>(orow) / sizeof(T) % V);
     const int s0 = static_cast<int>(seg) * SEG - ao;  // the segment's first output (16-byte aligned)
     if (s0 >= L.out_w) continue;                        // warp-uniform
-    const T* const irow = in + int64_t(L.in_div.div(row)) * L.in_w;
-    const int first = s0 - L.pad;  // input of the segment's first output
-    const int m = (static_cast<int>(reinterpret_cast<uintptr_t>(irow) / sizeof(T) % V) + first) & (V - 1);
-    const int p0 = first - m;  // 16-byte aligned
     uint32_t A[U + 1][4];
-#pragma unroll
-    for (int u = 0; u < U; ++u) row_load<T>(irow, p0 + (32 * u + lane) * V, L.in_w, A[u]);
-#pragma unroll
-    for (int q = 0; q < 4; ++q) A[U][q] = 0;
-    if (lane < NS) row_load<T>(irow, p0 + (32 * U + lane) * V, L.in_w, A[U]);
+    const int m = row_warp_load<T, K, U>(in + int64_t(L.in_div.div(row)) * L.in_w, s0 - L.pad, L.in_w, lane, A);
     const uint32_t co = row - L.out_c.div(row) * L.out_c.d;
     float wv[K];
 #pragma unroll
     for (int t = 0; t < K; ++t) wv[t] = w[int64_t(co) * K + t];
     const float b0 = bias ? static_cast<float>(bias[co]) : 0.f;
-    const int o0 = s0 + lane * V;
-    switch (m) {
-#define CONVX_ROW_WARP_CASE(M)                                                                \
-  case M:                                                                                     \
-    if constexpr (M < V) row_warp_outputs<T, K, U, M>(A, lane, wv, b0, orow, o0, L.out_w); \
-    break;
-      CONVX_ROW_WARP_CASE(0)
-      CONVX_ROW_WARP_CASE(1)
-      CONVX_ROW_WARP_CASE(2)
-      CONVX_ROW_WARP_CASE(3)
-      CONVX_ROW_WARP_CASE(4)
-      CONVX_ROW_WARP_CASE(5)
-      CONVX_ROW_WARP_CASE(6)
-      CONVX_ROW_WARP_CASE(7)
-#undef CONVX_ROW_WARP_CASE
-    }
+    row_warp_case<V>(m, [&](auto Mc) {
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        float x[V + K - 1];
+        row_warp_window<T, K, U, decltype(Mc)::value>(A, lane, u, x);
+        float acc[V];
+#pragma unroll
+        for (int o = 0; o < V; ++o) {
+          float a = 0.f;
+#pragma unroll
+          for (int t = 0; t < K; ++t) a += wv[t] * x[o + t];
+          acc[o] = a + b0;
+        }
+        const int o = s0 + (32 * u + lane) * V;
+        T* const dst = orow + o;
+        if (o >= 0 && o + V <= L.out_w) {
+          RowWords r;
+#pragma unroll
+          for (int q = 0; q < 4; ++q) {
+            if constexpr (sizeof(T) == 4) {
+              r.w[q] = row_bits<T>(acc[q]);
+            } else {
+              r.w[q] = row_bits<T>(static_cast<T>(acc[2 * q])) | (row_bits<T>(static_cast<T>(acc[2 * q + 1])) << 16);
+            }
+          }
+          *reinterpret_cast<RowWords*>(dst) = r;
+        } else {
+#pragma unroll
+          for (int e = 0; e < V; ++e) {
+            if (o + e >= 0 && o + e < L.out_w) dst[e] = static_cast<T>(acc[e]);
+          }
+        }
+      }
+    });
+  }
+}
+
+// ---------------------------------------------------------------- weight-grad
+// gw[co][t] = sum over samples n and outputs o of dy[n][co][o] * x[n][co / in_div][o - pad + t]
+// (the forward's plan), deterministic. Block = one channel x a fixed chunk of its (sample,
+// segment) items; a warp takes the chunk's items in turn, segments as in the forward (aligned
+// to the dy row; dy zero outside the row, so the segment's overhang adds nothing): lane l loads
+// its dy vectors and x vectors, takes the x window from its neighbours and keeps the K tap sums
+// in registers across its items. Then the 32 lanes are added by a butterfly, the warps in order
+// through shared memory, one partial per block [channel][chunk][tap]; row1d_wgrad_sum
+// (row1d.cuh) adds the chunks in order. The chunks depend on the shapes only.
+struct RowWarpW {
+  uint32_t items_c, chunk, chunks;  // items per channel, per block, blocks per channel
+  FastDiv segs;
+  uint32_t in_c, out_c, in_div;
+  int in_w, out_w, pad;
+};
+
+inline bool row_warp_wgrad_items(RowWarpW& L, const Plan& P, int V, int U) {
+  RowWarp F{};
+  if (!row_warp_items(F, P, V, U)) return false;
+  const int64_t items_c = P.N * int64_t(F.segs.d);
+  int64_t chunks = std::min(ceil_div(2048, P.out_c), std::max<int64_t>(1, items_c / 16));
+  const int64_t chunk = ceil_div(items_c, chunks);
+  chunks = ceil_div(items_c, chunk);
+  if (P.out_c * chunks >= (int64_t(1) << 31)) return false;
+  L.items_c = static_cast<uint32_t>(items_c);
+  L.chunk = static_cast<uint32_t>(chunk);
+  L.chunks = static_cast<uint32_t>(chunks);
+  L.segs = F.segs;
+  L.in_c = static_cast<uint32_t>(P.in_c);
+  L.out_c = static_cast<uint32_t>(P.out_c);
+  L.in_div = static_cast<uint32_t>(P.in_div);
+  L.in_w = F.in_w;
+  L.out_w = F.out_w;
+  L.pad = F.pad;
+  return true;
+}
+
+// x: [N, in_c, in_w], gy: [N, out_c, out_w]; part: [out_c][chunks][K] (fp32). Grid: out_c *
+// chunks blocks of up to kRowWarpThreads (a multiple of 32).
+template <typename T, int K, int U>
+__global__ void __launch_bounds__(kRowWarpThreads)
+row_warp_wgrad(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, const RowWarpW L) {
+  constexpr int V = 16 / int(sizeof(T)), SEG = 32 * U * V;
+  __shared__ float red[kRowWarpThreads / 32][K];
+  const int lane = static_cast<int>(threadIdx.x % 32), warp = static_cast<int>(threadIdx.x / 32);
+  const uint32_t wpb = blockDim.x / 32;
+  const uint32_t co = blockIdx.x / L.chunks, chunk = blockIdx.x % L.chunks;
+  const uint32_t ci = co / L.in_div;
+  const uint32_t t0 = chunk * L.chunk, t1 = t0 + L.chunk < L.items_c ? t0 + L.chunk : L.items_c;
+  float acc[K];
+#pragma unroll
+  for (int t = 0; t < K; ++t) acc[t] = 0.f;
+  for (uint32_t t = t0 + warp; t < t1; t += wpb) {
+    uint32_t n = t;
+    const uint32_t seg = L.segs.split(n);
+    const T* const grow = gy + (int64_t(n) * L.out_c + co) * L.out_w;
+    const int ao = static_cast<int>(reinterpret_cast<uintptr_t>(grow) / sizeof(T) % V);
+    const int s0 = static_cast<int>(seg) * SEG - ao;
+    if (s0 >= L.out_w) continue;  // warp-uniform
+    uint32_t A[U + 1][4], D[U][4];
+    const int m = row_warp_load<T, K, U>(x + (int64_t(n) * L.in_c + ci) * L.in_w, s0 - L.pad, L.in_w, lane, A);
+#pragma unroll
+    for (int u = 0; u < U; ++u) row_load<T>(grow, s0 + (32 * u + lane) * V, L.out_w, D[u]);
+    row_warp_case<V>(m, [&](auto Mc) {
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        float xv[V + K - 1];
+        row_warp_window<T, K, U, decltype(Mc)::value>(A, lane, u, xv);
+#pragma unroll
+        for (int o = 0; o < V; ++o) {
+          const float g = row_elem<T>(D[u], o);
+#pragma unroll
+          for (int t = 0; t < K; ++t) acc[t] += g * xv[o + t];
+        }
+      }
+    });
+  }
+  // Fixed-order block sum: lanes by a butterfly, then warps in order.
+#pragma unroll
+  for (int t = 0; t < K; ++t) {
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) acc[t] += __shfl_xor_sync(0xffffffffu, acc[t], off);
+  }
+  if (lane == 0) {
+#pragma unroll
+    for (int t = 0; t < K; ++t) red[warp][t] = acc[t];
+  }
+  __syncthreads();
+  if (threadIdx.x < K) {
+    float sum = 0.f;
+    for (uint32_t v = 0; v < wpb; ++v) sum += red[v][threadIdx.x];
+    part[(int64_t(co) * L.chunks + chunk) * K + threadIdx.x] = sum;
   }
 }
 
