@@ -13,22 +13,10 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <type_traits>
 
 namespace convx::cuda {
 namespace {
-
-// TEMPORARY A/B knob (removed after the H100 run): CONVX_ROW_WARP=0 declines (the previous
-// kernels), 2 = one vector per lane for k <= 4, 3 = the forward / data-grad only (weight-grad
-// declines).
-int row_warp_mode() {
-  static const int mode = [] {
-    const char* e = std::getenv("CONVX_ROW_WARP");
-    return e ? std::atoi(e) : 1;
-  }();
-  return mode;
-}
 
 template <typename T, int K, int U>
 bool run(const T* in, const float* w, const T* bias, T* out, const Plan& P, cudaStream_t stream) {
@@ -44,9 +32,6 @@ bool run(const T* in, const float* w, const T* bias, T* out, const Plan& P, cuda
 
 template <typename T, int K>
 bool run_k(const T* in, const float* w, const T* bias, T* out, const Plan& P, cudaStream_t stream) {
-  if constexpr (K <= 4) {
-    if (row_warp_mode() == 2) return run<T, K, 1>(in, w, bias, out, P, stream);
-  }
   return run<T, K, row_warp_vectors<K>()>(in, w, bias, out, P, stream);
 }
 
@@ -76,7 +61,6 @@ bool launch_row_warp_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const 
   if constexpr (std::is_same_v<T, double>) {
     return false;
   } else {
-    if (row_warp_mode() == 0 || row_warp_mode() == 3) return false;
     switch (P.k[2]) {
       case 2: return run_wgrad<T, 2>(x, gy, gw, P, like, stream);
       case 3: return run_wgrad<T, 3>(x, gy, gw, P, like, stream);
@@ -92,7 +76,6 @@ bool launch_row_warp(const T* in, const at::opmath_type<T>* w, const T* bias, T*
   if constexpr (std::is_same_v<T, double>) {
     return false;  // float64 is for correctness only: nc_gather's generic kernel
   } else {
-    if (row_warp_mode() == 0) return false;
     switch (P.k[2]) {
       case 2: return run_k<T, 2>(in, w, bias, out, P, stream);
       case 3: return run_k<T, 3>(in, w, bias, out, P, stream);
