@@ -802,6 +802,70 @@ def test_depthwise_row1d(dtype, misaligned):
             close(tr, tr_ref, what + " transposed")
 
 
+# NCL 2-, 3-, 4- and 15-tap rows: the warp-segment kernel of row_warp.cuh (forward and stride-1
+# data-grad): causal padding on odd lengths (every input / output row misalignment), 'same'
+# padding, Mamba-like aligned rows, padding beyond the filter (negative data-grad padding), rows
+# shorter than a vector, no padding, the forward's channel multiplier (its data-grad declines),
+# stride 2 (declined), and more rows than one wave of warps.
+ROW_WARP_CASES = [  # (N, C, multiplier, L, k, stride, padding, bias)
+    (2, 8, 1, 1027, 4, 1, 3, True),
+    (1, 16, 1, 301, 3, 1, 2, False),
+    (2, 6, 1, 45, 2, 1, 1, True),
+    (1, 4, 1, 20, 4, 1, 6, True),
+    (2, 3, 1, 3, 3, 1, 1, False),
+    (1, 5, 1, 64, 2, 1, 0, True),
+    (2, 3, 2, 129, 4, 1, 3, True),
+    (1, 16, 1, 600, 15, 1, 14, True),
+    (2, 4, 1, 333, 15, 1, 7, False),
+    (1, 4, 1, 97, 4, 2, 3, True),
+    (4, 256, 1, 2048, 4, 1, 3, True),
+    (2, 128, 1, 4096, 15, 1, 14, False),
+]
+
+
+@pytest.mark.parametrize("misaligned", [False, True], ids=["aligned", "off1"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["fp32", "fp16", "bf16"])
+def test_depthwise_row_warp(dtype, misaligned):
+    """Forward, input-grad and weight-grad of 2/3/4/15-tap NCL rows against float64 on the same
+    rounded operands, on poisoned memory; `off1`: input and gradient start one element past a
+    16-byte boundary (odd lengths give every output row misalignment)."""
+    import torch.nn.functional as F
+
+    tol = {torch.float32: 1e-4, torch.float16: 2e-2, torch.bfloat16: 2e-2}[dtype]
+
+    def place(t):
+        if not misaligned:
+            return t.to(DEV, dtype)
+        flat = torch.empty(t.numel() + 1, device=DEV, dtype=dtype)[1:]
+        return flat.view(t.shape).copy_(t)
+
+    def close(out, ref, what):
+        scale = max(1.0, float(ref.abs().max()))
+        assert not torch.isnan(out).any(), f"{what}: NaN (unwritten element)"
+        torch.testing.assert_close(out.double() / scale, ref / scale, rtol=tol, atol=tol, msg=lambda m: f"{what}\n{m}")
+
+    ops = torch.ops.convx
+    for i, (N, C, m, L, k, s, p, has_bias) in enumerate(ROW_WARP_CASES):
+        gen = torch.Generator().manual_seed(170 + i)
+        x = place(torch.randn(N, C, L, generator=gen))
+        w = torch.randn(C * m, 1, k, generator=gen).to(DEV, dtype)
+        b = torch.randn(C * m, generator=gen).to(DEV, dtype) if has_bias else None
+        bd = None if b is None else b.double()
+        xr, wr = x.double().requires_grad_(), w.double().requires_grad_()
+        ref = F.conv1d(xr, wr, bd, s, p, 1, C)
+        gy = place(torch.randn(ref.shape, generator=gen))
+        gx_ref, gw_ref = torch.autograd.grad(ref, (xr, wr), gy.double())
+        what = f"case {i} {dtype}"
+        poison()
+        with deterministic():
+            y = ops.depthwise_conv1d(x, w, b, [s], [p], [1])
+            gx = ops.conv1d_input_grad(list(x.shape), w, gy, [s], [p], [1], C)
+            gw = ops.conv1d_weight_grad(x, list(w.shape), gy, [s], [p], [1], C)
+        close(y, ref.detach(), what + " forward")
+        close(gx, gx_ref, what + " input-grad")
+        close(gw, gw_ref, what + " weight-grad")
+
+
 # The depth-streaming kernels (NCDHW: nc_depth3d.cuh; NDHWC weight-grad: cl_wgrad_depth3d) in bf16
 # too, at X3D-like sizes (width 56: aligned 16-byte rows; batch 1 cut into depth segments),
 # spatial strides 1 and 2; NDHWC also with several channel tiles (C 32, 40, 192) and odd channels.

@@ -1,4 +1,4 @@
-// The depthwise CUDA kernels' sources (nc_stream.cuh, nc_plane.cuh, nc_depth3d.cuh, cl_depth3d.cuh, cl_row1d.cuh, row1d.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu (both weight-grads), the plans of
+// The depthwise CUDA kernels' sources (nc_stream.cuh, nc_plane.cuh, nc_depth3d.cuh, cl_depth3d.cuh, cl_row1d.cuh, row1d.cuh, row_warp.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu (both weight-grads), the plans of
 // depthwise_conv.cu) run on the CPU through shim.h and compared with aten in float64, with
 // poisoned outputs and workspaces: the index arithmetic, tiles, phases, shared-memory layout,
 // barriers and fixed-order reductions of every specialisation, without a GPU. The launch glue
@@ -15,6 +15,7 @@
 #include "cl_tiled.cuh"
 #include "nc_wgrad_stream.cuh"
 #include "row1d.cuh"
+#include "row_warp.cuh"
 #include <string>
 #include "nc_depth3d.cuh"
 #include "cl_depth3d.cuh"
@@ -142,6 +143,77 @@ void row_dispatch(const Plan& P, F&& f) {
     };
     f(std::string(mb == 1 ? "row1d 1 block" : "row1d"), run);
   }
+}
+void check(const char* what, const Tensor& out, const Tensor& ref, const std::string& name, double tol = 1e-4);
+static int rw_taken = 0;  // row_warp launches checked
+// row_warp.cu's launcher (2, 3, 4, 15 taps) with every vector count it may use, one warp per
+// 32-thread block (the shim's barrier is then the warp's), on at most max_blocks blocks: 1 makes
+// the warp walk every item, 2^30 gives one warp per item.
+template <typename T, int K, int U>
+bool rw_run(const T* in, const float* w, const T* bias, T* out, const Plan& P, unsigned max_blocks) {
+  RowWarp L{};
+  if (!row_warp_items(L, P, 16 / int(sizeof(T)), U)) return false;
+  const unsigned blocks = unsigned(std::min<int64_t>(L.items, max_blocks));
+  launch(dim3{blocks}, dim3{32}, [&] { row_warp<T, K, U, 4>(in, w, bias, out, L); });
+  return true;
+}
+template <typename T, int K, typename F>
+void rw_each(F& f) {
+  for (unsigned mb : {1u, 1u << 30}) {
+    const std::string tag = std::string(mb == 1 ? "row_warp 1 warp" : "row_warp") + " u";
+    f(tag + std::to_string(row_warp_vectors<K>()), [mb](const T* in, const float* w, const T* bias, T* out, const Plan& Q) {
+      return rw_run<T, K, row_warp_vectors<K>()>(in, w, bias, out, Q, mb);
+    });
+    if constexpr (row_warp_vectors<K>() != 1) {
+      f(tag + "1", [mb](const T* in, const float* w, const T* bias, T* out, const Plan& Q) {
+        return rw_run<T, K, 1>(in, w, bias, out, Q, mb);
+      });
+    }
+  }
+}
+template <typename T, typename F>
+void rw_dispatch(const Plan& P, F&& f) {
+  if (P.k[2] == 2) rw_each<T, 2>(f);
+  if (P.k[2] == 3) rw_each<T, 3>(f);
+  if (P.k[2] == 4) rw_each<T, 4>(f);
+  if (P.k[2] == 15) rw_each<T, 15>(f);
+}
+// row_warp on src as allocated and on copies of src and of the output one element past a 16-byte
+// boundary (with odd row lengths every row has another input / output misalignment).
+template <typename T>
+void rw_check(const char* what, const Plan& P, const Tensor& src, const Tensor& wp, const Tensor& bias, const Tensor& ref,
+              const std::string& name, double tol) {
+  if (P.in[0] != 1 || P.in[1] != 1) return;  // 1-D rows only
+  const auto opts = src.options();
+  Tensor src1 = at::full({src.numel() + 1}, NAN, opts), out1 = at::full({ref.numel() + 1}, NAN, opts);
+  src1.narrow(0, 1, src.numel()).copy_(src.flatten());
+  for (int off : {0, 1}) {
+    const T* ip = off ? src1.data_ptr<T>() + 1 : src.data_ptr<T>();
+    rw_dispatch<T>(P, [&](const std::string& tile, auto run) {
+      Tensor o = off ? out1.narrow(0, 1, ref.numel()).view(ref.sizes()) : at::full(ref.sizes(), NAN, opts);
+      o.fill_(NAN);
+      if (run(ip, wp.data_ptr<float>(), bias.defined() ? bias.data_ptr<T>() : nullptr, o.data_ptr<T>(), P)) {
+        ++rw_taken;
+        check((std::string(what) + " " + tile + (off ? " off1" : "")).c_str(), o, ref, name, tol);
+      } else {
+        std::printf("%-44s %-34s declined\n", name.c_str(), (std::string(what) + " " + tile).c_str());
+      }
+    });
+  }
+}
+// row_warp.cu's weight-grad (2, 3, 4 taps): partials poisoned, then the ordered chunk sum; one
+// warp per block (per-warp item counts differ, and the shim's shuffles are block-wide).
+template <typename T, int K>
+Tensor rww_run(const T* x, const T* gy, const Plan& P) {
+  RowWarpW L{};
+  if (!row_warp_wgrad_items(L, P, 16 / int(sizeof(T)), row_warp_vectors<K>())) return Tensor();
+  Tensor part = at::full({P.out_c, int64_t(L.chunks), K}, NAN, at::kFloat);
+  Tensor gw = at::full({P.out_c * K}, NAN, c10::CppTypeToScalarType<T>::value);
+  launch(dim3{unsigned(P.out_c * L.chunks)}, dim3{32},
+         [&] { row_warp_wgrad<T, K, row_warp_vectors<K>()>(x, gy, part.data_ptr<float>(), L); });
+  launch(dim3{unsigned(ceil_div(P.out_c * K, 256))}, dim3{256},
+         [&] { row1d_wgrad_sum<T>(part.data_ptr<float>(), gw.data_ptr<T>(), P.out_c * K, int(L.chunks), K); });
+  return gw;
 }
 // row1d.cu's weight-grad (15 / 31 taps): partials poisoned, then the ordered chunk sum; an
 // undefined tensor when the launcher declines.
@@ -453,7 +525,7 @@ Tensor from_cl(const Tensor& t) {
   for (int64_t d = 1; d < t.dim() - 1; ++d) perm.push_back(d);
   return t.permute(perm);
 }
-void check(const char* what, const Tensor& out, const Tensor& ref, const std::string& name, double tol = 1e-4) {
+void check(const char* what, const Tensor& out, const Tensor& ref, const std::string& name, double tol) {
   const double scale = std::max(1.0, ref.abs().max().item<double>());
   const bool nan = out.isnan().any().item<bool>();
   const double err = (out.to(at::kDouble) - ref).abs().max().item<double>() / scale;
@@ -484,6 +556,27 @@ void roww_check(const char* what, const Plan& P, const Tensor& x, const Tensor& 
     }
   }
 }
+// row_warp's weight-grad on x and gy as allocated and on copies one element past a 16-byte boundary.
+template <typename T>
+void rww_check(const char* what, const Plan& P, const Tensor& x, const Tensor& gy, const Tensor& ref, const std::string& name,
+               double tol) {
+  if (P.k[2] < 2 || P.k[2] > 4 || P.in[0] != 1 || P.in[1] != 1) return;
+  for (int off : {0, 1}) {
+    Tensor x1 = at::full({x.numel() + 1}, NAN, x.options()), g1 = at::full({gy.numel() + 1}, NAN, gy.options());
+    x1.narrow(0, 1, x.numel()).copy_(x.flatten());
+    g1.narrow(0, 1, gy.numel()).copy_(gy.flatten());
+    const T* xp = off ? x1.data_ptr<T>() + 1 : x.contiguous().data_ptr<T>();
+    const T* gp = off ? g1.data_ptr<T>() + 1 : gy.contiguous().data_ptr<T>();
+    Tensor r = P.k[2] == 2 ? rww_run<T, 2>(xp, gp, P) : P.k[2] == 3 ? rww_run<T, 3>(xp, gp, P) : rww_run<T, 4>(xp, gp, P);
+    const std::string tag = std::string(what) + " row_warp" + (off ? " off1" : "");
+    if (r.defined()) {
+      ++rw_taken;
+      check(tag.c_str(), r.view(ref.sizes()), ref, name, tol);
+    } else {
+      std::printf("%-44s %-34s declined\n", name.c_str(), tag.c_str());
+    }
+  }
+}
 // Every nc_stream (kDepth3d: nc_depth3d) tile and load mode, and row1d's launches, on src (read)
 // as allocated and on copies of src and of the output one element past a 16-byte boundary (rows
 // and stores misaligned for the vector paths).
@@ -506,6 +599,7 @@ void st_check(const char* what, const Plan& P, const Tensor& src, const Tensor& 
       d3_dispatch<T>(P, &which, one);
     } else {
       st_dispatch<T>(P, &which, one);
+      if (off == 0) rw_check<T>(what, P, src, wp, bias, ref, name, tol);
       row_dispatch<T>(P, [&](const std::string& tile, auto run) {
         Tensor o = off ? out1.narrow(0, 1, ref.numel()).view(ref.sizes()) : at::full(ref.sizes(), NAN, opts);
         o.fill_(NAN);
@@ -594,6 +688,7 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
       Tensor xb = x.to(at::kBFloat16), bb = b.to(at::kBFloat16);
       Tensor yb = at::convolution(xb.to(at::kDouble), w.to(at::kDouble), bb.to(at::kDouble), s, p, dil, false, op, C);
       np_check<at::BFloat16>("fwdbf16", P, xb, wp, bb, yb, name, 1e-2);
+      rw_check<at::BFloat16>("fwdbf16", P, xb, wp, bb, yb, name, 1e-2);
     }
     st_check<float, true>("fwd", P, x, wp, b, y, name, 1e-4);
     st_check<at::Half, true>("fwd16", P, xh, wp, bh, yh, name, 2e-3);
@@ -675,6 +770,7 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
         Tensor gxb = std::get<0>(at::convolution_backward(gyb.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble),
                                                           std::nullopt, s, p, dil, false, op, C, {true, false, false}));
         np_check<at::BFloat16>("dgradbf16", P, gyb, wp, Tensor(), gxb, name, 1e-2);
+        rw_check<at::BFloat16>("dgradbf16", P, gyb, wp, Tensor(), gxb, name, 1e-2);
       }
       st_check<float, true>("dgrad", P, gy, wp, Tensor(), gx_ref, name, 1e-4);
       st_check<at::Half, true>("dgrad16", P, gyh, wp, Tensor(), gxh, name, 2e-3);
@@ -742,7 +838,13 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
       auto gr = at::convolution_backward(gh.to(at::kDouble), xh.to(at::kDouble), w.to(at::kDouble), std::nullopt, s, p, dil,
                                          false, op, C, {false, true, false});
       roww_check<at::Half>("wgrad16", P, xh, gh, std::get<1>(gr), name, 2e-3);
+      rww_check<at::Half>("wgrad16", P, xh, gh, std::get<1>(gr), name, 2e-3);
+      Tensor xb = x.to(at::kBFloat16), gb = gy.to(at::kBFloat16);
+      auto grb = at::convolution_backward(gb.to(at::kDouble), xb.to(at::kDouble), w.to(at::kDouble), std::nullopt, s, p,
+                                          dil, false, op, C, {false, true, false});
+      rww_check<at::BFloat16>("wgradbf16", P, xb, gb, std::get<1>(grb), name, 1e-2);
     }
+    rww_check<float>("wgrad", P, x, gy, gw_ref, name, 1e-4);
     {  // depth-streaming NCDHW weight-grad, fp32 and half storage (float accumulation)
       int segs = 0;
       Tensor r3 = ncw3_dispatch<float>(x.data_ptr<float>(), gy.data_ptr<float>(), P, &segs);
@@ -962,6 +1064,19 @@ int main() {
   // row1d weight-grad: 4 chunks of 18 items (2-3 per warp, prefetch), one chunk of 30 items
   run_case(1, 8, 2, 1, {2100}, {15}, {1}, {14});
   run_case(1, 5, 1, 1, {1500}, {31}, {1}, {15});
+  // row_warp (2, 3, 4, 15 taps): 16 rows of odd length (every input / output misalignment pair),
+  // segments cut by both row ends, padding beyond the filter (negative data-grad padding), rows
+  // shorter than a vector, the forward's channel multiplier (its data-grad declines), no padding
+  run_case(1, 2, 8, 1, {1027}, {4}, {1}, {3});
+  run_case(1, 1, 16, 1, {301}, {3}, {1}, {2});
+  run_case(1, 2, 6, 1, {45}, {2}, {1}, {1});
+  run_case(1, 1, 4, 1, {20}, {4}, {1}, {6});
+  run_case(1, 2, 3, 1, {3}, {3}, {1}, {1});
+  run_case(1, 2, 3, 2, {129}, {4}, {1}, {3});
+  run_case(1, 1, 16, 1, {600}, {15}, {1}, {14});
+  run_case(1, 1, 5, 1, {64}, {2}, {1}, {0});
+  std::printf("row_warp: %d launches checked\n", rw_taken);
+  if (rw_taken == 0) ++failures;
   std::printf("row1d: %d launches checked, %d declined\n", row_taken, row_declined);
   if (row_taken == 0) ++failures;
   // depth-streaming NCDHW (nc_depth3d.cuh): X3D k3 / k5x3x3 at depth stride 1 with spatial stride

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds and runs harness.cpp: the depthwise CUDA kernels' sources on the CPU (see its header).
 # The kernel files are copied with four textual changes for the shim (dynamic shared memory,
-# block-static shared arrays, an unroll pragma g++ does not know, nc_plane.cuh's include of the
-# copied nc_stream.cuh). ASAN=1 adds AddressSanitizer.
+# block-static shared arrays, an unroll pragma g++ does not know, nc_plane.cuh's and row_warp.cuh's
+# include of the copied nc_stream.cuh). ASAN=1 adds AddressSanitizer.
 # Needs g++ >= 12 and the torch in $PYTHON (default: python3). About 1-3 minutes on 2 cores.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -10,10 +10,10 @@ root=$(cd "$here/../.." && pwd)
 src=$root/ops/depthwise_conv/cuda
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-for f in nc_tiled.cuh cl_tiled.cuh nc_plane.cuh row1d.cuh; do
+for f in nc_tiled.cuh cl_tiled.cuh nc_plane.cuh row1d.cuh row_warp.cuh; do
   sed -e 's|#include "ops/depthwise_conv/cuda/nc_stream.cuh"|#include "nc_stream.cuh"|' \
       -e 's/extern __shared__ __align__(16) unsigned char smem_raw\[\];/unsigned char* smem_raw = g_smem;/' \
-      -e 's/#pragma unroll(KH > 0 ? KH : 1)//' "$src/$f" >"$tmp/$f"
+      -e 's/#pragma unroll(KH > 0 ? KH : 1)//' -e 's/__shared__ float red/static float red/' "$src/$f" >"$tmp/$f"
 done
 # the streaming NC weight-grad: its block-static reduction scratch becomes a function static
 sed -e 's/__shared__ acc_t red/static acc_t red/' "$src/nc_wgrad_stream.cuh" >"$tmp/nc_wgrad_stream.cuh"

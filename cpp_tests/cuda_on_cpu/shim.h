@@ -40,6 +40,18 @@ V __shfl_xor_sync(unsigned, V v, int off) {
   std::memcpy(&r, &g_shfl[t ^ off], sizeof(V));
   return r;
 }
+// Lane srcLane of the caller's warp (row_warp.cuh runs under 32-thread blocks here, so the block
+// barrier is the warp's and per-warp control flow stays uniform).
+template <typename V>
+V __shfl_sync(unsigned, V v, int srcLane) {
+  const int t = threadIdx.x;
+  __syncthreads();
+  std::memcpy(&g_shfl[t], &v, sizeof(V));
+  __syncthreads();
+  V r;
+  std::memcpy(&r, &g_shfl[(t & ~31) + (srcLane & 31)], sizeof(V));
+  return r;
+}
 // Runs f() for every thread of every block (blocks one after another).
 inline void launch(dim3 grid, dim3 block, const std::function<void()>& f) {
   g_gridDim = grid;

@@ -35,6 +35,11 @@ bool launch_nc_stream(const T* in, const at::opmath_type<T>* w, const T* bias, T
 template <typename T>
 bool launch_nc_plane(const T* in, const at::opmath_type<T>* w, const T* bias, T* out,
                      const Plan& P, cudaStream_t stream);
+// The same for 2-, 3-, 4- and 15-tap 1-D rows at stride 1 (forward, stride-1 data-grad), a warp
+// per segment of 16-byte vectors (row_warp.cuh); false when not covered.
+template <typename T>
+bool launch_row_warp(const T* in, const at::opmath_type<T>* w, const T* bias, T* out,
+                     const Plan& P, cudaStream_t stream);
 // The same for 31-tap 1-D rows at stride 1 (forward, stride-1 data-grad) through shared memory
 // (row1d.cuh); false when not covered.
 template <typename T>
@@ -78,6 +83,11 @@ template <typename T>
 bool launch_nc_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like,
                      cudaStream_t stream);
 
+// NCL weight-grad of 2-, 3- and 4-tap rows at stride 1 (row_warp.cuh), deterministic; false when
+// not covered.
+template <typename T>
+bool launch_row_warp_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like,
+                           cudaStream_t stream);
 // NCL weight-grad of 15- and 31-tap rows at stride 1 (row1d.cuh), deterministic; false when not
 // covered.
 template <typename T>

@@ -77,6 +77,7 @@ bool launch_nc_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::Te
   if constexpr (std::is_same_v<T, double>) {
     return false;  // float64 is for correctness only: the generic kernel
   } else {
+    if (launch_row_warp_wgrad<T>(x, gy, gw, P, like, stream)) return true;  // 1-D k2-4
     if (launch_row1d_wgrad<T>(x, gy, gw, P, like, stream)) return true;  // 1-D k15 / k31
     const int kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
     // false (32-bit bounds not met): the generic kernel of depthwise_conv.cu.

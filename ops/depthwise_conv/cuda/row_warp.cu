@@ -1,0 +1,105 @@
+// Launchers of the warp-segment NCL kernels for short 1-D rows (row_warp.cuh): tried first for the
+// forward and stride-1 data-grad of 2-, 3-, 4- and 15-tap rows (else row1d / nc_stream) and for
+// the weight-grad of 2-, 3- and 4-tap rows (else nc_wgrad_stream).
+#include "ops/depthwise_conv/cuda/launch.h"
+#include "ops/depthwise_conv/cuda/row1d.cuh"
+#include "ops/depthwise_conv/cuda/row_warp.cuh"
+
+#include <ATen/ops/empty.h>
+
+#include <c10/cuda/CUDAException.h>
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <type_traits>
+
+namespace convx::cuda {
+namespace {
+
+template <typename T, int K, int U>
+bool run(const T* in, const float* w, const T* bias, T* out, const Plan& P, cudaStream_t stream) {
+  constexpr int V = 16 / int(sizeof(T));
+  RowWarp L{};
+  if (!row_warp_items(L, P, V, U)) return false;
+  constexpr int warps = kRowWarpThreads / 32;
+  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(ceil_div(L.items, warps), int64_t(1) << 20));
+  row_warp<T, K, U, (K <= 4 ? 4 : 3)><<<blocks, kRowWarpThreads, 0, stream>>>(in, w, bias, out, L);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return true;
+}
+
+template <typename T, int K>
+bool run_k(const T* in, const float* w, const T* bias, T* out, const Plan& P, cudaStream_t stream) {
+  return run<T, K, row_warp_vectors<K>()>(in, w, bias, out, P, stream);
+}
+
+template <typename T, int K>
+bool run_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
+  constexpr int U = row_warp_vectors<K>();
+  RowWarpW L{};
+  if (!row_warp_wgrad_items(L, P, 16 / int(sizeof(T)), U)) return false;
+  const at::Tensor part = at::empty({P.out_c, int64_t(L.chunks), K}, like.options().dtype(at::kFloat));
+  // Blocks no wider than the chunk's items (short rows: fewer idle warps).
+  const int threads = static_cast<int>(std::min<int64_t>(kRowWarpThreads, 32 * int64_t(L.chunk)));
+  row_warp_wgrad<T, K, U><<<static_cast<unsigned>(P.out_c * L.chunks), threads, 0, stream>>>(
+      x, gy, part.mutable_data_ptr<float>(), L);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  const int64_t n = P.out_c * K;
+  row1d_wgrad_sum<T><<<static_cast<unsigned>(std::clamp<int64_t>(ceil_div(n, 256), 1, 1 << 20)), 256, 0, stream>>>(
+      part.const_data_ptr<float>(), gw, n, static_cast<int>(L.chunks), K);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return true;
+}
+
+}  // namespace
+
+template <typename T>
+bool launch_row_warp_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like,
+                           cudaStream_t stream) {
+  if constexpr (std::is_same_v<T, double>) {
+    return false;
+  } else {
+    switch (P.k[2]) {
+      case 2: return run_wgrad<T, 2>(x, gy, gw, P, like, stream);
+      case 3: return run_wgrad<T, 3>(x, gy, gw, P, like, stream);
+      case 4: return run_wgrad<T, 4>(x, gy, gw, P, like, stream);
+      default: return false;
+    }
+  }
+}
+
+template <typename T>
+bool launch_row_warp(const T* in, const at::opmath_type<T>* w, const T* bias, T* out, const Plan& P,
+                     cudaStream_t stream) {
+  if constexpr (std::is_same_v<T, double>) {
+    return false;  // float64 is for correctness only: nc_gather's generic kernel
+  } else {
+    switch (P.k[2]) {
+      case 2: return run_k<T, 2>(in, w, bias, out, P, stream);
+      case 3: return run_k<T, 3>(in, w, bias, out, P, stream);
+      case 4: return run_k<T, 4>(in, w, bias, out, P, stream);
+      case 15: return run_k<T, 15>(in, w, bias, out, P, stream);
+      default: return false;
+    }
+  }
+}
+
+template bool launch_row_warp<float>(const float*, const float*, const float*, float*, const Plan&, cudaStream_t);
+template bool launch_row_warp<double>(const double*, const double*, const double*, double*, const Plan&, cudaStream_t);
+template bool launch_row_warp<c10::Half>(const c10::Half*, const float*, const c10::Half*, c10::Half*, const Plan&,
+                                         cudaStream_t);
+template bool launch_row_warp<c10::BFloat16>(const c10::BFloat16*, const float*, const c10::BFloat16*, c10::BFloat16*,
+                                             const Plan&, cudaStream_t);
+
+
+template bool launch_row_warp_wgrad<float>(const float*, const float*, float*, const Plan&, const at::TensorBase&, cudaStream_t);
+template bool launch_row_warp_wgrad<double>(const double*, const double*, double*, const Plan&, const at::TensorBase&,
+                                            cudaStream_t);
+template bool launch_row_warp_wgrad<c10::Half>(const c10::Half*, const c10::Half*, c10::Half*, const Plan&,
+                                               const at::TensorBase&, cudaStream_t);
+template bool launch_row_warp_wgrad<c10::BFloat16>(const c10::BFloat16*, const c10::BFloat16*, c10::BFloat16*, const Plan&,
+                                                   const at::TensorBase&, cudaStream_t);
+
+}  // namespace convx::cuda
