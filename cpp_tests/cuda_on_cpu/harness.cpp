@@ -146,7 +146,7 @@ void row_dispatch(const Plan& P, F&& f) {
 }
 void check(const char* what, const Tensor& out, const Tensor& ref, const std::string& name, double tol = 1e-4);
 static int rw_taken = 0;  // row_warp launches checked
-// row_warp.cu's launcher (2, 3, 4, 15 taps) with every vector count it may use, one warp per
+// row_warp.cu's launcher (2, 3, 4, 15 taps) with the vector count it uses, one warp per
 // 32-thread block (the shim's barrier is then the warp's), on at most max_blocks blocks: 1 makes
 // the warp walk every item, 2^30 gives one warp per item.
 template <typename T, int K, int U>
@@ -164,11 +164,6 @@ void rw_each(F& f) {
     f(tag + std::to_string(row_warp_vectors<K>()), [mb](const T* in, const float* w, const T* bias, T* out, const Plan& Q) {
       return rw_run<T, K, row_warp_vectors<K>()>(in, w, bias, out, Q, mb);
     });
-    if constexpr (row_warp_vectors<K>() != 1) {
-      f(tag + "1", [mb](const T* in, const float* w, const T* bias, T* out, const Plan& Q) {
-        return rw_run<T, K, 1>(in, w, bias, out, Q, mb);
-      });
-    }
   }
 }
 template <typename T, typename F>
