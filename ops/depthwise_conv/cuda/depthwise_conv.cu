@@ -27,6 +27,7 @@
 // int64_t; every kernel is a grid-stride loop.
 #include "ops/depthwise_conv/depthwise_conv.h"
 #include "ops/depthwise_conv/cuda/launch.h"
+#include "ops/conv/conv.h"
 
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
@@ -556,6 +557,19 @@ void depthwise_data_grad(const ConvArgs& a, const Tensor& grad_output, const Ten
   c10::cuda::CUDAGuard guard(grad_output.device());
   const Geometry g = geometry(a, grad_input, weight, grad_output);
   if (grad_input.numel() == 0) return;
+  // A channel multiplier m makes every data-grad output a sum over m channels, which the
+  // depthwise kernels do one product at a time. Measured on the H100 (session 8,
+  // bench/results/h100/session8/multiplier.log, conv_transpose with groups 1 and one output
+  // channel): k4 s2 2-D beat aten's dense path up to m = 16 and lost from m = 32 (0.22 vs 0.07 ms
+  // at m = 256); strides above 4 leave only the generic kernel, which lost at every m >= 2 (1-D
+  // k16 s8, a vocoder's output head: 0.10 vs 0.03 ms at m = 2, 11.8 vs 0.14 ms at m = 256). There
+  // the dense path (cuDNN, im2col without it) serves.
+  const int64_t mult = g.out_channels / g.in_channels;
+  const bool wide_stride = g.stride[0] > 4 || g.stride[1] > 4 || g.stride[2] > 4;
+  if (mult > 16 || (mult > 1 && wide_stride)) {
+    dense_data_grad(a, grad_output, weight, bias, grad_input);
+    return;
+  }
   const bool cl = is_channels_last(grad_input);
   const auto gy = to_layout(grad_output, cl);
   with_output_as(grad_input, grad_input.scalar_type(), cl, [&](const Tensor& gx) {
