@@ -69,3 +69,16 @@ inline void launch(dim3 grid, dim3 block, const std::function<void()>& f) {
   delete buf;
   g_smem_bytes = 0;
 }
+// mma16.cuh's tensor-core step: every lane publishes its A / B fragments; the caller reads its
+// warp's 32 x 6 words, computes its own outputs, then calls shim_warp_release (block-uniform).
+alignas(16) inline uint32_t g_mma[256 * 6];
+inline const uint32_t* shim_warp_exchange(const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  const int t = threadIdx.x;
+  __syncthreads();
+  for (int i = 0; i < 4; ++i) g_mma[t * 6 + i] = a[i];
+  g_mma[t * 6 + 4] = b[0];
+  g_mma[t * 6 + 5] = b[1];
+  __syncthreads();
+  return &g_mma[(t & ~31) * 6];
+}
+inline void shim_warp_release() { __syncthreads(); }

@@ -1,0 +1,91 @@
+// One warp-wide tensor-core step for 16-bit depthwise kernels: D (16x8, fp32) += A (16x16) * B
+// (16x8), A and B in fp16 or bf16, products exact and sums in fp32 (mma.sync m16n8k16, sm_80+),
+// so a 16-bit kernel that feeds its taps through it keeps the fp32 accumulation the CUDA-core
+// kernels have.
+//
+// Fragments (PTX ISA, "mma.m16n8k16" for .f16/.bf16; g = lane / 4, t = lane % 4), each 32-bit
+// register holding two 16-bit values, the lower column (A) or row (B) in the low half:
+//   a[0]: A[g][2t, 2t+1]     a[1]: A[g+8][2t, 2t+1]   a[2]: A[g][2t+8, 2t+9]   a[3]: A[g+8][2t+8, 2t+9]
+//   b[0]: B[2t, 2t+1][g]     b[1]: B[2t+8, 2t+9][g]
+//   d[0], d[1]: D[g][2t, 2t+1]                        d[2], d[3]: D[g+8][2t, 2t+1]
+//
+// Outside nvcc (the CPU harness, cpp_tests/cuda_on_cpu/shim.h) the step is emulated by the
+// shim's warp exchange: every lane of the block must make the same calls (as for its shuffles).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
+namespace convx::cuda {
+
+// Two 16-bit values packed as an MMA operand register, lo in the low half.
+template <typename T>
+__device__ __forceinline__ uint32_t pack16x2(T lo, T hi) {
+  static_assert(sizeof(T) == 2, "pack16x2: 16-bit types only");
+  uint16_t l, h;
+  std::memcpy(&l, &lo, 2);
+  std::memcpy(&h, &hi, 2);
+  return uint32_t(l) | (uint32_t(h) << 16);
+}
+
+#if defined(__CUDACC__)
+template <typename T>
+__device__ __forceinline__ void mma16816(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  static_assert(std::is_same_v<T, c10::Half> || std::is_same_v<T, c10::BFloat16>, "mma16816: fp16 or bf16");
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (std::is_same_v<T, c10::BFloat16>) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  }
+#else
+  // Launchers only choose a tensor-core kernel on sm_80 and newer (mma16_supported); this body
+  // exists so that older architectures in TORCH_CUDA_ARCH_LIST still compile.
+  __trap();
+#endif
+}
+#else
+// The CPU harness: gather the warp's fragments through the shim's exchange, compute this lane's
+// four outputs in the fragment layout above.
+template <typename T>
+void mma16816(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const uint32_t* frags = shim_warp_exchange(a, b);  // [lane][6]: a[0..3], b[0..1] of the warp's lanes
+  auto half = [](uint32_t r, int hi) {
+    const uint16_t bits = static_cast<uint16_t>(hi ? r >> 16 : r & 0xffffu);
+    T v;
+    std::memcpy(&v, &bits, 2);
+    return static_cast<float>(v);
+  };
+  auto A = [&](int row, int col) {  // owner lane g = row % 8, t = (col % 8) / 2
+    const int g = row % 8, t = (col % 8) / 2, reg = (row >= 8 ? 1 : 0) + (col >= 8 ? 2 : 0);
+    return half(frags[(g * 4 + t) * 6 + reg], col & 1);
+  };
+  auto B = [&](int row, int col) {  // owner lane g = col, t = (row % 8) / 2
+    const int t = (row % 8) / 2, reg = row >= 8 ? 1 : 0;
+    return half(frags[(col * 4 + t) * 6 + 4 + reg], row & 1);
+  };
+  const int g = lane / 4, t = lane % 4;
+  for (int i = 0; i < 4; ++i) {
+    const int row = g + (i >= 2 ? 8 : 0), col = 2 * t + (i & 1);
+    float s = d[i];
+    for (int k = 0; k < 16; ++k) s += A(row, k) * B(k, col);
+    d[i] = s;
+  }
+  shim_warp_release();
+}
+#endif
+
+}  // namespace convx::cuda
