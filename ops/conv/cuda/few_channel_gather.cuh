@@ -1,0 +1,250 @@
+// The dense data-grad (= transposed convolution) whose result has at most 4 channels per group
+// (an RGB decoder head: 64 -> 3 channels), as a direct gather: the kernel and its tile plan.
+// Included by few_channel_gather.cu (the launcher) and by the CPU harness
+// (cpp_tests/cuda_on_cpu/few_channel_harness.cpp), which runs it through shim.h.
+//
+// Names are the transposed convolution's: x = grad_output [N, G*Cig, Hi, Wi] (its input), w =
+// weight [G*Cig, Cog, kh, kw], y = grad_input [N, G*Cog, Ho, Wo] (its result), with
+// y[n, co, oy, ox] = sum over ci and taps (ty, tx) with oy + ph - ty*dh = iy*sh (same in x) of
+// x[n, ci, iy, ix] * w[ci, co, ty, tx].
+//
+// Why a kernel of its own: cuDNN runs this shape (batch 128, 64 -> 3 channels, 14² -> 32², k5 s2)
+// at ~15x its bandwidth floor. Each result pixel is a sum over Cig channels x the few taps of its
+// stride phase, and with 3 result channels a GEMM has nothing to tile along N. Here a block owns
+// an output tile of one (sample, group): it stages the tile's input window (all taps' rows and
+// columns, zero-padded at the borders, channels innermost, in float32) and the whole filter in
+// shared memory, and each warp takes one stride phase, so that every lane of a warp has the same
+// taps: weights are broadcast reads, the inner loop has no bounds checks or phase tests, and a
+// thread keeps R pixels x Cog channels of sums in registers. Channels innermost let one 16-byte
+// shared load feed 4 channels of a pixel: per 4 channels a thread issues R + Cog loads for
+// 4 * R * Cog FMAs. Every operand is read through its strides (NCHW, channels-last or any view).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+namespace convx::cuda {
+
+namespace few_channel {
+
+constexpr int R = 4;           // result pixels per thread (same row and phase, Q apart)
+constexpr int kMaxCog = 4;     // result channels per group this kernel serves
+constexpr int kMaxChunk = 64;  // input channels staged per pass
+constexpr int64_t kMaxSmem = 96 * 1024;  // two blocks per SM
+
+struct Params {
+  int32_t N, G, Cig, Cog;
+  int32_t Hi, Wi, Ho, Wo;
+  int32_t kh, kw, sh, sw, ph, pw, dh, dw;
+  int64_t xs[4], ws[4], ys[4];  // strides (elements): x (n, c, h, w), w (ci, co, h, w), y
+  bool x_vec;                   // x's channels load 4 at a time (unit channel stride, aligned)
+  // The plan (plan() below).
+  int32_t Q;            // threads along a phase row; a thread's pixels are Q phase columns apart
+  int32_t PH;           // phase rows per tile
+  int32_t wpp;          // warps per phase
+  int32_t tiles_y, tiles_x;
+  int32_t rows, cols, pitch;  // staged input window (pitch: its row length in pixels)
+  int32_t chunk, C4, CiP4;    // channels per pass, their float4s, float4s per staged pixel
+  int32_t threads;
+  int64_t smem;
+  int64_t blocks;
+};
+
+__host__ __device__ inline int32_t floor_div(int32_t a, int32_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+// The staged input rows of one tile dimension: input indices from floor((o0 + p - (k-1)d) / s) to
+// floor((o0 + T - 1 + p) / s) for a tile of T outputs starting at o0, a multiple of s (the same
+// count for every tile).
+inline int32_t window(int32_t T, int32_t k, int32_t s, int32_t p, int32_t d) {
+  return floor_div(T - 1 + p, s) - floor_div(p - (k - 1) * d, s) + 1;
+}
+
+// Chooses the tile; false when the call needs more than kMaxSmem even at 4 channels per pass,
+// or has more than 16 stride phases.
+inline bool plan(Params& p) {
+  const int32_t phases = p.sh * p.sw;
+  if (phases > 16 || p.Cog < 1 || p.Cog > kMaxCog) return false;
+  const int32_t phase_cols = (p.Wo + p.sw - 1) / p.sw;
+  p.Q = 1;
+  while (p.Q < 32 && p.Q * R < phase_cols) p.Q *= 2;
+  p.wpp = phases >= 4 ? 1 : 4 / phases;  // at least 4 warps a block
+  p.PH = 32 * p.wpp / p.Q;
+  p.threads = phases * 32 * p.wpp;
+  const int32_t TH = p.PH * p.sh, TW = p.Q * R * p.sw;
+  p.tiles_y = (p.Ho + TH - 1) / TH;
+  p.tiles_x = (p.Wo + TW - 1) / TW;
+  p.rows = window(TH, p.kh, p.sh, p.ph, p.dh);
+  p.cols = window(TW, p.kw, p.sw, p.pw, p.dw);
+  // A quarter warp's 16-byte loads hit 8 distinct bank groups: pixels Q apart along a row are
+  // CiP4 (odd) float4s apart; with Q < 8 a quarter warp spans 8 / Q rows, so the row pitch is Q
+  // mod 8.
+  p.pitch = p.cols;
+  if (p.Q < 8) p.pitch += ((p.Q - p.cols) % 8 + 8) % 8;
+  const int64_t taps = int64_t(p.kh) * p.kw;
+  for (p.chunk = std::min((p.Cig + 3) / 4 * 4, kMaxChunk); p.chunk >= 4; p.chunk -= 4) {
+    p.C4 = p.chunk / 4;
+    p.CiP4 = p.C4 | 1;
+    p.smem = (int64_t(p.rows) * p.pitch * p.CiP4 + taps * p.Cog * p.C4) * 16;
+    if (p.smem <= kMaxSmem) break;
+  }
+  if (p.chunk < 4) return false;
+  p.blocks = int64_t(p.N) * p.G * p.tiles_y * p.tiles_x;
+  return true;
+}
+
+template <typename T>
+__device__ __forceinline__ float to_f(T v) { return static_cast<float>(v); }
+
+// 4 consecutive channels of x from q (stride cs), as floats; `vec`: one aligned vector load.
+template <typename T>
+__device__ __forceinline__ float4 load4(const T* q, int64_t cs, bool vec) {
+  if (vec) {
+    if constexpr (sizeof(T) == 4) {
+      return *reinterpret_cast<const float4*>(q);
+    } else {
+      struct alignas(8) V { T v[4]; };
+      const V u = *reinterpret_cast<const V*>(q);
+      return float4{to_f(u.v[0]), to_f(u.v[1]), to_f(u.v[2]), to_f(u.v[3])};
+    }
+  }
+  return float4{to_f(q[0]), to_f(q[cs]), to_f(q[2 * cs]), to_f(q[3 * cs])};
+}
+
+template <typename T, int COG>
+__global__ void __launch_bounds__(512, 1) gather(const T* __restrict__ x, const T* __restrict__ w,
+                                              const T* __restrict__ bias, T* __restrict__ y,
+                                              const Params p) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  float4* xsm = reinterpret_cast<float4*>(smem_raw);     // [rows][pitch][CiP4]
+  float4* wsm = xsm + int64_t(p.rows) * p.pitch * p.CiP4;  // [kh][kw][COG][C4]
+  const int tid = threadIdx.x, nthreads = blockDim.x;
+
+  // The block's tile: (n, g, tile row, tile column).
+  int64_t b = blockIdx.x;
+  const int tx_ = static_cast<int>(b % p.tiles_x);
+  b /= p.tiles_x;
+  const int ty_ = static_cast<int>(b % p.tiles_y);
+  b /= p.tiles_y;
+  const int g = static_cast<int>(b % p.G);
+  const int64_t n = b / p.G;
+  const int oy0 = ty_ * p.PH * p.sh, ox0 = tx_ * p.Q * R * p.sw;
+  const int lo_y = floor_div(oy0 + p.ph - (p.kh - 1) * p.dh, p.sh);
+  const int lo_x = floor_div(ox0 + p.pw - (p.kw - 1) * p.dw, p.sw);
+
+  // The thread's pixels: phase (fy, fx) of its warp, phase row jj, phase columns q + Q * r.
+  const int per_phase = 32 * p.wpp;
+  const int phase = tid / per_phase, tp = tid - phase * per_phase;
+  const int fy = phase / p.sw, fx = phase - fy * p.sw;
+  const int jj = tp / p.Q, q = tp - jj * p.Q;
+
+  const T* xn = x + n * p.xs[0] + int64_t(g) * p.Cig * p.xs[1];
+  const T* wg = w + int64_t(g) * p.Cig * p.ws[0];
+  const int npix = p.rows * p.cols, taps = p.kh * p.kw;
+  // Channel-fast staging (unit channel stride): consecutive threads read consecutive 4-channel
+  // groups of a pixel; else pixel-fast: consecutive threads read consecutive pixels of a row.
+  const bool channel_fast = p.xs[1] == 1;
+
+  float acc[R][COG];
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int co = 0; co < COG; ++co) acc[r][co] = 0.f;
+
+  for (int c0 = 0; c0 < p.Cig; c0 += p.chunk) {
+    const int C4 = p.C4;
+    if (c0 > 0) __syncthreads();  // the previous pass's reads are done
+    // Input window, zero outside the input and beyond the group's channels.
+    const auto stage_x = [&](int pix, int c4) {
+      const int r = pix / p.cols, c = pix - r * p.cols;
+      const int iy = lo_y + r, ix = lo_x + c, ci = c0 + 4 * c4;
+      float4 v{0.f, 0.f, 0.f, 0.f};
+      if (iy >= 0 && iy < p.Hi && ix >= 0 && ix < p.Wi && ci < p.Cig) {
+        const T* src = xn + ci * p.xs[1] + iy * p.xs[2] + ix * p.xs[3];
+        if (ci + 4 <= p.Cig) {
+          v = load4(src, p.xs[1], p.x_vec);
+        } else {  // the group's last, partial 4
+          v.x = to_f(src[0]);
+          if (ci + 1 < p.Cig) v.y = to_f(src[p.xs[1]]);
+          if (ci + 2 < p.Cig) v.z = to_f(src[2 * p.xs[1]]);
+        }
+      }
+      xsm[(r * p.pitch + c) * p.CiP4 + c4] = v;
+    };
+    if (channel_fast) {
+      const int step = nthreads / C4;
+      if (tid < step * C4) {
+        const int c4 = tid % C4;
+        for (int pix = tid / C4; pix < npix; pix += step) stage_x(pix, c4);
+      }
+    } else {
+      for (int pix = tid; pix < npix; pix += nthreads)
+        for (int c4 = 0; c4 < C4; ++c4) stage_x(pix, c4);
+    }
+    // The filter's chunk: [tap][co][c4] float4s of 4 input channels.
+    for (int e = tid; e < taps * COG * C4; e += nthreads) {
+      const int c4 = e % C4, rest = e / C4, co = rest % COG, tap = rest / COG;
+      const int ty = tap / p.kw, tx = tap - ty * p.kw;
+      const int ci = c0 + 4 * c4;
+      const T* src = wg + ci * p.ws[0] + co * p.ws[1] + ty * p.ws[2] + tx * p.ws[3];
+      float v[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) v[u] = ci + u < p.Cig ? to_f(src[u * p.ws[0]]) : 0.f;
+      wsm[e] = float4{v[0], v[1], v[2], v[3]};
+    }
+    __syncthreads();
+
+    // The phase's taps: ty with (fy + ph - ty*dh) divisible by sh read input row
+    // (oy0 + fy + ph - ty*dh) / sh + jj (exact: oy0 is a multiple of sh).
+    for (int ty = 0; ty < p.kh; ++ty) {
+      const int ny = fy + p.ph - ty * p.dh;
+      if (ny % p.sh != 0) continue;
+      const int srow = (oy0 + ny) / p.sh - lo_y + jj;
+      for (int tx = 0; tx < p.kw; ++tx) {
+        const int nx = fx + p.pw - tx * p.dw;
+        if (nx % p.sw != 0) continue;
+        const int scol = (ox0 + nx) / p.sw - lo_x + q;
+        const float4* xp = xsm + (srow * p.pitch + scol) * p.CiP4;
+        const float4* wp = wsm + (ty * p.kw + tx) * COG * C4;
+#pragma unroll 4
+        for (int c4 = 0; c4 < C4; ++c4) {
+          float4 wv[COG];
+#pragma unroll
+          for (int co = 0; co < COG; ++co) wv[co] = wp[co * C4 + c4];
+#pragma unroll
+          for (int r = 0; r < R; ++r) {
+            const float4 xv = xp[r * p.Q * p.CiP4 + c4];
+#pragma unroll
+            for (int co = 0; co < COG; ++co) {
+              float s = acc[r][co];
+              s = fmaf(xv.x, wv[co].x, s);
+              s = fmaf(xv.y, wv[co].y, s);
+              s = fmaf(xv.z, wv[co].z, s);
+              s = fmaf(xv.w, wv[co].w, s);
+              acc[r][co] = s;
+            }
+          }
+        }
+      }
+    }
+  }
+
+  // Pixels beyond the result (the last tiles' overhang) were computed from staged zeros and
+  // are not stored.
+  const int oy = oy0 + fy + p.sh * jj;
+  if (oy >= p.Ho) return;
+  float bv[COG];
+#pragma unroll
+  for (int co = 0; co < COG; ++co) bv[co] = bias ? to_f(bias[g * COG + co]) : 0.f;
+  T* yrow = y + n * p.ys[0] + int64_t(g) * COG * p.ys[1] + oy * p.ys[2];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const int ox = ox0 + fx + p.sw * (q + p.Q * r);
+    if (ox >= p.Wo) continue;
+#pragma unroll
+    for (int co = 0; co < COG; ++co) yrow[co * p.ys[1] + ox * p.ys[3]] = static_cast<T>(acc[r][co] + bv[co]);
+  }
+}
+
+}  // namespace few_channel
+
+}  // namespace convx::cuda
