@@ -98,9 +98,10 @@ bool try_cudnn(Path path) { return path != Path::Im2col && at::globalContext().u
 
 }  // namespace
 
-// Each: the stride == kernel GEMM where it applies and is chosen, then cuDNN, then im2col. With
-// torch.backends.cudnn.enabled = False only im2col runs (the GEMM path keeps cuDNN's precision
-// rules, so it goes with cuDNN).
+// Each: the stride == kernel GEMM where it applies and is chosen, (data-grad) the few-channel
+// gather, then cuDNN, then im2col. With torch.backends.cudnn.enabled = False only im2col runs
+// (the GEMM path keeps cuDNN's precision rules, so it goes with cuDNN; the gather follows the
+// same switch, so that one flag still selects aten's own kind of kernels).
 void dense_forward(const ConvArgs& a, const Tensor& input, const Tensor& weight,
                    const std::optional<Tensor>& bias, const Tensor& output) {
   c10::cuda::CUDAGuard guard(input.device());
@@ -124,7 +125,7 @@ void dense_data_grad(const ConvArgs& a, const Tensor& grad_output, const Tensor&
     patch_gemm_data_grad(a, grad_output, weight, bias, grad_input);
     return;
   }
-  if ((path == Path::Default || path == Path::FewChannel) &&
+  if ((path == Path::Default || path == Path::FewChannel) && at::globalContext().userEnabledCuDNN() &&
       few_channel_data_grad(a, grad_output, weight, bias, grad_input))
     return;
 #ifdef CONVX_WITH_CUDNN

@@ -26,6 +26,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 
 namespace convx::cuda {
 
@@ -35,6 +37,20 @@ constexpr int R = 4;           // result pixels per thread (same row and phase, 
 constexpr int kMaxCog = 4;     // result channels per group this kernel serves
 constexpr int kMaxChunk = 64;  // input channels staged per pass
 constexpr int64_t kMaxSmem = 96 * 1024;  // two blocks per SM
+constexpr int U = 4;           // staging items in flight per thread
+
+// i / d for 0 <= i < 2^20 and d >= 1 without an integer division: a float estimate, corrected.
+struct Div {
+  int32_t d = 1;
+  float inv = 1.f;
+  void set(int32_t v) { d = v, inv = 1.f / static_cast<float>(v); }
+  __host__ __device__ int32_t div(int32_t i) const {
+    int32_t q = static_cast<int32_t>(static_cast<float>(i) * inv);
+    if (q * d > i) --q;
+    else if ((q + 1) * d <= i) ++q;
+    return q;
+  }
+};
 
 struct Params {
   int32_t N, G, Cig, Cog;
@@ -50,6 +66,7 @@ struct Params {
   int32_t rows, cols, pitch;  // staged input window (pitch: its row length in pixels)
   int32_t chunk, C4, CiP4;    // channels per pass, their float4s, float4s per staged pixel
   int32_t threads;
+  Div div_cols, div_c4, div_npix, div_taps, div_kw;  // of the staging loops
   int64_t smem;
   int64_t blocks;
 };
@@ -65,13 +82,18 @@ inline int32_t window(int32_t T, int32_t k, int32_t s, int32_t p, int32_t d) {
 
 // Chooses the tile; false when the call needs more than kMaxSmem even at 4 channels per pass,
 // or has more than 16 stride phases.
-inline bool plan(Params& p) {
+inline bool plan(Params& p, int32_t warps = 8, int64_t max_smem = kMaxSmem) {
   const int32_t phases = p.sh * p.sw;
   if (phases > 16 || p.Cog < 1 || p.Cog > kMaxCog) return false;
   const int32_t phase_cols = (p.Wo + p.sw - 1) / p.sw;
+  // Up to 8 threads along a phase row (32 result columns at stride 1): wider tiles would be
+  // fewer rows tall, and the taps' extra input rows would be staged again by the tile below.
   p.Q = 1;
-  while (p.Q < 32 && p.Q * R < phase_cols) p.Q *= 2;
-  p.wpp = phases >= 4 ? 1 : 4 / phases;  // at least 4 warps a block
+  while (p.Q < 8 && p.Q * R < phase_cols) p.Q *= 2;
+  p.wpp = std::max(1, warps / phases);
+  // No more tile rows than the result has phase rows (small images: fewer, fuller warps).
+  const int32_t phase_rows = (p.Ho + p.sh - 1) / p.sh;
+  while (p.wpp > 1 && 32 * (p.wpp / 2) / p.Q >= phase_rows) p.wpp /= 2;
   p.PH = 32 * p.wpp / p.Q;
   p.threads = phases * 32 * p.wpp;
   const int32_t TH = p.PH * p.sh, TW = p.Q * R * p.sw;
@@ -89,9 +111,14 @@ inline bool plan(Params& p) {
     p.C4 = p.chunk / 4;
     p.CiP4 = p.C4 | 1;
     p.smem = (int64_t(p.rows) * p.pitch * p.CiP4 + taps * p.Cog * p.C4) * 16;
-    if (p.smem <= kMaxSmem) break;
+    if (p.smem <= max_smem) break;
   }
   if (p.chunk < 4) return false;
+  p.div_cols.set(p.cols);
+  p.div_c4.set(p.C4);
+  p.div_npix.set(p.rows * p.cols);
+  p.div_taps.set(int32_t(taps));
+  p.div_kw.set(p.kw);
   p.blocks = int64_t(p.N) * p.G * p.tiles_y * p.tiles_x;
   return true;
 }
@@ -132,7 +159,14 @@ inline bool prepare(Params& p, const ConvArgs& a, const at::Tensor& grad_output,
     p.ws[i] = weight.stride(i);
     p.ys[i] = grad_input.stride(i);
   }
-  if (!plan(p) || p.blocks >= (int64_t(1) << 31)) return false;
+  // TEMPORARY (session 9 A/B, removed after it): CONVX_FEWCH_PLAN="warps,smem KiB".
+  int32_t warps = 8;
+  int64_t smem_kib = kMaxSmem / 1024;
+  if (const char* e = std::getenv("CONVX_FEWCH_PLAN")) {
+    long a0 = 0, a1 = 0;
+    if (std::sscanf(e, "%ld,%ld", &a0, &a1) == 2) warps = int32_t(a0), smem_kib = a1;
+  }
+  if (!plan(p, warps, smem_kib * 1024) || p.blocks >= (int64_t(1) << 31)) return false;
   const auto aligned = [](const at::Tensor& t) {
     return reinterpret_cast<uintptr_t>(t.const_data_ptr()) % (4 * t.element_size()) == 0;
   };
@@ -165,7 +199,7 @@ __global__ void __launch_bounds__(512, 1) gather(const T* __restrict__ x, const 
                                               const Params p) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   float4* xsm = reinterpret_cast<float4*>(smem_raw);     // [rows][pitch][CiP4]
-  float4* wsm = xsm + int64_t(p.rows) * p.pitch * p.CiP4;  // [kh][kw][COG][C4]
+  float4* wsm = xsm + int64_t(p.rows) * p.pitch * p.CiP4;  // [C4][kh][kw][COG]
   const int tid = threadIdx.x, nthreads = blockDim.x;
 
   // The block's tile: (n, g, tile row, tile column).
@@ -181,8 +215,12 @@ __global__ void __launch_bounds__(512, 1) gather(const T* __restrict__ x, const 
   const int lo_x = floor_div(ox0 + p.pw - (p.kw - 1) * p.dw, p.sw);
 
   // The thread's pixels: phase (fy, fx) of its warp, phase row jj, phase columns q + Q * r.
-  const int per_phase = 32 * p.wpp;
-  const int phase = tid / per_phase, tp = tid - phase * per_phase;
+  // Warp w serves phase w % P in even rounds of P warps and P - 1 - w % P in odd ones (its tile
+  // rows: the round): the phases' tap counts differ (k5 s2: 9, 6, 6, 4), and warps w and w + 4
+  // share a scheduler, so with 2 warps per phase each scheduler gets a heavy and a light one.
+  const int phases = p.sh * p.sw, warp = tid / 32, round = warp / phases;
+  const int phase = round % 2 == 0 ? warp % phases : phases - 1 - warp % phases;
+  const int tp = round * 32 + tid % 32;
   const int fy = phase / p.sw, fx = phase - fy * p.sw;
   const int jj = tp / p.Q, q = tp - jj * p.Q;
 
@@ -202,43 +240,72 @@ __global__ void __launch_bounds__(512, 1) gather(const T* __restrict__ x, const 
   for (int c0 = 0; c0 < p.Cig; c0 += p.chunk) {
     const int C4 = p.C4;
     if (c0 > 0) __syncthreads();  // the previous pass's reads are done
-    // Input window, zero outside the input and beyond the group's channels.
-    const auto stage_x = [&](int pix, int c4) {
-      const int r = pix / p.cols, c = pix - r * p.cols;
-      const int iy = lo_y + r, ix = lo_x + c, ci = c0 + 4 * c4;
-      float4 v{0.f, 0.f, 0.f, 0.f};
-      if (iy >= 0 && iy < p.Hi && ix >= 0 && ix < p.Wi && ci < p.Cig) {
-        const T* src = xn + ci * p.xs[1] + iy * p.xs[2] + ix * p.xs[3];
-        if (ci + 4 <= p.Cig) {
-          v = load4(src, p.xs[1], p.x_vec);
-        } else {  // the group's last, partial 4
-          v.x = to_f(src[0]);
-          if (ci + 1 < p.Cig) v.y = to_f(src[p.xs[1]]);
-          if (ci + 2 < p.Cig) v.z = to_f(src[2 * p.xs[1]]);
+    // Input window [rows][cols][C4] float4s, zero outside the input and beyond the group's
+    // channels. Item i is (pixel, 4 channels): channel-fast where the channel stride is 1
+    // (consecutive threads read consecutive channels of a pixel), else pixel-fast (consecutive
+    // pixels of a row). Each thread loads U items before storing them, so that U items' loads
+    // are in flight at once.
+    const int x_items = npix * C4;
+    for (int i0 = tid; i0 < x_items; i0 += U * nthreads) {
+      float4 v[U];
+      int dst[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int i = i0 + u * nthreads;
+        int pix, c4;
+        if (channel_fast) {
+          pix = p.div_c4.div(i);
+          c4 = i - pix * C4;
+        } else {
+          c4 = p.div_npix.div(i);
+          pix = i - c4 * npix;
+        }
+        const int r = p.div_cols.div(pix), c = pix - r * p.cols;
+        dst[u] = (r * p.pitch + c) * p.CiP4 + c4;
+        const int iy = lo_y + r, ix = lo_x + c, ci = c0 + 4 * c4;
+        v[u] = float4{0.f, 0.f, 0.f, 0.f};
+        if (i < x_items && iy >= 0 && iy < p.Hi && ix >= 0 && ix < p.Wi && ci < p.Cig) {
+          const T* src = xn + ci * p.xs[1] + iy * p.xs[2] + ix * p.xs[3];
+          if (ci + 4 <= p.Cig) {
+            v[u] = load4(src, p.xs[1], p.x_vec);
+          } else {  // the group's last, partial 4
+            v[u].x = to_f(src[0]);
+            if (ci + 1 < p.Cig) v[u].y = to_f(src[p.xs[1]]);
+            if (ci + 2 < p.Cig) v[u].z = to_f(src[2 * p.xs[1]]);
+          }
         }
       }
-      xsm[(r * p.pitch + c) * p.CiP4 + c4] = v;
-    };
-    if (channel_fast) {
-      const int step = nthreads / C4;
-      if (tid < step * C4) {
-        const int c4 = tid % C4;
-        for (int pix = tid / C4; pix < npix; pix += step) stage_x(pix, c4);
-      }
-    } else {
-      for (int pix = tid; pix < npix; pix += nthreads)
-        for (int c4 = 0; c4 < C4; ++c4) stage_x(pix, c4);
-    }
-    // The filter's chunk: [tap][co][c4] float4s of 4 input channels.
-    for (int e = tid; e < taps * COG * C4; e += nthreads) {
-      const int c4 = e % C4, rest = e / C4, co = rest % COG, tap = rest / COG;
-      const int ty = tap / p.kw, tx = tap - ty * p.kw;
-      const int ci = c0 + 4 * c4;
-      const T* src = wg + ci * p.ws[0] + co * p.ws[1] + ty * p.ws[2] + tx * p.ws[3];
-      float v[4];
 #pragma unroll
-      for (int u = 0; u < 4; ++u) v[u] = ci + u < p.Cig ? to_f(src[u * p.ws[0]]) : 0.f;
-      wsm[e] = float4{v[0], v[1], v[2], v[3]};
+      for (int u = 0; u < U; ++u)
+        if (i0 + u * nthreads < x_items) xsm[dst[u]] = v[u];
+    }
+    // The filter's chunk, [C4][taps][COG] float4s of 4 input channels; item i is (c4, co, tap),
+    // tap fastest (consecutive threads read consecutive taps of a contiguous filter).
+    const int w_items = taps * COG * C4;
+    for (int i0 = tid; i0 < w_items; i0 += U * nthreads) {
+      float4 v[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int i = i0 + u * nthreads;
+        const int rest = p.div_taps.div(i), tap = i - rest * taps;
+        const int c4 = rest / COG, co = rest - c4 * COG;
+        const int ty = p.div_kw.div(tap), tx = tap - ty * p.kw;
+        const int ci = c0 + 4 * c4;
+        const T* src = wg + ci * p.ws[0] + co * p.ws[1] + ty * p.ws[2] + tx * p.ws[3];
+        float e[4];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) e[k] = i < w_items && ci + k < p.Cig ? to_f(src[k * p.ws[0]]) : 0.f;
+        v[u] = float4{e[0], e[1], e[2], e[3]};
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int i = i0 + u * nthreads;
+        if (i < w_items) {
+          const int rest = p.div_taps.div(i), tap = i - rest * taps;
+          const int c4 = rest / COG, co = rest - c4 * COG;
+          wsm[(c4 * taps + tap) * COG + co] = v[u];
+        }
+      }
     }
     __syncthreads();
 
@@ -253,12 +320,12 @@ __global__ void __launch_bounds__(512, 1) gather(const T* __restrict__ x, const 
         if (nx % p.sw != 0) continue;
         const int scol = (ox0 + nx) / p.sw - lo_x + q;
         const float4* xp = xsm + (srow * p.pitch + scol) * p.CiP4;
-        const float4* wp = wsm + (ty * p.kw + tx) * COG * C4;
+        const float4* wp = wsm + (ty * p.kw + tx) * COG;
 #pragma unroll 4
         for (int c4 = 0; c4 < C4; ++c4) {
           float4 wv[COG];
 #pragma unroll
-          for (int co = 0; co < COG; ++co) wv[co] = wp[co * C4 + c4];
+          for (int co = 0; co < COG; ++co) wv[co] = wp[c4 * taps * COG + co];
 #pragma unroll
           for (int r = 0; r < R; ++r) {
             const float4 xv = xp[r * p.Q * p.CiP4 + c4];
