@@ -33,6 +33,7 @@ VARIANTS = {
     "g8_128": {"CONVX_CUDA_DENSE": "few_channel", "CONVX_FEWCH_PLAN": "8,128"},
     "g4_48": {"CONVX_CUDA_DENSE": "few_channel", "CONVX_FEWCH_PLAN": "4,48"},
     "default": {},
+    "cudnn_end": {"CONVX_CUDA_DENSE": "cudnn"},  # the baseline again, last in the column order
 }
 # name, kind, N, C_in, C_out, spatial, k, stride, padding, output_padding, groups, dtypes
 ROWS = [
