@@ -769,12 +769,13 @@ def few_channel_cases(gen, count):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=lambda d: str(d)[6:])
 def test_few_channel_gather_vs_float64(dtype, path):
     """Random few-channel data-grads in each dtype on poisoned memory against float64; forced,
-    the gather serves every one of them (the default leaves k == s 16-bit calls to the GEMM)."""
+    the gather serves every one that is not depthwise-shaped (one result channel per group:
+    those go to the depthwise kernels unless their multiplier is wide)."""
     gen = torch.Generator().manual_seed(11)
     with dense_path(None if path == "default" else path), torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
         for case in few_channel_cases(gen, 40):
             check_low(case, dtype)
-            if path == "few_channel":
+            if path == "few_channel" and case.tensors["weight"].shape[1] > 1:  # 1: depthwise-shaped
                 _, names = kernels_of(lambda: on(case, dtype=dtype).run_convx())
                 assert any(FEW_KERNEL in n for n in names), (case, names)
 
@@ -856,4 +857,23 @@ def test_few_channel_gather_in_a_stem_backward(layout):
         y_ref = torch.nn.functional.conv2d(x.double(), w.double(), None, 2, 3)
         (gx_ref,) = torch.autograd.grad(y_ref, (x,), gy.double())
     assert any(FEW_KERNEL in n for n in names), names
-    torch.testing.assert_close(gx.double(), gx_ref, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(gx.double(), gx_ref.double(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("groups,c_out,c_in", [(1, 3, 64), (1, 1, 64), (2, 8, 64), (1, 3, 8)])
+def test_few_channel_gather_default_rule(groups, c_out, c_in):
+    """By default the gather serves one group with 2-4 result channels and >= 16 summed ones
+    (where the H100 measured it ahead of cuDNN); forced, it serves all four shapes, with the
+    default path's result."""
+    gen = torch.Generator().manual_seed(15)
+    x = torch.randn(2, c_in, 6, 7, generator=gen).to(DEV)
+    w = torch.randn(c_in, c_out // groups, 3, 3, generator=gen).to(DEV)
+    call = lambda: torch.ops.convx.conv_transpose2d(x, w, None, [2, 2], [1, 1], [1, 1], groups, [1, 1])  # noqa: E731
+    with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
+        y, names = kernels_of(call)
+        with dense_path("few_channel"):
+            y2, names2 = kernels_of(call)
+    expected = groups == 1 and c_out >= 2 and c_in >= 16
+    assert any(FEW_KERNEL in n for n in names) == expected, names
+    assert any(FEW_KERNEL in n for n in names2) == (c_out // groups > 1), names2
+    torch.testing.assert_close(y, y2, rtol=1e-5, atol=1e-5)

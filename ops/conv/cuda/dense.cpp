@@ -2,8 +2,8 @@
 //
 // Default: the stride == kernel GEMM (patch_gemm.cpp) where it applies for data-grads
 // (transposed convolutions) in every layout and for forwards and weight-grads whose fine tensor
-// is NC* (not channels-last); the few-channel gather (few_channel_gather.cu) for the other
-// data-grads whose result has at most 4 channels per group; else cuDNN, and im2col + GEMM
+// is NC* (not channels-last); the few-channel gather (few_channel_gather.cu) for the other rank-2
+// data-grads of one group with 2-4 result channels and at least 16 summed ones; else cuDNN, and im2col + GEMM
 // whenever cuDNN has no plan, torch.backends.cudnn.enabled is False, or convx was built without
 // cuDNN. The environment variable CONVX_CUDA_DENSE, read on every call, forces a path for tests
 // and benchmarks: `cudnn` (cuDNN, im2col where cuDNN has no plan), `patch_gemm` (the GEMM for all
@@ -125,7 +125,9 @@ void dense_data_grad(const ConvArgs& a, const Tensor& grad_output, const Tensor&
     patch_gemm_data_grad(a, grad_output, weight, bias, grad_input);
     return;
   }
-  if ((path == Path::Default || path == Path::FewChannel) && at::globalContext().userEnabledCuDNN() &&
+  const bool few = path == Path::FewChannel ||
+                   (path == Path::Default && few_channel_by_default(a, grad_output, weight));
+  if (few && at::globalContext().userEnabledCuDNN() &&
       few_channel_data_grad(a, grad_output, weight, bias, grad_input))
     return;
 #ifdef CONVX_WITH_CUDNN

@@ -63,5 +63,8 @@ ConvAndWeightGradKernel patch_gemm_conv_and_weight_grad;
 // that does not fit its shared memory, sizes beyond its 32-bit pixel arithmetic.
 bool few_channel_data_grad(const ConvArgs& a, const Tensor& grad_output, const Tensor& weight,
                            const std::optional<Tensor>& bias, const Tensor& grad_input);
+// Where the gather serves by default (where it was measured faster than cuDNN): one group, 2-4
+// result channels, at least 16 summed channels.
+bool few_channel_by_default(const ConvArgs& a, const Tensor& grad_output, const Tensor& weight);
 
 }  // namespace convx::cuda

@@ -5,6 +5,7 @@
 
 #include <ATen/core/Tensor.h>
 #include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAStream.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
@@ -43,14 +44,28 @@ void launch_cog(const Tensor& x, const Tensor& w, const std::optional<Tensor>& b
 
 }  // namespace
 
+// Measured on the H100 against cuDNN (session 9, bench/results/h100/session9/few_channel_ab.log):
+// one group with 3 result channels won everywhere (autoencoder head 64 -> 3 at 14², RGB head
+// 32 -> 3 at 64², an RGB stem's input-grad 64 -> 3 at 112²); one result channel (a depthwise-
+// shaped call of multiplier 256 handed to the dense path) lost in float32 NCHW (0.058 against
+// 0.043 ms); 32 groups of 4 -> 4 channels (a ResNeXt input-grad) lost in three of four dtype /
+// layout pairs (up to 4x in bfloat16 channels-last).
+bool few_channel_by_default(const ConvArgs& a, const Tensor& grad_output, const Tensor& weight) {
+  return a.groups == 1 && weight.size(1) >= 2 && grad_output.size(1) >= 16;
+}
+
 bool few_channel_data_grad(const ConvArgs& a, const Tensor& grad_output, const Tensor& weight,
                            const std::optional<Tensor>& bias, const Tensor& grad_input) {
   const auto dt = grad_input.scalar_type();
   if ((dt != at::kFloat && dt != at::kHalf && dt != at::kBFloat16) ||
       grad_output.scalar_type() != dt || weight.scalar_type() != dt)
     return false;
+  const int dev = c10::cuda::current_device();
+  int sms = 0, smem_optin = 0;
+  C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  C10_CUDA_CHECK(cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
   Params p{};
-  if (!few_channel::prepare(p, a, grad_output, weight, grad_input)) return false;
+  if (!few_channel::prepare(p, a, grad_output, weight, grad_input, sms, smem_optin)) return false;
   if (p.blocks == 0) return true;  // an empty batch
   std::optional<Tensor> b;
   if (bias.has_value() && bias->defined()) b = bias->to(dt).contiguous();

@@ -26,8 +26,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 
 namespace convx::cuda {
 
@@ -36,7 +34,7 @@ namespace few_channel {
 constexpr int R = 4;           // result pixels per thread (same row and phase, Q apart)
 constexpr int kMaxCog = 4;     // result channels per group this kernel serves
 constexpr int kMaxChunk = 64;  // input channels staged per pass
-constexpr int64_t kMaxSmem = 96 * 1024;  // two blocks per SM
+constexpr int kWarps = 8;      // warps per block (fewer where the image has fewer phase rows)
 constexpr int U = 4;           // staging items in flight per thread
 
 // i / d for 0 <= i < 2^20 and d >= 1 without an integer division: a float estimate, corrected.
@@ -80,9 +78,10 @@ inline int32_t window(int32_t T, int32_t k, int32_t s, int32_t p, int32_t d) {
   return floor_div(T - 1 + p, s) - floor_div(p - (k - 1) * d, s) + 1;
 }
 
-// Chooses the tile; false when the call needs more than kMaxSmem even at 4 channels per pass,
-// or has more than 16 stride phases.
-inline bool plan(Params& p, int32_t warps = 8, int64_t max_smem = kMaxSmem) {
+// Chooses the tile for a device of `sms` SMs with `smem_optin` bytes of shared memory per block;
+// false when the tile does not fit even at 4 channels per pass, or the call has more than 16
+// stride phases.
+inline bool plan(Params& p, int32_t sms, int64_t smem_optin) {
   const int32_t phases = p.sh * p.sw;
   if (phases > 16 || p.Cog < 1 || p.Cog > kMaxCog) return false;
   const int32_t phase_cols = (p.Wo + p.sw - 1) / p.sw;
@@ -90,7 +89,7 @@ inline bool plan(Params& p, int32_t warps = 8, int64_t max_smem = kMaxSmem) {
   // fewer rows tall, and the taps' extra input rows would be staged again by the tile below.
   p.Q = 1;
   while (p.Q < 8 && p.Q * R < phase_cols) p.Q *= 2;
-  p.wpp = std::max(1, warps / phases);
+  p.wpp = std::max(1, kWarps / phases);
   // No more tile rows than the result has phase rows (small images: fewer, fuller warps).
   const int32_t phase_rows = (p.Ho + p.sh - 1) / p.sh;
   while (p.wpp > 1 && 32 * (p.wpp / 2) / p.Q >= phase_rows) p.wpp /= 2;
@@ -107,26 +106,41 @@ inline bool plan(Params& p, int32_t warps = 8, int64_t max_smem = kMaxSmem) {
   p.pitch = p.cols;
   if (p.Q < 8) p.pitch += ((p.Q - p.cols) % 8 + 8) % 8;
   const int64_t taps = int64_t(p.kh) * p.kw;
-  for (p.chunk = std::min((p.Cig + 3) / 4 * 4, kMaxChunk); p.chunk >= 4; p.chunk -= 4) {
-    p.C4 = p.chunk / 4;
-    p.CiP4 = p.C4 | 1;
-    p.smem = (int64_t(p.rows) * p.pitch * p.CiP4 + taps * p.Cog * p.C4) * 16;
-    if (p.smem <= max_smem) break;
-  }
-  if (p.chunk < 4) return false;
+  p.blocks = int64_t(p.N) * p.G * p.tiles_y * p.tiles_x;
+  // Channels per pass. Each pass restages the window and waits at two barriers, and a block's
+  // staging and its sums overlap only with other blocks': where the blocks fit one wave at one
+  // per SM, the window may take all of the SM (one pass where it fits); beyond, at most half,
+  // so that two blocks share an SM. Measured on the H100 (session 9,
+  // bench/results/h100/session9/few_channel_ab.log): the autoencoder head (128 blocks), one
+  // pass of 64 channels in 117 KB against two of 32 in 61 KB: 0.024 against 0.037 ms (fp32
+  // NCHW); the input-grad of an RGB stem on 224² (1792 blocks): two blocks per SM at 96 KB
+  // against one at 128 KB: 0.46 against 0.80 ms. Passes are balanced (64 = 2 x 32, not 60 + 4).
+  const int64_t max_smem = p.blocks <= sms ? smem_optin : smem_optin / 2 - 1024;
+  const auto bytes = [&](int32_t c4) {
+    return (int64_t(p.rows) * p.pitch * (c4 | 1) + taps * p.Cog * c4) * 16;
+  };
+  int32_t c4 = std::min((p.Cig + 3) / 4, kMaxChunk / 4);
+  while (c4 > 0 && bytes(c4) > max_smem) --c4;
+  if (c4 == 0) return false;
+  const int32_t cig4 = (p.Cig + 3) / 4, passes = (cig4 + c4 - 1) / c4;
+  p.C4 = (cig4 + passes - 1) / passes;
+  p.chunk = 4 * p.C4;
+  p.CiP4 = p.C4 | 1;
+  p.smem = bytes(p.C4);
   p.div_cols.set(p.cols);
   p.div_c4.set(p.C4);
   p.div_npix.set(p.rows * p.cols);
   p.div_taps.set(int32_t(taps));
   p.div_kw.set(p.kw);
-  p.blocks = int64_t(p.N) * p.G * p.tiles_y * p.tiles_x;
   return true;
 }
 
-// The launcher's parameters for a rank-2 call (dtypes checked by the caller); false where the
-// kernel does not take the call.
+// The launcher's parameters for a rank-2 call (dtypes checked by the caller) on a device of `sms`
+// SMs and `smem_optin` bytes of shared memory per block; false where the kernel does not take
+// the call.
 inline bool prepare(Params& p, const ConvArgs& a, const at::Tensor& grad_output,
-                    const at::Tensor& weight, const at::Tensor& grad_input) {
+                    const at::Tensor& weight, const at::Tensor& grad_input, int32_t sms,
+                    int64_t smem_optin) {
   if (a.rank != 2 || weight.size(1) > kMaxCog) return false;
   // 32-bit pixel and tile arithmetic in the kernel; offsets into the tensors are 64-bit.
   constexpr int64_t kMaxSide = int64_t(1) << 24;
@@ -159,14 +173,7 @@ inline bool prepare(Params& p, const ConvArgs& a, const at::Tensor& grad_output,
     p.ws[i] = weight.stride(i);
     p.ys[i] = grad_input.stride(i);
   }
-  // TEMPORARY (session 9 A/B, removed after it): CONVX_FEWCH_PLAN="warps,smem KiB".
-  int32_t warps = 8;
-  int64_t smem_kib = kMaxSmem / 1024;
-  if (const char* e = std::getenv("CONVX_FEWCH_PLAN")) {
-    long a0 = 0, a1 = 0;
-    if (std::sscanf(e, "%ld,%ld", &a0, &a1) == 2) warps = int32_t(a0), smem_kib = a1;
-  }
-  if (!plan(p, warps, smem_kib * 1024) || p.blocks >= (int64_t(1) << 31)) return false;
+  if (!plan(p, sms, smem_optin) || p.blocks >= (int64_t(1) << 31)) return false;
   const auto aligned = [](const at::Tensor& t) {
     return reinterpret_cast<uintptr_t>(t.const_data_ptr()) % (4 * t.element_size()) == 0;
   };
