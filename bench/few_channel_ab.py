@@ -9,7 +9,10 @@ shaped, summed by the dense path), the input-grad of an RGB stem (conv2d 3 -> 64
 and of a ResNeXt grouped conv (32 groups of 4 channels, k3 s1 p1 on 56²).
 
     CONVX_LIBRARY=build-gpu/libconvx.so PYTHONPATH=python python3 bench/few_channel_ab.py \
-        [--variants cudnn,gather] [--iters 30]
+        [--variants cudnn,gather,default,cudnn_end] [--iters 30]
+
+(Session 9's first run also had columns for the gather's tile plans, through a temporary
+CONVX_FEWCH_PLAN knob removed after it: bench/results/h100/session9/few_channel_ab_plans.log.)
 """
 
 import argparse
@@ -28,10 +31,6 @@ DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 VARIANTS = {
     "cudnn": {"CONVX_CUDA_DENSE": "cudnn"},
     "gather": {"CONVX_CUDA_DENSE": "few_channel"},
-    "g8_96": {"CONVX_CUDA_DENSE": "few_channel", "CONVX_FEWCH_PLAN": "8,96"},
-    "g4_96": {"CONVX_CUDA_DENSE": "few_channel", "CONVX_FEWCH_PLAN": "4,96"},
-    "g8_128": {"CONVX_CUDA_DENSE": "few_channel", "CONVX_FEWCH_PLAN": "8,128"},
-    "g4_48": {"CONVX_CUDA_DENSE": "few_channel", "CONVX_FEWCH_PLAN": "4,48"},
     "default": {},
     "cudnn_end": {"CONVX_CUDA_DENSE": "cudnn"},  # the baseline again, last in the column order
 }
