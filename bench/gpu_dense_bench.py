@@ -40,6 +40,8 @@ CASES = [
     ("unet_k2s2", 2, 32, 512, 256, 32, 2, 2, 0, 0, 1, HALF_AND_FLOAT),
     ("dcgan_k4s2p1", 2, 128, 256, 128, 16, 4, 2, 1, 0, 1, HALF_AND_FLOAT),
     ("autoenc_k5s2op1", 2, 128, 64, 3, 14, 5, 2, 0, 1, 1, HALF_AND_FLOAT),
+    # An RGB decoder head (session 9: the few-channel gather's second shape).
+    ("rgbhead_k3s2p1op1", 2, 64, 32, 3, 64, 3, 2, 1, 1, 1, HALF_AND_FLOAT),
     ("grouped_g4_k4s2p1", 2, 32, 256, 256, 32, 4, 2, 1, 0, 4, HALF_AND_FLOAT),
     ("unet3d_k2s2", 3, 4, 64, 32, 32, 2, 2, 0, 0, 1, ("bf16",)),
     ("vocoder1d_k16s8", 1, 16, 512, 256, 1024, 16, 8, 4, 0, 1, ("bf16",)),

@@ -721,3 +721,168 @@ def test_conv_and_weight_grad_sum_in_a_cuda_graph(layout):
             assert torch.equal(s, e)
         else:
             torch.testing.assert_close(s, e, rtol=1e-5, atol=1e-5 * float(e.abs().max()))
+
+
+# ---- the few-channel gather (ops/conv/cuda/few_channel_gather.cu): rank-2 data-grads whose
+# result has at most 4 channels per group ----
+FEW_KERNEL = "few_channel::gather"
+
+
+def gathered(names):
+    """Whether the few-channel gather was among the kernels; true as well when the profiler saw
+    no kernel at all (under compute-sanitizer, which leaves CUPTI to itself: session 9's
+    memcheck run, bench/results/h100/session9/sanitizer.log), so that the memcheck runs the
+    whole test."""
+    return not names or any(FEW_KERNEL in n for n in names)
+
+
+def few_channel_cases(gen, count):
+    """Random rank-2 transposed convolutions and input-grads with 1-4 result channels per group:
+    1-3 groups, 1-70 summed channels per group (70: two channel passes), kernels 1-5, strides
+    1-3, dilation 1-2, padding, output padding, odd sizes, contiguous / channels-last / strided
+    operands, bias or not, unbatched or batch 1-3."""
+    out = []
+    r = lambda lo, hi: int(torch.randint(lo, hi + 1, (1,), generator=gen))  # noqa: E731
+    pick = lambda seq: seq[r(0, len(seq) - 1)]  # noqa: E731
+    while len(out) < count:
+        g, cog, cig = pick([1, 1, 1, 2, 3]), r(1, 4), pick([1, 2, 3, 5, 8, 13, 16, 33, 64, 70])
+        k, s, d = [r(1, 5), r(1, 5)], [r(1, 3), r(1, 3)], [pick([1, 1, 2]), 1]
+        p = [r(0, d[i] * (k[i] - 1)) for i in range(2)]
+        op = [r(0, max(s[i], d[i]) - 1) for i in range(2)]
+        lead = pick([[], [1], [2], [3]])
+        layout, wlayout = pick(["contiguous", "channels_last", "strided"]), pick(["contiguous", "channels_last"])
+        family = pick(["conv_transpose", "conv_input_grad"])
+        if family == "conv_transpose":
+            hw = [r(1, 12), r(1, 12)]
+            out_hw = [helpers.conv_t_out_size(hw[i], k[i], s[i], p[i], d[i], op[i]) for i in range(2)]
+            if min(out_hw) < 1:
+                continue
+            x = helpers.make_tensor(lead + [g * cig] + hw, layout, gen, channel_dim=len(lead))
+            w = helpers.make_tensor([g * cig, cog] + k, wlayout, gen)
+            b = torch.randn(g * cog, generator=gen, dtype=torch.float64) if r(0, 1) else None
+            out.append(helpers.Case("conv_transpose", 2, {"input": x, "weight": w, "bias": b}, s, p, d, g, op))
+        else:  # the input-grad of a convolution with cog input channels per group
+            in_hw = [r(3, 20), r(3, 20)]
+            hw = [helpers.conv_out_size(in_hw[i], k[i], s[i], p[i] // 2, d[i]) for i in range(2)]
+            if min(hw) < 1:
+                continue
+            w = helpers.make_tensor([g * cig, cog] + k, wlayout, gen)
+            gy = helpers.make_tensor(lead + [g * cig] + hw, layout, gen, channel_dim=len(lead))
+            out.append(helpers.Case("conv_input_grad", 2, {"weight": w, "grad_output": gy}, s,
+                                    [q // 2 for q in p], d, g, sizes=lead + [g * cog] + in_hw))
+    return out
+
+
+@pytest.mark.parametrize("path", ["default", "few_channel"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=lambda d: str(d)[6:])
+def test_few_channel_gather_vs_float64(dtype, path):
+    """Random few-channel data-grads in each dtype on poisoned memory against float64; forced,
+    the gather serves every one that is not depthwise-shaped (one result channel per group:
+    those go to the depthwise kernels unless their multiplier is wide)."""
+    gen = torch.Generator().manual_seed(11)
+    with dense_path(None if path == "default" else path), torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
+        for case in few_channel_cases(gen, 40):
+            check_low(case, dtype)
+            if path == "few_channel" and case.tensors["weight"].shape[1] > 1:  # 1: depthwise-shaped
+                _, names = kernels_of(lambda: on(case, dtype=dtype).run_convx())
+                assert gathered(names), (case, names)
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=lambda d: str(d)[6:])
+def test_few_channel_gather_serves_the_autoencoder_head(dtype, layout, bias):
+    """Issue #5's autoencoder forward (conv_transpose2d 64 -> 3, 14² -> 32², k5 s2 op1, batch
+    128) runs on the gather by default, in the input's layout, within the dtype's rounding of
+    float64; with CONVX_CUDA_DENSE=cudnn or cuDNN turned off it does not."""
+    gen = torch.Generator().manual_seed(12)
+    x = torch.randn(128, 64, 14, 14, generator=gen, dtype=torch.float64)
+    w = torch.randn(64, 3, 5, 5, generator=gen, dtype=torch.float64) / 40
+    b = torch.randn(3, generator=gen, dtype=torch.float64) if bias else None
+    ref = torch.nn.functional.conv_transpose2d(x.to(dtype).double(), w.to(dtype).double(),
+                                               None if b is None else b.to(dtype).double(), 2, 0, 1)
+    mf = torch.channels_last if layout == "channels_last" else torch.contiguous_format
+    xd, wd = x.to(DEV, dtype).to(memory_format=mf), w.to(DEV, dtype)
+    bd = None if b is None else b.to(DEV, dtype)
+    call = lambda: torch.ops.convx.conv_transpose2d(xd, wd, bd, [2, 2], [0, 0], [1, 1], 1, [1, 1])  # noqa: E731
+    poison()
+    y, names = kernels_of(call)
+    assert gathered(names), names
+    assert y.is_contiguous(memory_format=mf)
+    aten = torch.nn.functional.conv_transpose2d(xd, wd, bd, 2, 0, 1)
+    assert y.stride() == aten.stride()
+    tol = LOW[dtype] * float(ref.abs().max()) * 4
+    torch.testing.assert_close(y.double().cpu(), ref, rtol=0, atol=tol)
+    with dense_path("cudnn"):
+        _, names = kernels_of(call)
+    assert not any(FEW_KERNEL in n for n in names), names
+    with torch.backends.cudnn.flags(enabled=False):
+        _, names = kernels_of(call)
+    assert not any(FEW_KERNEL in n for n in names), names
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=lambda d: str(d)[6:])
+def test_few_channel_gather_misaligned_and_empty(dtype):
+    """Channels-last input one element past an aligned start (no vector loads), an NCHW input
+    with a storage offset, an output written into by the front, and batch 0."""
+    gen = torch.Generator().manual_seed(13)
+    ops = torch.ops.convx
+    x64 = torch.randn(3, 24, 7, 9, generator=gen, dtype=torch.float64)
+    w64 = torch.randn(24, 3, 3, 3, generator=gen, dtype=torch.float64) / 9
+    b64 = torch.randn(3, generator=gen, dtype=torch.float64)
+    args = ([2, 2], [1, 1], [1, 1], 1, [1, 1])
+    ref = torch.nn.functional.conv_transpose2d(x64.to(dtype).double(), w64.to(dtype).double(),
+                                               b64.to(dtype).double(), *args)
+    buf = torch.empty(x64.numel() + 1, device=DEV, dtype=dtype)
+    cl = buf[1:].view(3, 7, 9, 24).permute(0, 3, 1, 2)
+    cl.copy_(x64.to(dtype))
+    buf2 = torch.empty(x64.numel() + 3, device=DEV, dtype=dtype)
+    nc = buf2[3:].view(3, 24, 7, 9)
+    nc.copy_(x64.to(dtype))
+    wd, bd = w64.to(DEV, dtype), b64.to(DEV, dtype)
+    with dense_path("few_channel"):
+        for xin in (cl, nc):
+            poison()
+            y, names = kernels_of(lambda: ops.conv_transpose2d(xin, wd, bd, *args))
+            assert gathered(names), names
+            torch.testing.assert_close(y.double().cpu(), ref, rtol=0, atol=LOW[dtype] * 20)
+        empty = ops.conv_transpose2d(cl[:0], wd, bd, *args)
+    assert empty.shape == (0, 3) + tuple(ref.shape[2:])
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+def test_few_channel_gather_in_a_stem_backward(layout):
+    """The input gradient of an RGB stem (conv2d 3 -> 16, k7 s2 p3) is a few-channel data-grad:
+    autograd through convx (the gather by default) matches aten in float32 without TF32."""
+    gen = torch.Generator().manual_seed(14)
+    mf = torch.channels_last if layout == "channels_last" else torch.contiguous_format
+    x = torch.randn(2, 3, 29, 30, generator=gen).to(DEV).to(memory_format=mf).requires_grad_()
+    w = (torch.randn(16, 3, 7, 7, generator=gen) / 12).to(DEV).requires_grad_()
+    gy = torch.randn(2, 16, 15, 15, generator=gen).to(DEV)
+    with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
+        y = torch.ops.convx.conv2d(x, w, None, [2, 2], [3, 3], [1, 1], 1)
+        (gx,), names = kernels_of(lambda: torch.autograd.grad(y, (x,), gy))
+        y_ref = torch.nn.functional.conv2d(x.double(), w.double(), None, 2, 3)
+        (gx_ref,) = torch.autograd.grad(y_ref, (x,), gy.double())
+    assert gathered(names), names
+    torch.testing.assert_close(gx.double(), gx_ref.double(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("groups,c_out,c_in", [(1, 3, 64), (1, 1, 64), (2, 8, 64), (1, 3, 8)])
+def test_few_channel_gather_default_rule(groups, c_out, c_in):
+    """By default the gather serves one group with 2-4 result channels and >= 16 summed ones
+    (where the H100 measured it ahead of cuDNN); forced, it serves all four shapes (one result
+    channel: the depthwise data-grad hands multiplier 64 to the dense path), with the default
+    path's result."""
+    gen = torch.Generator().manual_seed(15)
+    x = torch.randn(2, c_in, 6, 7, generator=gen).to(DEV)
+    w = torch.randn(c_in, c_out // groups, 3, 3, generator=gen).to(DEV)
+    call = lambda: torch.ops.convx.conv_transpose2d(x, w, None, [2, 2], [1, 1], [1, 1], groups, [1, 1])  # noqa: E731
+    with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
+        y, names = kernels_of(call)
+        with dense_path("few_channel"):
+            y2, names2 = kernels_of(call)
+    expected = groups == 1 and c_out >= 2 and c_in >= 16
+    assert (any(FEW_KERNEL in n for n in names) == expected) or not names, names
+    assert gathered(names2), names2  # (1, 1, 64): the multiplier-64 hand-off
+    torch.testing.assert_close(y, y2, rtol=1e-5, atol=1e-5)

@@ -2,11 +2,13 @@
 //
 // Default: the stride == kernel GEMM (patch_gemm.cpp) where it applies for data-grads
 // (transposed convolutions) in every layout and for forwards and weight-grads whose fine tensor
-// is NC* (not channels-last), else cuDNN, and im2col + GEMM whenever cuDNN has no plan,
-// torch.backends.cudnn.enabled is False, or convx was built without cuDNN. The environment
-// variable CONVX_CUDA_DENSE, read on every call, forces a path for tests and benchmarks: `cudnn`
-// (cuDNN, im2col where cuDNN has no plan), `patch_gemm` (the GEMM for all three directions where
-// it applies, else as `cudnn`) or `im2col`. The joint forward + weight-grad of the private
+// is NC* (not channels-last); the few-channel gather (few_channel_gather.cu) for the other rank-2
+// data-grads of one group with 2-4 result channels and at least 16 summed ones; else cuDNN, and im2col + GEMM
+// whenever cuDNN has no plan, torch.backends.cudnn.enabled is False, or convx was built without
+// cuDNN. The environment variable CONVX_CUDA_DENSE, read on every call, forces a path for tests
+// and benchmarks: `cudnn` (cuDNN, im2col where cuDNN has no plan), `patch_gemm` (the GEMM for all
+// three directions where it applies, else as `cudnn`), `few_channel` (the gather for every
+// data-grad it takes, else as `cudnn`) or `im2col`. The joint forward + weight-grad of the private
 // _conv_and_weight_grad follows the same choice, sharing the GEMM's gather between the two.
 #include "ops/conv/conv.h"
 #include "ops/conv/cuda/dense_paths.h"
@@ -55,15 +57,17 @@ bool tf32_allowed_for_conv() {
 
 namespace {
 
-enum class Path { Default, Cudnn, PatchGemm, Im2col };
+enum class Path { Default, Cudnn, PatchGemm, FewChannel, Im2col };
 
 Path forced_path() {
   const char* e = std::getenv("CONVX_CUDA_DENSE");
   if (!e || !*e) return Path::Default;
   if (std::strcmp(e, "cudnn") == 0) return Path::Cudnn;
   if (std::strcmp(e, "patch_gemm") == 0) return Path::PatchGemm;
+  if (std::strcmp(e, "few_channel") == 0) return Path::FewChannel;
   if (std::strcmp(e, "im2col") == 0) return Path::Im2col;
-  TORCH_CHECK(false, "convx: CONVX_CUDA_DENSE must be 'cudnn', 'patch_gemm', 'im2col' or unset, got '",
+  TORCH_CHECK(false,
+              "convx: CONVX_CUDA_DENSE must be 'cudnn', 'patch_gemm', 'few_channel', 'im2col' or unset, got '",
               e, "'");
 }
 
@@ -94,9 +98,10 @@ bool try_cudnn(Path path) { return path != Path::Im2col && at::globalContext().u
 
 }  // namespace
 
-// Each: the stride == kernel GEMM where it applies and is chosen, then cuDNN, then im2col. With
-// torch.backends.cudnn.enabled = False only im2col runs (the GEMM path keeps cuDNN's precision
-// rules, so it goes with cuDNN).
+// Each: the stride == kernel GEMM where it applies and is chosen, (data-grad) the few-channel
+// gather, then cuDNN, then im2col. With torch.backends.cudnn.enabled = False only im2col runs
+// (the GEMM path keeps cuDNN's precision rules, so it goes with cuDNN; the gather follows the
+// same switch, so that one flag still selects aten's own kind of kernels).
 void dense_forward(const ConvArgs& a, const Tensor& input, const Tensor& weight,
                    const std::optional<Tensor>& bias, const Tensor& output) {
   c10::cuda::CUDAGuard guard(input.device());
@@ -120,6 +125,11 @@ void dense_data_grad(const ConvArgs& a, const Tensor& grad_output, const Tensor&
     patch_gemm_data_grad(a, grad_output, weight, bias, grad_input);
     return;
   }
+  const bool few = path == Path::FewChannel ||
+                   (path == Path::Default && few_channel_by_default(a, grad_output, weight));
+  if (few && at::globalContext().userEnabledCuDNN() &&
+      few_channel_data_grad(a, grad_output, weight, bias, grad_input))
+    return;
 #ifdef CONVX_WITH_CUDNN
   if (try_cudnn(path) && cudnn_data_grad(a, grad_output, weight, bias, grad_input)) return;
 #endif

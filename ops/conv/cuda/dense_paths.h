@@ -1,6 +1,7 @@
-// The three ways the CUDA key computes a dense (non-depthwise) convolution, chosen per call by
-// ops/conv/cuda/dense.cpp: a GEMM for convolutions whose stride equals their kernel, cuDNN (the
-// rest), and im2col + GEMM (the fallback, correct for every valid call).
+// The ways the CUDA key computes a dense (non-depthwise) convolution, chosen per call by
+// ops/conv/cuda/dense.cpp: a GEMM for convolutions whose stride equals their kernel, a direct
+// gather for data-grads with few result channels, cuDNN (the rest), and im2col + GEMM (the
+// fallback, correct for every valid call).
 // Signatures as in ops/front.h: batched, checked operands, preallocated outputs.
 #pragma once
 
@@ -54,5 +55,16 @@ WeightGradKernel patch_gemm_weight_grad;
 // patch_gemm_applies to the forward, it applies to the weight-grad too: same fine tensor,
 // kernel and coarse size).
 ConvAndWeightGradKernel patch_gemm_conv_and_weight_grad;
+
+// ops/conv/cuda/few_channel_gather.cu: the data-grad (transposed convolution) of rank 2 whose
+// result has at most 4 channels per group (weight.size(1) <= 4), float32 / float16 / bfloat16,
+// operands of any strides, as one direct gather kernel with the bias added. False (nothing
+// written) for calls it does not take: other ranks or dtypes, more than 16 stride phases, a tile
+// that does not fit its shared memory, sizes beyond its 32-bit pixel arithmetic.
+bool few_channel_data_grad(const ConvArgs& a, const Tensor& grad_output, const Tensor& weight,
+                           const std::optional<Tensor>& bias, const Tensor& grad_input);
+// Where the gather serves by default (where it was measured faster than cuDNN): one group, 2-4
+// result channels, at least 16 summed channels.
+bool few_channel_by_default(const ConvArgs& a, const Tensor& grad_output, const Tensor& weight);
 
 }  // namespace convx::cuda
