@@ -731,7 +731,7 @@ FEW_KERNEL = "few_channel::gather"
 def gathered(names):
     """Whether the few-channel gather was among the kernels; true as well when the profiler saw
     no kernel at all (under compute-sanitizer, which leaves CUPTI to itself: session 9's
-    memcheck run, bench/results/h100/session9/sanitizer.log), so that the memcheck runs the
+    memcheck run, bench/results/h100/session9/fewch2_sanitizer.log), so that the memcheck runs the
     whole test."""
     return not names or any(FEW_KERNEL in n for n in names)
 
