@@ -25,17 +25,19 @@ bool run(const T* in, const at::opmath_type<T>* w, const T* bias, T* out, const 
   return true;
 }
 
-// TEMPORARY A/B knob CONVX_S2 (removed after the H100 run): 0 = off (nc_stream), 1 (default) =
-// R one 16-byte vector x TH 8, 2 = R half a vector x TH 8, 3 = R one vector x TH 4.
+// TEMPORARY A/B knob CONVX_S2 (removed after the H100 run): 0 = off (nc_stream), 2 (default) =
+// R half a 16-byte vector x TH 8, 4 = R half a vector x TH 4, 5 = R half a vector x TH 16, 6 =
+// R a quarter vector x TH 8 (first run, session9/nchw_s2_ab.log: R = one vector x TH 8 / 4 slower).
 template <typename T, int TAPS, int P0, int P1>
 bool run_tile(const T* in, const at::opmath_type<T>* w, const T* bias, T* out, const Plan& P, cudaStream_t stream) {
   constexpr int V = 16 / int(sizeof(T));
   const char* knob = std::getenv("CONVX_S2");
-  const int mode = knob ? std::atoi(knob) : 1;
+  const int mode = knob ? std::atoi(knob) : 2;
   if (mode == 0) return false;
-  if (mode == 2) return run<T, TAPS, P0, P1, V / 2, 8>(in, w, bias, out, P, stream);
-  if (mode == 3) return run<T, TAPS, P0, P1, V, 4>(in, w, bias, out, P, stream);
-  return run<T, TAPS, P0, P1, V, 8>(in, w, bias, out, P, stream);
+  if (mode == 4) return run<T, TAPS, P0, P1, V / 2, 4>(in, w, bias, out, P, stream);
+  if (mode == 5) return run<T, TAPS, P0, P1, V / 2, 16>(in, w, bias, out, P, stream);
+  if (mode == 6) return run<T, TAPS, P0, P1, V / 4, 8>(in, w, bias, out, P, stream);
+  return run<T, TAPS, P0, P1, V / 2, 8>(in, w, bias, out, P, stream);
 }
 
 }  // namespace
