@@ -1,8 +1,8 @@
-// The depthwise CUDA kernels' sources (nc_stream.cuh, nc_plane.cuh, nc_depth3d.cuh, cl_depth3d.cuh, cl_row1d.cuh, row1d.cuh, row_warp.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu (both weight-grads), the plans of
+// The depthwise CUDA kernels' sources (nc_stream.cuh, nc_stride2_dgrad.cuh, nc_plane.cuh, nc_depth3d.cuh, cl_depth3d.cuh, cl_row1d.cuh, row1d.cuh, row_warp.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu (both weight-grads), the plans of
 // depthwise_conv.cu) run on the CPU through shim.h and compared with aten in float64, with
 // poisoned outputs and workspaces: the index arithmetic, tiles, phases, shared-memory layout,
 // barriers and fixed-order reductions of every specialisation, without a GPU. The launch glue
-// below mirrors the launchers (nc_stream.cu, nc_plane.cu, nc_gather.cu, cl_gather.cu, nc_wgrad.cu, cl_wgrad.cu). Not a
+// below mirrors the launchers (nc_stream.cu, nc_stride2_dgrad.cu, nc_plane.cu, nc_gather.cu, cl_gather.cu, nc_wgrad.cu, cl_wgrad.cu). Not a
 // substitute for python_tests/test_cuda.py on a GPU. Run: cpp_tests/cuda_on_cpu/run.sh
 #include "shim.h"
 #include <ATen/ATen.h>
@@ -649,14 +649,11 @@ bool s2_run(const T* in, const float* w, const T* bias, T* out, const Plan& P) {
          [&] { nc_stride2_dgrad<T, TAPS, P0, P1, R, TH>(in, w, bias, out, P, L); });
   return true;
 }
-// f(tile, run) for every tile of the launcher's sub-filter shapes (2x2 pads (1, 0), 1x1 (0, 0)).
+// f(tile, run) for the launcher's tile of its sub-filter shapes (2x2 pads (1, 0), 1x1 (0, 0)).
 template <typename T, int TAPS, int P0, int P1, typename F>
 void s2_tiles(F& f) {
-  constexpr int V = 16 / int(sizeof(T));
-  f("s2 R" + std::to_string(V / 2) + "xTH8", s2_run<T, TAPS, P0, P1, V / 2, 8>);
-  f("s2 R" + std::to_string(V / 2) + "xTH4", s2_run<T, TAPS, P0, P1, V / 2, 4>);
-  f("s2 R" + std::to_string(V / 2) + "xTH16", s2_run<T, TAPS, P0, P1, V / 2, 16>);
-  f("s2 R" + std::to_string(V / 4) + "xTH8", s2_run<T, TAPS, P0, P1, V / 4, 8>);
+  constexpr int R = s2_strip<T>();
+  f("s2 R" + std::to_string(R) + "xTH" + std::to_string(kS2Band), s2_run<T, TAPS, P0, P1, R, kS2Band>);
 }
 template <typename T, typename F>
 void s2_dispatch(const Plan& P, F&& f) {
@@ -665,9 +662,9 @@ void s2_dispatch(const Plan& P, F&& f) {
   if (taps == 2 && p0 == 1 && p1 == 0) s2_tiles<T, 2, 1, 0>(f);
   if (taps == 1 && p0 == 0 && p1 == 0) s2_tiles<T, 1, 0, 0>(f);
 }
-// Every tile on NaN-poisoned outputs, with and without bias (ref + bias), on src and output as
-// allocated and on copies one element past a 16-byte boundary (src, output, both; taken only where
-// the tile's vectors stay aligned, s2_run).
+// The launcher's tile on NaN-poisoned outputs, with and without bias (ref + bias), on src and
+// output as allocated and on copies one element past a 16-byte boundary (src, output, both;
+// taken only where the tile's vectors stay aligned, s2_run).
 template <typename T>
 void s2_check(const char* what, const Plan& P, const Tensor& src, const Tensor& wp, const Tensor& bias, const Tensor& ref,
               const std::string& name, double tol) {

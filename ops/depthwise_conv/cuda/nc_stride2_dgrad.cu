@@ -9,7 +9,6 @@
 #include <c10/util/Half.h>
 #include <cuda_runtime_api.h>
 
-#include <cstdlib>
 #include <type_traits>
 
 namespace convx::cuda {
@@ -25,21 +24,6 @@ bool run(const T* in, const at::opmath_type<T>* w, const T* bias, T* out, const 
   return true;
 }
 
-// TEMPORARY A/B knob CONVX_S2 (removed after the H100 run): 0 = off (nc_stream), 2 (default) =
-// R half a 16-byte vector x TH 8, 4 = R half a vector x TH 4, 5 = R half a vector x TH 16, 6 =
-// R a quarter vector x TH 8 (first run, session9/nchw_s2_ab.log: R = one vector x TH 8 / 4 slower).
-template <typename T, int TAPS, int P0, int P1>
-bool run_tile(const T* in, const at::opmath_type<T>* w, const T* bias, T* out, const Plan& P, cudaStream_t stream) {
-  constexpr int V = 16 / int(sizeof(T));
-  const char* knob = std::getenv("CONVX_S2");
-  const int mode = knob ? std::atoi(knob) : 2;
-  if (mode == 0) return false;
-  if (mode == 4) return run<T, TAPS, P0, P1, V / 2, 4>(in, w, bias, out, P, stream);
-  if (mode == 5) return run<T, TAPS, P0, P1, V / 2, 16>(in, w, bias, out, P, stream);
-  if (mode == 6) return run<T, TAPS, P0, P1, V / 4, 8>(in, w, bias, out, P, stream);
-  return run<T, TAPS, P0, P1, V / 2, 8>(in, w, bias, out, P, stream);
-}
-
 }  // namespace
 
 template <typename T>
@@ -50,8 +34,9 @@ bool launch_nc_stride2_dgrad(const T* in, const at::opmath_type<T>* w, const T* 
   } else {
     if (P.phases != 4 || P.k[1] != P.k[2]) return false;
     const int taps = P.k[1], p0 = P.pad[1][0], p1 = P.pad[1][1];
-    if (taps == 2 && p0 == 1 && p1 == 0) return run_tile<T, 2, 1, 0>(in, w, bias, out, P, stream);
-    if (taps == 1 && p0 == 0 && p1 == 0) return run_tile<T, 1, 0, 0>(in, w, bias, out, P, stream);
+    constexpr int R = s2_strip<T>(), TH = kS2Band;
+    if (taps == 2 && p0 == 1 && p1 == 0) return run<T, 2, 1, 0, R, TH>(in, w, bias, out, P, stream);
+    if (taps == 1 && p0 == 0 && p1 == 0) return run<T, 1, 0, 0, R, TH>(in, w, bias, out, P, stream);
     return false;
   }
 }

@@ -39,6 +39,18 @@ namespace convx::cuda {
 
 constexpr int kS2Threads = 256;
 
+// The launcher's tile (nc_stride2_dgrad.cu; the CPU harness checks the same): strips of R = half a
+// 16-byte vector of input (one 16-byte store per output row and thread, so a warp's store is one
+// contiguous run) in bands of 4 q-rows. Measured on the H100 (bench/results/h100/session9/
+// nchw_s2_ab.log, nchw_s2_ab2.log; k4 s2 p1 fp16): R = one vector x TH 8 0.173 ms (two 16-byte
+// stores per row, lanes 32 bytes apart), one vector x 4 0.149, a quarter vector x 8 0.152, half x
+// 16 0.136, half x 8 0.136, half x 4 0.127 (nc_stream: 0.629).
+template <typename T>
+constexpr int s2_strip() {
+  return 8 / int(sizeof(T));
+}
+constexpr int kS2Band = 4;
+
 // Items = planes * bands * strips (< 2^31), strip fastest.
 struct NcS2 {
   uint32_t items;
