@@ -83,6 +83,8 @@ inline bool nc_stride2_items(NcS2& L, const Plan& P, int TAPS, int P0, int P1, i
 }
 
 // w: the plan's prepared sub-filters [phase = ry * 2 + rx][channel][TAPS][TAPS] (opmath type).
+// At least 4 blocks per SM (<= 64 registers; the one-vector tiles of the A/B took up to 80
+// unbounded, as ptxas hoists the band's row loads): the kept tile 46-64, no spills (sm_90).
 template <typename T, int TAPS, int P0, int P1, int R, int TH>
 __global__ void __launch_bounds__(kS2Threads, 4)
 nc_stride2_dgrad(const T* __restrict__ in, const at::opmath_type<T>* __restrict__ w, const T* __restrict__ bias,
