@@ -736,11 +736,10 @@ def test_depthwise_nc_small_planes(cfg, dtype, offset):
 
 # NCHW stride-2 data-grad writing whole output rows (nc_stride2_dgrad.cuh), through the depthwise
 # transposed conv and the conv's input-grad: (N, C, transposed input size, k, padding,
-# output_padding, bias). k4 p1 (learned upsampling) with strips per row that do not divide a warp
-# (lanes 0 and 31 load their halo), several blocks and idle lanes; an odd output height (k3 p1
-# op 0 on the rows only is not expressible: the op is per dim, so op (0, 1)); k3 p1 op1
-# (MobileNetV2's stride-2 data-grad), k2 p0 (pixel-shuffle-like); then shapes it declines to
-# nc_stream: an odd output width (k3 op 0), output_padding beyond (k4 op 1), k4 p0.
+# output_padding, bias). Taken: k4 p1 (learned upsampling) with strips per row that do not divide
+# a warp (lanes 0 and 31 load their halo), several blocks and idle lanes; k3 p1 with output
+# padding (0, 1) (odd output height 21, even width) and (1, 1) (MobileNetV2's stride-2
+# data-grad); k2 p0. Declined to nc_stream: an odd output width (k3 op 0), k4 op 1, k4 p0.
 S2_DGRAD = [
     (2, 8, (8, 8), 4, 1, (0, 0), True),
     (1, 3, (7, 40), 4, 1, (0, 0), False),
