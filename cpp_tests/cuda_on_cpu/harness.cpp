@@ -1176,10 +1176,10 @@ int main() {
   run_case(2, 2, 8, 1, {3, 41}, {1, 4}, {1, 1}, {0, 3});
   run_case(1, 2, 8, 1, {5}, {3}, {1}, {1});
   // NCHW stride-2 data-grad writing whole rows (nc_stride2_dgrad.cuh): k4 s2 p1 (the depthwise
-  // transposed conv), k3 s2 p1 on even widths (output_padding 1) and k2 s2 p0, each tile; rows
-  // spanning warps (10 / 5 / 3 / 7 strips: lanes 0 and 31 load their halo), odd output heights
-  // and bands cut by the height, several blocks and idle lanes in the last; odd widths (earlier
-  // cases) and misaligned rows decline
+  // transposed conv), k3 s2 p1 on even widths (output_padding 1) and k2 s2 p0; rows of 6-28
+  // strips (rows spanning warps: lanes 0 and 31 load their halo), odd output heights and bands
+  // cut by the height, several blocks and idle lanes in the last; odd widths (earlier cases) and
+  // misaligned rows decline
   run_case(2, 2, 3, 1, {16, 16}, {4, 4}, {2, 2}, {1, 1});
   run_case(2, 1, 3, 1, {15, 80}, {4, 4}, {2, 2}, {1, 1});
   run_case(2, 2, 16, 1, {32, 64}, {4, 4}, {2, 2}, {1, 1});
