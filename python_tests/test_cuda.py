@@ -734,6 +734,66 @@ def test_depthwise_nc_small_planes(cfg, dtype, offset):
     close(gx, gx_ref, "input-grad")
 
 
+# NCHW stride-2 data-grad writing whole output rows (nc_stride2_dgrad.cuh), through the depthwise
+# transposed conv and the conv's input-grad: (N, C, transposed input size, k, padding,
+# output_padding, bias). Taken: k4 p1 (learned upsampling) with strips per row that do not divide
+# a warp (lanes 0 and 31 load their halo), several blocks and idle lanes; k3 p1 with output
+# padding (0, 1) (odd output height 21, even width) and (1, 1) (MobileNetV2's stride-2
+# data-grad); k2 p0. Declined to nc_stream: an odd output width (k3 op 0), k4 op 1, k4 p0.
+S2_DGRAD = [
+    (2, 8, (8, 8), 4, 1, (0, 0), True),
+    (1, 3, (7, 40), 4, 1, (0, 0), False),
+    (3, 16, (16, 64), 4, 1, (0, 0), True),
+    (2, 5, (11, 24), 3, 1, (0, 1), True),
+    (2, 6, (28, 56), 3, 1, (1, 1), False),
+    (2, 4, (7, 24), 2, 0, (0, 0), True),
+    (2, 4, (9, 12), 3, 1, (0, 0), True),
+    (2, 4, (8, 8), 4, 1, (1, 1), False),
+    (2, 4, (8, 8), 4, 0, (0, 0), True),
+]
+
+
+@pytest.mark.parametrize("offset", [0, 1], ids=["aligned", "off1"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["fp32", "fp16", "bf16"])
+@pytest.mark.parametrize("cfg", S2_DGRAD, ids=[f"n{c[0]}_c{c[1]}_{c[2][0]}x{c[2][1]}_k{c[3]}_p{c[4]}_op{c[5][0]}{c[5][1]}" for c in S2_DGRAD])
+def test_depthwise_stride2_dgrad(cfg, dtype, offset):
+    """The depthwise transposed conv (stride 2, groups = C) and the matching conv input-grad
+    against float64 on the same rounded data, NaN-poisoned outputs; `offset` starts the input
+    one element past the allocation (misaligned rows: the kernel declines to nc_stream)."""
+    import torch.nn.functional as F
+
+    N, C, size, k, p, op, has_bias = cfg
+    gen = torch.Generator().manual_seed(100 + S2_DGRAD.index(cfg))
+
+    def held(t):  # t on the device, `offset` elements into its storage, contiguous
+        buf = torch.empty(t.numel() + offset, device=DEV, dtype=dtype)
+        out = buf[offset:].view(t.shape)
+        out.copy_(t)
+        return out
+
+    x = held(torch.randn(N, C, *size, generator=gen))
+    w = torch.randn(C, 1, k, k, generator=gen).to(DEV, dtype)
+    b = torch.randn(C, generator=gen).to(DEV, dtype) if has_bias else None
+    tol = LOW[dtype] if dtype != torch.float32 else 1e-4
+
+    def close(out, want, what):
+        scale = max(1.0, float(want.abs().max()))
+        assert not torch.isnan(out).any(), f"{cfg} {what}: NaN (unwritten element)"
+        torch.testing.assert_close(out.double() / scale, want / scale, rtol=tol, atol=tol,
+                                   msg=lambda msg: f"{cfg} {what}\n{msg}")
+
+    ref = F.conv_transpose2d(x.double(), w.double(), None if b is None else b.double(), 2, p, list(op), C)
+    poison()
+    with deterministic():
+        y = torch.ops.convx.conv_transpose2d(x, w, b, [2, 2], [p, p], list(op), C, [1, 1])
+    close(y, ref, "transposed")
+    poison()
+    with deterministic():
+        gx = torch.ops.convx.conv2d_input_grad(list(ref.shape), w, x, [2, 2], [p, p], [1, 1], C)
+    ref_gx = F.conv_transpose2d(x.double(), w.double(), None, 2, p, list(op), C)
+    close(gx, ref_gx, "input-grad")
+
+
 # NCL 15- and 31-tap rows: the shared-memory kernels of row1d.cuh (31-tap forward / data-grad,
 # 15- and 31-tap weight-grad; the 15-tap forward keeps nc_stream): causal-style padding on odd
 # lengths (several warp segments per row, scalar stores), 'same' padding on aligned rows (vector

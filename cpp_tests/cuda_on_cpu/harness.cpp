@@ -1,8 +1,8 @@
-// The depthwise CUDA kernels' sources (nc_stream.cuh, nc_plane.cuh, nc_depth3d.cuh, cl_depth3d.cuh, cl_row1d.cuh, row1d.cuh, row_warp.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu (both weight-grads), the plans of
+// The depthwise CUDA kernels' sources (nc_stream.cuh, nc_stride2_dgrad.cuh, nc_plane.cuh, nc_depth3d.cuh, cl_depth3d.cuh, cl_row1d.cuh, row1d.cuh, row_warp.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu (both weight-grads), the plans of
 // depthwise_conv.cu) run on the CPU through shim.h and compared with aten in float64, with
 // poisoned outputs and workspaces: the index arithmetic, tiles, phases, shared-memory layout,
 // barriers and fixed-order reductions of every specialisation, without a GPU. The launch glue
-// below mirrors the launchers (nc_stream.cu, nc_plane.cu, nc_gather.cu, cl_gather.cu, nc_wgrad.cu, cl_wgrad.cu). Not a
+// below mirrors the launchers (nc_stream.cu, nc_stride2_dgrad.cu, nc_plane.cu, nc_gather.cu, cl_gather.cu, nc_wgrad.cu, cl_wgrad.cu). Not a
 // substitute for python_tests/test_cuda.py on a GPU. Run: cpp_tests/cuda_on_cpu/run.sh
 #include "shim.h"
 #include <ATen/ATen.h>
@@ -20,6 +20,7 @@
 #include "nc_depth3d.cuh"
 #include "cl_depth3d.cuh"
 #include "cl_row1d.cuh"
+#include "nc_stride2_dgrad.cuh"
 namespace convx::cuda {
 namespace {
 constexpr int kThreads = 256;
@@ -632,6 +633,67 @@ void np_check(const char* what, const Plan& P, const Tensor& src, const Tensor& 
   }
 }
 
+// ---- NCHW stride-2 data-grad writing whole rows (nc_stride2_dgrad.cuh), mirrors nc_stride2_dgrad.cu ----
+static int s2_taken = 0, s2_declined = 0;
+template <typename T, int TAPS, int P0, int P1, int R, int TH>
+bool s2_run(const T* in, const float* w, const T* bias, T* out, const Plan& P) {
+  NcS2 L{};
+  if (!nc_stride2_items(L, P, TAPS, P0, P1, R, TH, in, out, sizeof(T))) return false;
+  // x86 forgives misaligned vectors: the launcher must have refused them
+  constexpr int SV = 2 * R < 16 / int(sizeof(T)) ? 2 * R : 16 / int(sizeof(T));
+  if (reinterpret_cast<uintptr_t>(in) % (R * sizeof(T)) || reinterpret_cast<uintptr_t>(out) % (SV * sizeof(T))) {
+    ++failures;
+    std::printf("nc_stride2_dgrad took a misaligned row (R %d)\n", R);
+  }
+  launch(dim3{unsigned(ceil_div(L.items, kS2Threads))}, dim3{kS2Threads},
+         [&] { nc_stride2_dgrad<T, TAPS, P0, P1, R, TH>(in, w, bias, out, P, L); });
+  return true;
+}
+// f(tile, run) for the launcher's tile of its sub-filter shapes (2x2 pads (1, 0), 1x1 (0, 0)).
+template <typename T, int TAPS, int P0, int P1, typename F>
+void s2_tiles(F& f) {
+  constexpr int R = s2_strip<T>();
+  f("s2 R" + std::to_string(R) + "xTH" + std::to_string(kS2Band), s2_run<T, TAPS, P0, P1, R, kS2Band>);
+}
+template <typename T, typename F>
+void s2_dispatch(const Plan& P, F&& f) {
+  if (P.phases != 4 || P.k[1] != P.k[2]) return;
+  const int taps = P.k[1], p0 = P.pad[1][0], p1 = P.pad[1][1];
+  if (taps == 2 && p0 == 1 && p1 == 0) s2_tiles<T, 2, 1, 0>(f);
+  if (taps == 1 && p0 == 0 && p1 == 0) s2_tiles<T, 1, 0, 0>(f);
+}
+// The launcher's tile on NaN-poisoned outputs, with and without bias (ref + bias), on src and
+// output as allocated and on copies one element past a 16-byte boundary (src, output, both;
+// taken only where the tile's vectors stay aligned, s2_run).
+template <typename T>
+void s2_check(const char* what, const Plan& P, const Tensor& src, const Tensor& wp, const Tensor& bias, const Tensor& ref,
+              const std::string& name, double tol) {
+  const auto opts = src.options();
+  Tensor src1 = at::full({src.numel() + 1}, NAN, opts), out1 = at::full({ref.numel() + 1}, NAN, opts);
+  src1.narrow(0, 1, src.numel()).copy_(src.flatten());
+  const Tensor ref_b = ref.dim() == 4 ? ref + bias.to(at::kDouble).view({1, -1, 1, 1}) : ref;
+  for (int off : {0, 1, 2, 3}) {
+    const T* ip = off & 1 ? src1.data_ptr<T>() + 1 : src.data_ptr<T>();
+    for (bool with_bias : {false, true}) {
+      if (with_bias && off) continue;
+      s2_dispatch<T>(P, [&](const std::string& tile, auto run) {
+        Tensor o = off & 2 ? out1.narrow(0, 1, ref.numel()).view(ref.sizes()) : at::full(ref.sizes(), NAN, opts);
+        o.fill_(NAN);
+        const std::string tag = std::string(what) + " " + tile + (with_bias ? " bias" : "") +
+                                (off & 1 ? " in+1" : "") + (off & 2 ? " out+1" : "");
+        if (run(ip, wp.data_ptr<float>(), with_bias ? bias.data_ptr<T>() : nullptr, o.data_ptr<T>(), P)) {
+          ++s2_taken;
+          check(tag.c_str(), o, with_bias ? ref_b : ref, name, tol);
+        } else {
+          ++s2_declined;
+          std::printf("%-44s %-34s declined\n", name.c_str(), tag.c_str());
+        }
+      });
+    }
+  }
+}
+// ---- end stride-2 data-grad ----
+
 void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> size, std::vector<int64_t> k,
               std::vector<int64_t> s, std::vector<int64_t> p) {
   at::manual_seed(1);
@@ -758,6 +820,8 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
       Tensor gxh = std::get<0>(at::convolution_backward(gyh.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble), std::nullopt,
                                                         s, p, dil, false, op, C, {true, false, false}));
       st_check<at::Half>("dgrad16", P, gyh, wp, Tensor(), gxh, name, 2e-3);
+      s2_check<float>("dgrad", P, gy, wp, b.narrow(0, 0, C), gx_ref, name, 1e-4);
+      s2_check<at::Half>("dgrad16", P, gyh, wp, b.narrow(0, 0, C).to(at::kHalf), gxh, name, 2e-3);
       np_check<float>("dgrad", P, gy, wp, Tensor(), gx_ref, name, 1e-4);
       np_check<at::Half>("dgrad16", P, gyh, wp, Tensor(), gxh, name, 2e-3);
       {
@@ -766,6 +830,7 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
                                                           std::nullopt, s, p, dil, false, op, C, {true, false, false}));
         np_check<at::BFloat16>("dgradbf16", P, gyb, wp, Tensor(), gxb, name, 1e-2);
         rw_check<at::BFloat16>("dgradbf16", P, gyb, wp, Tensor(), gxb, name, 1e-2);
+        s2_check<at::BFloat16>("dgradbf16", P, gyb, wp, b.narrow(0, 0, C).to(at::kBFloat16), gxb, name, 1e-2);
       }
       st_check<float, true>("dgrad", P, gy, wp, Tensor(), gx_ref, name, 1e-4);
       st_check<at::Half, true>("dgrad16", P, gyh, wp, Tensor(), gxh, name, 2e-3);
@@ -1110,6 +1175,20 @@ int main() {
   run_case(1, 1, 8, 1, {60}, {15}, {1}, {20});
   run_case(2, 2, 8, 1, {3, 41}, {1, 4}, {1, 1}, {0, 3});
   run_case(1, 2, 8, 1, {5}, {3}, {1}, {1});
+  // NCHW stride-2 data-grad writing whole rows (nc_stride2_dgrad.cuh): k4 s2 p1 (the depthwise
+  // transposed conv), k3 s2 p1 on even widths (output_padding 1) and k2 s2 p0; rows of 6-28
+  // strips (rows spanning warps: lanes 0 and 31 load their halo), odd output heights and bands
+  // cut by the height, several blocks and idle lanes in the last; odd widths (earlier cases) and
+  // misaligned rows decline
+  run_case(2, 2, 3, 1, {16, 16}, {4, 4}, {2, 2}, {1, 1});
+  run_case(2, 1, 3, 1, {15, 80}, {4, 4}, {2, 2}, {1, 1});
+  run_case(2, 2, 16, 1, {32, 64}, {4, 4}, {2, 2}, {1, 1});
+  run_case(2, 2, 2, 1, {22, 48}, {3, 3}, {2, 2}, {1, 1});
+  run_case(2, 1, 3, 1, {9, 112}, {3, 3}, {2, 2}, {1, 1});
+  run_case(2, 2, 3, 1, {14, 16}, {2, 2}, {2, 2}, {0, 0});
+  run_case(2, 1, 2, 1, {7, 48}, {2, 2}, {2, 2}, {0, 0});
+  std::printf("nc_stride2_dgrad: %d launches checked, %d declined\n", s2_taken, s2_declined);
+  if (s2_taken == 0) ++failures;
   std::printf("cl_row1d launches checked: %d\n", clr_taken);
   if (clr_taken == 0) ++failures;
   std::printf("cl_depth3d launches checked: %d\n", cl3_taken);

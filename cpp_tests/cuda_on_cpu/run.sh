@@ -18,6 +18,8 @@ done
 # the streaming NC weight-grad: its block-static reduction scratch becomes a function static
 sed -e 's/__shared__ acc_t red/static acc_t red/' "$src/nc_wgrad_stream.cuh" >"$tmp/nc_wgrad_stream.cuh"
 cp "$src/nc_stream.cuh" "$tmp/nc_stream.cuh"
+# the stride-2 data-grad kernel: its include of nc_stream.cuh (FastDiv) points at the copy
+sed -e 's#"ops/depthwise_conv/cuda/nc_stream.cuh"#"nc_stream.cuh"#' "$src/nc_stride2_dgrad.cuh" >"$tmp/nc_stride2_dgrad.cuh"
 # the depth-streaming NCDHW kernels: its includes of the two files above point at the copies
 sed -e 's#"ops/depthwise_conv/cuda/nc_stream.cuh"#"nc_stream.cuh"#' \
     -e 's#"ops/depthwise_conv/cuda/nc_wgrad_stream.cuh"#"nc_wgrad_stream.cuh"#' \

@@ -503,7 +503,8 @@ bool launch_tiled(const Tensor& in, const Tensor& weight, const Tensor& bias, co
   }
   if (cl) return launch_cl_row1d<T>(ip, wq, bp, op, P, stream) || launch_cl_depth3d<T>(ip, wq, bp, op, P, stream) || launch_cl_gather<T>(ip, wq, bp, op, P, stream);
   return launch_row_warp<T>(ip, wq, bp, op, P, stream) || launch_row1d<T>(ip, wq, bp, op, P, stream) || launch_nc_depth3d<T>(ip, wq, bp, op, P, stream) ||
-         launch_nc_plane<T>(ip, wq, bp, op, P, stream) || launch_nc_stream<T>(ip, wq, bp, op, P, stream) ||
+         launch_nc_plane<T>(ip, wq, bp, op, P, stream) || launch_nc_stride2_dgrad<T>(ip, wq, bp, op, P, stream) ||
+         launch_nc_stream<T>(ip, wq, bp, op, P, stream) ||
          launch_nc_gather<T>(ip, wq, bp, op, P, stream);
 }
 

@@ -45,6 +45,13 @@ bool launch_row_warp(const T* in, const at::opmath_type<T>* w, const T* bias, T*
 template <typename T>
 bool launch_row1d(const T* in, const at::opmath_type<T>* w, const T* bias, T* out,
                   const Plan& P, cudaStream_t stream);
+// NCHW data-grad of a stride-2 conv (the depthwise transposed conv) writing both column phases of
+// whole output rows (nc_stride2_dgrad.cuh): 2x2 sub-filters with pads (1, 0) (k4 s2 p1, k3 s2 p1
+// op 1) and 1x1 (k2 s2 p0), even output width twice the input's, multiplier 1, aligned rows;
+// false otherwise (then launch_nc_stream).
+template <typename T>
+bool launch_nc_stride2_dgrad(const T* in, const at::opmath_type<T>* w, const T* bias, T* out, const Plan& P,
+                             cudaStream_t stream);
 // NCDHW forward / data-grad streaming along depth (nc_depth3d.cuh): KD x 3 x 3 filters, KD 3 or
 // 5, depth stride 1, data-grad channel multiplier 1; false otherwise.
 template <typename T>
