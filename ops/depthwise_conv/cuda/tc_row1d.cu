@@ -30,14 +30,11 @@ bool mma16_supported() {
   return m >= 8;
 }
 
-// TEMPORARY A/B knob (removed after the H100 run): CONVX_TC1D=0 turns the path off, a positive
-// value sets the NCL tiles per warp (default 2).
+// TEMPORARY A/B knob (removed after the H100 run), read per call so one process can switch it:
+// CONVX_TC1D=0 turns the path off, a positive value sets the NCL tiles per warp (default 2).
 int tc_knob() {
-  static const int v = [] {
-    const char* e = std::getenv("CONVX_TC1D");
-    return e ? std::atoi(e) : 2;
-  }();
-  return v;
+  const char* e = std::getenv("CONVX_TC1D");
+  return e ? std::atoi(e) : 2;
 }
 
 template <typename T, int KS>
