@@ -51,16 +51,21 @@ def main():
                 off, on = time_pair_ms(knobbed(fn, "0"), knobbed(fn, "2"), 40)
                 print(f"{layout:4} {k:3} {name:5} | {off:7.4f} {on:7.4f} {off / on:5.2f} |"
                       f" {100 * nbytes / (off * 1e-3) / bw:6.0f} {100 * nbytes / (on * 1e-3) / bw:6.0f}", flush=True)
-    print("NCL tiles per warp (CONVX_TC1D=t), forward, bench shapes")
+    print("NCL tiles per warp t (CONVX_TC1D) x tiles in flight pd (CONVX_TC1D_PD), bench shapes; off = CUDA cores")
     for name, (N, C, L, k, p) in {"conformer_512": (32, 512, 1000, 31, 15), "k15_causal": (8, 2048, 4096, 15, 14)}.items():
         x = make(N, C, L, "ncl")
         w = torch.randn(C, 1, k, device="cuda", dtype=torch.bfloat16)
+        gy = make(N, C, L + 2 * p - k + 1, "ncl")
         fwd = lambda: ops.depthwise_conv1d(x, w, None, [1], [p], [1])  # noqa: E731
-        res = []
-        for t in ("1", "2", "3", "4", "8"):
-            a, b = time_pair_ms(knobbed(fwd, "0"), knobbed(fwd, t), 40)
-            res.append(f"t{t} {b:.4f} (off {a:.4f})")
-        print(f"{name:14} " + "  ".join(res), flush=True)
+        dg = lambda: ops.conv1d_input_grad(list(x.shape), w, gy, [1], [p], [1], C)  # noqa: E731
+        for dn, fn in (("fwd", fwd), ("dgrad", dg)):
+            res = []
+            for t, pd in (("2", "1"), ("2", "2"), ("4", "1"), ("4", "2"), ("8", "2")):
+                os.environ["CONVX_TC1D_PD"] = pd
+                a, b = time_pair_ms(knobbed(fn, "0"), knobbed(fn, t), 40)
+                res.append(f"t{t}pd{pd} {b:.4f} (off {a:.4f})")
+            os.environ.pop("CONVX_TC1D_PD")
+            print(f"{name:14} {dn:5} " + "  ".join(res), flush=True)
     os.environ.pop("CONVX_TC1D")
 
 

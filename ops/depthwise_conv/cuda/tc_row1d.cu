@@ -31,16 +31,24 @@ bool mma16_supported() {
 }
 
 // TEMPORARY A/B knob (removed after the H100 run), read per call so one process can switch it:
-// CONVX_TC1D=0 turns the path off, a positive value sets the NCL tiles per warp (default 2).
+// CONVX_TC1D=0 turns the path off, a positive value sets the NCL tiles per warp (default 4).
 int tc_knob() {
   const char* e = std::getenv("CONVX_TC1D");
-  return e ? std::atoi(e) : 2;
+  return e ? std::atoi(e) : 4;
+}
+// TEMPORARY: CONVX_TC1D_PD = NCL tiles in flight per warp (1 or 2, default 2).
+int tc_pd_knob() {
+  const char* e = std::getenv("CONVX_TC1D_PD");
+  return e && std::atoi(e) == 1 ? 1 : 2;
 }
 
 template <typename T, int KS>
 void run_ncl(const T* in, const T* w, const T* bias, T* out, const TcRow& L, cudaStream_t stream) {
   const unsigned blocks = static_cast<unsigned>(ceil_div(L.items, kTcWarps));
-  tc_row1d<T, KS><<<blocks, 32 * kTcWarps, tc_smem_bytes<KS>(kTcWarps), stream>>>(in, w, bias, out, L);
+  if (tc_pd_knob() == 1)
+    tc_row1d<T, KS, 1><<<blocks, 32 * kTcWarps, tc_smem_bytes<KS>(kTcWarps), stream>>>(in, w, bias, out, L);
+  else
+    tc_row1d<T, KS, 2><<<blocks, 32 * kTcWarps, tc_smem_bytes<KS>(kTcWarps), stream>>>(in, w, bias, out, L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 

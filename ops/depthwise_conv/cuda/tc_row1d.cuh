@@ -19,9 +19,11 @@
 // Weights: the layer's own 16-bit filter (no prepared copy): tap t of the correlation is
 // w[row * K + wbase + wstep * t] (forward: 0, +1; data-grad: K - 1, -1).
 //
-// Shared memory holds 32-bit words with 4 words of padding after every 32 (tc_phys): the A
-// fragment of k-step s reads word 8 (g + s) + t (+4) of a row (g = lane / 4, t = lane % 4), which
-// without the padding would put lanes g and g + 4 on one bank.
+// Shared memory: a window is stored with 4 words of padding after every 8 (one 16-value row of A
+// then spans 12 words; tc_wphys): the A fragment of k-step s is read by ldmatrix as rows R = s ...
+// s + 15, and 8 consecutive rows then start on 8 different 16-byte bank groups (12 R mod 32 are
+// distinct for any 8 consecutive R), whatever s. The output staging buffer pads 4 words after
+// every 32 (tc_phys), so the D fragments' stores (rows 0-7 and 8-15) are conflict-free.
 #pragma once
 
 #include "ops/depthwise_conv/cuda/mma16.cuh"
@@ -38,6 +40,9 @@ struct alignas(16) TcVec {  // 16 bytes: eight 16-bit values
 };
 
 __host__ __device__ constexpr int tc_phys(int w) { return w + ((w >> 5) << 2); }
+__host__ __device__ constexpr int tc_wphys(int w) { return w + ((w >> 3) << 2); }
+// Words spanned by a window of w words, rounded up to whole 16-byte vectors.
+__host__ __device__ constexpr int tc_wpadded_words(int w) { return (tc_wphys(w - 1) + 1 + 3) / 4 * 4; }
 // Words spanned by w padded words, rounded up to whole 16-byte vectors.
 __host__ __device__ constexpr int tc_padded_words(int w) { return (tc_phys(w - 1) + 1 + 3) / 4 * 4; }
 
@@ -48,59 +53,100 @@ __device__ __forceinline__ uint16_t tc_bits(T v) {
   return b;
 }
 
-// Guard of the per-channel tap table: Tw reads taps -15 - sh ... 16 KS - 1 (zero off the filter).
+// A channel's filter as a table of 32-bit tap pairs: word kTcGuard + u holds taps u and u + 1
+// (zero off the filter), so that each B register is one aligned shared load whatever the parity
+// of its first tap. Tw reads pairs from u = -15 - sh (> -kTcGuard) to 16 KS - 2.
 constexpr int kTcGuard = 24;
 template <int KS>
-__host__ __device__ constexpr int tc_taps_halves() {
+__host__ __device__ constexpr int tc_pairs() {
   return kTcGuard + 16 * KS;
 }
 
-// The B fragments of one channel from its tap table ft (taps at ft[kTcGuard + t], zeros around).
+// Word j of a channel's pair table; wrow = &w[row * K + wbase].
+template <typename T>
+__device__ __forceinline__ uint32_t tc_pair(const T* wrow, int K, int wstep, int j) {
+  const int u = j - kTcGuard;
+  const uint32_t lo = u >= 0 && u < K ? tc_bits(wrow[wstep * u]) : 0u;
+  const uint32_t hi = u + 1 >= 0 && u + 1 < K ? tc_bits(wrow[wstep * (u + 1)]) : 0u;
+  return lo | (hi << 16);
+}
+
+// The B fragments of one channel from its pair table.
 template <int KS>
-__device__ __forceinline__ void tc_b_frags(uint32_t (&bf)[KS][2][2], const uint16_t* ft, int sh, int lane) {
+__device__ __forceinline__ void tc_b_frags(uint32_t (&bf)[KS][2][2], const uint32_t* pairs, int sh, int lane) {
   const int g = lane / 4, t = lane % 4;
 #pragma unroll
   for (int s = 0; s < KS; ++s) {
 #pragma unroll
     for (int n = 0; n < 2; ++n) {
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int tap = 16 * s + 2 * t + 8 * h - 8 * n - g - sh;  // Tw[j][i], j = 16 s + 2 t + 8 h, i = 8 n + g
-        bf[s][n][h] = uint32_t(ft[kTcGuard + tap]) | (uint32_t(ft[kTcGuard + tap + 1]) << 16);
-      }
+      for (int h = 0; h < 2; ++h)  // Tw[j][i], j = 16 s + 2 t + 8 h (and j + 1), i = 8 n + g
+        bf[s][n][h] = pairs[kTcGuard + 16 * s + 2 * t + 8 * h - 8 * n - g - sh];
     }
   }
 }
 
-// One tile: acc[n] (D of n8 half n) += window (staged at word row base wbuf, tc_phys-padded) * Tw.
+// ldmatrix.x4: the A fragment (mma16.cuh's layout) of the 16 x 16 matrix whose row (lane % 8) +
+// 8 (lane / 8 % 2), columns 8 (lane / 16) + [0, 8), starts at this lane's p (16-byte aligned
+// shared memory). The CPU harness gathers the rows through the shim's shuffle (block-uniform).
+#if defined(__CUDACC__)
+__device__ __forceinline__ void tc_ldsm_x4(uint32_t (&a)[4], const uint32_t* p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
+               : "r"(addr)
+               : "memory");
+#else
+  __trap();  // launchers take the tensor-core kernels on sm_80 and newer only
+#endif
+}
+#else
+inline void tc_ldsm_x4(uint32_t (&a)[4], const uint32_t* p) {
+  const int lane = static_cast<int>(threadIdx.x % 32), g = lane / 4, t = lane % 4;
+  for (int j = 0; j < 4; ++j) a[j] = __shfl_sync(0xffffffffu, p, 8 * j + g)[t];
+}
+#endif
+
+// This lane's ldmatrix word offsets into a window (tc_wphys layout) for k-steps 0 ... KS - 1.
+template <int KS>
+__device__ __forceinline__ void tc_a_offsets(int (&aoff)[KS], int lane) {
+#pragma unroll
+  for (int s = 0; s < KS; ++s) aoff[s] = tc_wphys(8 * (lane % 8 + 8 * (lane / 8 % 2) + s) + 4 * (lane / 16));
+}
+
+// One tile: acc[n] (D of n8 half n) += window (at wbuf) * Tw.
 template <typename T, int KS>
-__device__ __forceinline__ void tc_tile(float (&acc)[2][4], const uint32_t* wbuf, const uint32_t (&bf)[KS][2][2], int lane) {
-  const int g = lane / 4, t = lane % 4;
+__device__ __forceinline__ void tc_tile(float (&acc)[2][4], const uint32_t* wbuf, const int (&aoff)[KS],
+                                        const uint32_t (&bf)[KS][2][2]) {
 #pragma unroll
   for (int s = 0; s < KS; ++s) {
-    const uint32_t a[4] = {wbuf[tc_phys(8 * (g + s) + t)], wbuf[tc_phys(8 * (g + 8 + s) + t)],
-                           wbuf[tc_phys(8 * (g + s) + t + 4)], wbuf[tc_phys(8 * (g + 8 + s) + t + 4)]};
+    uint32_t a[4];
+    tc_ldsm_x4(a, wbuf + aoff[s]);
     mma16816<T>(acc[0], a, bf[s][0]);
     mma16816<T>(acc[1], a, bf[s][1]);
   }
 }
 
 // ----------------------------------------------------------------------------------- NCL
-// A warp owns a segment of `tps` consecutive tiles (256 outputs each) of one row (sample and
-// channel). Per tile it loads the window as 16-byte vectors of the row's aligned grid (element
-// loads, zero outside the row, for vectors at the row's ends), stores it realigned to the window
-// start (one 16-byte store per vector when the window starts on the grid, else 32- or 16-bit
-// stores), runs the MMAs, stages the 16-bit outputs (plus bias) in shared memory at the output
-// row's alignment and writes whole 16-byte vectors (elements at the tile's ends). The next
-// tile's loads are issued before the MMAs. Warps are independent (__syncwarp only), so the
-// launcher may use any number of warps per block (the CPU harness runs one).
+// A warp owns a segment of `tps` consecutive tiles of 256 outputs of one row (sample and
+// channel). Tiles start on the output row's 16-byte grid (tile q: row outputs 256 q - omis +
+// [0, 256), omis = the row start's offset from the grid), so every output vector is whole and
+// aligned except at the row's two ends. Per tile the warp loads the window as 16-byte vectors of
+// the input row's grid (element loads, zero outside the row, for vectors crossing the row's
+// ends), stores it realigned to the window start (one 16-byte store per vector when the window
+// starts on the grid, else 32- or 16-bit stores), runs the MMAs, stages the 16-bit outputs (plus
+// bias) in shared memory and writes them as 16-byte vectors. The loads of the next PD tiles are
+// in flight meanwhile (PD = 2: two register sets used in turn, the loop unrolled by two, so no
+// register copy waits on a load). Warps are independent (__syncwarp only), so the launcher may
+// use any number of warps per block (the CPU harness runs one).
 constexpr int kTcWarps = 8;
 
 struct TcRow {
   uint32_t items, segs;  // items = rows * segs
-  int tps, tiles;        // tiles per segment / per row
+  int tps, tiles;        // tiles per segment; per row at most (out_w + 7 values of alignment)
   int in_w, out_w;       // row lengths (< 2^30)
-  int pad0, sh;          // window of tile q: 256 q - pad0 + [0, 16 (15 + KS)); sh = pad0 - pad
+  int pad0, sh;          // window of the tile at output o0: o0 - pad0 + [0, 16 (15 + KS)); sh = pad0 - pad
   int K, out_c, wbase, wstep;
 };
 
@@ -109,8 +155,8 @@ __host__ __device__ constexpr int tc_win() {  // window values per tile
   return 16 * (15 + KS);
 }
 template <int KS>
-__host__ __device__ constexpr int tc_warp_words() {  // taps, window, outputs (+8 values of alignment)
-  return tc_taps_halves<KS>() / 2 + tc_padded_words(tc_win<KS>() / 2) + tc_padded_words(132);
+__host__ __device__ constexpr int tc_warp_words() {  // tap pairs, window, outputs
+  return tc_pairs<KS>() + tc_wpadded_words(tc_win<KS>() / 2) + tc_padded_words(128);
 }
 template <int KS>
 __host__ __device__ constexpr int tc_smem_bytes(int warps) {
@@ -118,27 +164,26 @@ __host__ __device__ constexpr int tc_smem_bytes(int warps) {
 }
 
 // in: [rows][in_w]; out: [rows][out_w]; w: [out_c][K] (the layer's filter); bias: out_c or null.
-template <typename T, int KS>
+template <typename T, int KS, int PD>
 __global__ void __launch_bounds__(32 * kTcWarps, 4)
 tc_row1d(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
          const TcRow L) {
-  constexpr int WIN = tc_win<KS>(), NVL = (WIN / 8 + 1 + 31) / 32;
+  static_assert(PD == 1 || PD == 2, "tiles in flight: 1 or 2");
+  constexpr int WIN = tc_win<KS>();
+  static_assert(WIN + 7 <= 320, "a window fits a vector and a word per lane");
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const int lane = static_cast<int>(threadIdx.x % 32), wib = static_cast<int>(threadIdx.x / 32);
   const uint32_t item = blockIdx.x * (blockDim.x / 32) + wib;
   if (item >= L.items) return;
-  uint32_t* const ws = reinterpret_cast<uint32_t*>(smem_raw) + wib * tc_warp_words<KS>();
-  uint16_t* const ft = reinterpret_cast<uint16_t*>(ws);
-  uint32_t* const wbuf = ws + tc_taps_halves<KS>() / 2;
-  uint32_t* const obuf = wbuf + tc_padded_words(WIN / 2);
+  uint32_t* const pairs = reinterpret_cast<uint32_t*>(smem_raw) + wib * tc_warp_words<KS>();
+  uint32_t* const wbuf = pairs + tc_pairs<KS>();
+  uint32_t* const obuf = wbuf + tc_wpadded_words(WIN / 2);
   const int g = lane / 4, t = lane % 4;
 
   const uint32_t row = item / L.segs, seg = item % L.segs;
   const int co = static_cast<int>(row % static_cast<uint32_t>(L.out_c));
-  for (int e = lane; e < tc_taps_halves<KS>(); e += 32) {
-    const int tap = e - kTcGuard;
-    ft[e] = tap >= 0 && tap < L.K ? tc_bits(w[int64_t(co) * L.K + L.wbase + L.wstep * tap]) : uint16_t(0);
-  }
+  const T* const wrow = w + int64_t(co) * L.K + L.wbase;
+  for (int j = lane; j < tc_pairs<KS>(); j += 32) pairs[j] = tc_pair(wrow, L.K, L.wstep, j);
   const float b0 = bias ? static_cast<float>(bias[co]) : 0.f;
   const T* const src = in + int64_t(row) * L.in_w;
   T* const dst = out + int64_t(row) * L.out_w;
@@ -147,102 +192,109 @@ tc_row1d(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict_
   const int omis0 = static_cast<int>((reinterpret_cast<uintptr_t>(dst) / 2) % 8);
   __syncwarp();
   uint32_t bf[KS][2][2];
-  tc_b_frags<KS>(bf, ft, L.sh, lane);
+  tc_b_frags<KS>(bf, pairs, L.sh, lane);
+  int aoff[KS];
+  tc_a_offsets<KS>(aoff, lane);
 
-  // Window of tile q: row positions p0 + [0, WIN), p0 = 256 q - pad0; vector v covers
-  // p0 - mis + 8 v + [0, 8) (mis: p0's offset from the grid).
-  TcVec pre[NVL];
-  int pre_mis = 0;
-  auto fetch = [&](int q) {
-    const int p0 = 256 * q - L.pad0;
+  // Window of tile q: row positions p0 + [0, WIN), p0 = 256 q - omis0 - pad0, read from the
+  // input row's grid starting at p0 - mis (mis: p0's offset from the grid): lane l holds grid
+  // values 8 l + [0, 8) (a 16-byte vector) and 256 + 2 l + [0, 2) (a word; WIN + 7 <= 320).
+  struct Pre {
+    TcVec v;
+    uint32_t x;
+    int mis;
+  };
+  auto fetch = [&](int q, Pre& pre) {
+    const int p0 = 256 * q - omis0 - L.pad0;
     const int mis = ((imis0 + p0) % 8 + 8) % 8;
-    pre_mis = mis;
-    const int nv = WIN / 8 + (mis != 0);
+    pre.mis = mis;
+    const int r0 = p0 - mis + 8 * lane, rx = p0 - mis + 256 + 2 * lane;
+    if (r0 >= 0 && r0 + 8 <= L.in_w) {
+      pre.v = *reinterpret_cast<const TcVec*>(src + r0);
+    } else {
+      uint16_t h[8];
 #pragma unroll
-    for (int i = 0; i < NVL; ++i) {
-      const int v = lane + 32 * i;
-      const int r0 = p0 - mis + 8 * v;
-      pre[i] = TcVec{};
-      if (v >= nv) continue;
-      if (r0 >= 0 && r0 + 8 <= L.in_w) {
-        pre[i] = *reinterpret_cast<const TcVec*>(src + r0);
+      for (int e = 0; e < 8; ++e) h[e] = r0 + e >= 0 && r0 + e < L.in_w ? tc_bits(src[r0 + e]) : uint16_t(0);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) pre.v.v[k] = uint32_t(h[2 * k]) | (uint32_t(h[2 * k + 1]) << 16);
+    }
+    pre.x = 0;
+    if (256 + 2 * lane < WIN + mis) {
+      if (rx >= 0 && rx + 2 <= L.in_w) {
+        pre.x = *reinterpret_cast<const uint32_t*>(src + rx);
       } else {
-        uint16_t h[8];
-#pragma unroll
-        for (int e = 0; e < 8; ++e) h[e] = r0 + e >= 0 && r0 + e < L.in_w ? tc_bits(src[r0 + e]) : uint16_t(0);
-#pragma unroll
-        for (int k = 0; k < 4; ++k) pre[i].v[k] = uint32_t(h[2 * k]) | (uint32_t(h[2 * k + 1]) << 16);
+        const uint32_t lo = rx >= 0 && rx < L.in_w ? tc_bits(src[rx]) : 0u;
+        const uint32_t hi = rx + 1 >= 0 && rx + 1 < L.in_w ? tc_bits(src[rx + 1]) : 0u;
+        pre.x = lo | (hi << 16);
       }
     }
   };
 
-  const int q0 = static_cast<int>(seg) * L.tps, q1 = std::min(q0 + L.tps, L.tiles);
-  fetch(q0);
-  for (int q = q0; q < q1; ++q) {
-    const int mis = pre_mis;
-    __syncwarp();  // the previous tile's reads of wbuf are done
+  const int q0 = static_cast<int>(seg) * L.tps;
+  const int q1 = std::min(q0 + L.tps, (L.out_w + omis0 + 255) / 256);
+  if (q0 >= q1) return;  // the host's tile count allows for 7 values of alignment; this row needs fewer
+  // One grid word (grid word index gw, window word gw - mis / 2) into the window buffer.
+  auto put_word = [&](int gw, uint32_t word, int mis) {
+    if (mis % 2 == 0) {
+      const int wd = gw - mis / 2;
+      if (wd >= 0 && wd < WIN / 2) wbuf[tc_wphys(wd)] = word;
+    } else {
+      uint16_t* const hb = reinterpret_cast<uint16_t*>(wbuf);
 #pragma unroll
-    for (int i = 0; i < NVL; ++i) {
-      const int v = lane + 32 * i;
-      if (v >= WIN / 8 + (mis != 0)) continue;
-      if (mis == 0) {
-        *reinterpret_cast<TcVec*>(wbuf + tc_phys(4 * v)) = pre[i];
-      } else if (mis % 2 == 0) {
-#pragma unroll
-        for (int k = 0; k < 4; ++k) {
-          const int wd = 4 * v - mis / 2 + k;
-          if (wd >= 0 && wd < WIN / 2) wbuf[tc_phys(wd)] = pre[i].v[k];
-        }
-      } else {
-        uint16_t* const hb = reinterpret_cast<uint16_t*>(wbuf);
-#pragma unroll
-        for (int e = 0; e < 8; ++e) {
-          const int p = 8 * v - mis + e;
-          if (p >= 0 && p < WIN) hb[2 * tc_phys(p / 2) + p % 2] = static_cast<uint16_t>(pre[i].v[e / 2] >> (16 * (e % 2)));
-        }
+      for (int e = 0; e < 2; ++e) {
+        const int p = 2 * gw + e - mis;
+        if (p >= 0 && p < WIN) hb[2 * tc_wphys(p / 2) + p % 2] = static_cast<uint16_t>(word >> (16 * e));
       }
     }
+  };
+  // One tile: stage its window (pre), refill pre with tile q + PD, MMAs, outputs.
+  auto step = [&](int q, Pre& pre) {
+    const int mis = pre.mis;
+    __syncwarp();  // the previous tile's reads of wbuf and obuf are done
+    if (mis == 0) {
+      *reinterpret_cast<TcVec*>(wbuf + tc_wphys(4 * lane)) = pre.v;
+    } else {
+#pragma unroll
+      for (int k = 0; k < 4; ++k) put_word(4 * lane + k, pre.v.v[k], mis);
+    }
+    put_word(128 + lane, pre.x, mis);
     __syncwarp();
-    if (q + 1 < q1) fetch(q + 1);
+    if (q + PD < q1) fetch(q + PD, pre);
 
     float acc[2][4] = {};
-    tc_tile<T, KS>(acc, wbuf, bf, lane);
-
-    // Outputs 256 q + [0, cnt) at obuf values omis + [0, cnt).
-    const int o0 = 256 * q, cnt = std::min(256, L.out_w - o0);
-    const int omis = (omis0 + o0) % 8;
+    tc_tile<T, KS>(acc, wbuf, aoff, bf);
 #pragma unroll
     for (int n = 0; n < 2; ++n) {
 #pragma unroll
-      for (int hh = 0; hh < 2; ++hh) {
-        const int p = omis + 16 * (g + 8 * hh) + 8 * n + 2 * t;
-        const T lo = static_cast<T>(acc[n][2 * hh] + b0), hi = static_cast<T>(acc[n][2 * hh + 1] + b0);
-        if (omis % 2 == 0) {
-          obuf[tc_phys(p / 2)] = pack16x2<T>(lo, hi);
-        } else {
-          uint16_t* const hb = reinterpret_cast<uint16_t*>(obuf);
-          hb[2 * tc_phys(p / 2) + 1] = tc_bits(lo);
-          hb[2 * tc_phys(p / 2 + 1)] = tc_bits(hi);
-        }
-      }
+      for (int hh = 0; hh < 2; ++hh)
+        obuf[tc_phys(8 * (g + 8 * hh) + 4 * n + t)] =
+            pack16x2<T>(static_cast<T>(acc[n][2 * hh] + b0), static_cast<T>(acc[n][2 * hh + 1] + b0));
     }
     __syncwarp();
-    const int nvo = (omis + cnt + 7) / 8;
-    for (int u = lane; u < nvo; u += 32) {
-      const int r0 = o0 - omis + 8 * u;  // row position of the vector's first value
-      if (8 * u >= omis && 8 * u + 8 <= omis + cnt) {
-        *reinterpret_cast<TcVec*>(dst + r0) = *reinterpret_cast<const TcVec*>(obuf + tc_phys(4 * u));
-      } else {
-        const uint16_t* const hb = reinterpret_cast<const uint16_t*>(obuf);
-        for (int e = 0; e < 8; ++e) {
-          const int p = 8 * u + e;
-          if (p >= omis && p < omis + cnt) {
-            const uint16_t b = hb[2 * tc_phys(p / 2) + p % 2];
-            std::memcpy(dst + r0 + e, &b, 2);
-          }
+    const int o = 256 * q - omis0 + 8 * lane;  // row position of the lane's output vector
+    if (o >= 0 && o + 8 <= L.out_w) {
+      *reinterpret_cast<TcVec*>(dst + o) = *reinterpret_cast<const TcVec*>(obuf + tc_phys(4 * lane));
+    } else if (o + 8 > 0 && o < L.out_w) {
+      const uint16_t* const hb = reinterpret_cast<const uint16_t*>(obuf);
+      for (int e = 0; e < 8; ++e) {
+        if (o + e >= 0 && o + e < L.out_w) {
+          const uint16_t b = hb[2 * tc_phys(4 * lane + e / 2) + e % 2];
+          std::memcpy(dst + o + e, &b, 2);
         }
       }
     }
+  };
+
+  Pre pa, pb;
+  fetch(q0, pa);
+  if constexpr (PD == 2) {
+    if (q0 + 1 < q1) fetch(q0 + 1, pb);
+    for (int q = q0; q < q1; q += 2) {
+      step(q, pa);
+      if (q + 1 < q1) step(q + 1, pb);
+    }
+  } else {
+    for (int q = q0; q < q1; ++q) step(q, pa);
   }
 }
 
@@ -269,13 +321,19 @@ struct TcRowCl {
 };
 
 template <int KS>
-__host__ __device__ constexpr int tc_cl_row_words() {  // words per channel row of the window: odd
-  return tc_padded_words(tc_win<KS>() / 2) | 1;
+__host__ __device__ constexpr int tc_cl_row_words() {  // words per channel row of the window
+  return tc_wpadded_words(tc_win<KS>() / 2);
+}
+// Channel c's window row: rows of 8-channel group j shifted by 8 (j % 4) words, so that the
+// transposing stores (8 position pairs x 4 groups per warp) fall on different banks.
+template <int KS>
+__host__ __device__ constexpr int tc_cl_row(int c) {
+  return c * tc_cl_row_words<KS>() + 8 * (c / 8 % 4);
 }
 template <int KS>
-__host__ __device__ constexpr int tc_cl_smem_bytes() {  // 32 tap tables + max(window, output tile)
-  constexpr int win = 32 * tc_cl_row_words<KS>(), outw = 256 * 16;
-  return 4 * (16 * tc_taps_halves<KS>() + (win > outw ? win : outw));
+__host__ __device__ constexpr int tc_cl_smem_bytes() {  // 32 pair tables + max(window, output tile)
+  constexpr int win = tc_cl_row<KS>(31) + tc_cl_row_words<KS>(), outw = 256 * 16;
+  return 4 * (32 * tc_pairs<KS>() + (win > outw ? win : outw));
 }
 
 // Swizzled word of (position p, 8-channel chunk c) in the output tile: 16 words per position.
@@ -286,10 +344,10 @@ template <typename T, int KS>
 __global__ void __launch_bounds__(kTcClThreads)
 tc_row1d_cl(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
             const TcRowCl L) {
-  constexpr int WIN = tc_win<KS>(), RW = tc_cl_row_words<KS>(), FT = tc_taps_halves<KS>();
+  constexpr int WIN = tc_win<KS>(), NP = tc_pairs<KS>();
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  uint16_t* const ft = reinterpret_cast<uint16_t*>(smem_raw);  // [32][FT]
-  uint32_t* const buf = reinterpret_cast<uint32_t*>(smem_raw) + 16 * FT;
+  uint32_t* const pairs = reinterpret_cast<uint32_t*>(smem_raw);  // [32][NP]
+  uint32_t* const buf = pairs + 32 * NP;
   const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
   uint32_t b = blockIdx.x;
   const uint32_t cg = b % L.cgroups;
@@ -298,9 +356,9 @@ tc_row1d_cl(const T* __restrict__ in, const T* __restrict__ w, const T* __restri
   const int c0 = static_cast<int>(cg) * 32;
   const int p0 = static_cast<int>(q) * 256 - L.pad0;
 
-  for (int e = tid; e < 32 * FT; e += kTcClThreads) {
-    const int c = c0 + e / FT, tap = e % FT - kTcGuard;
-    ft[e] = c < L.C && tap >= 0 && tap < L.K ? tc_bits(w[int64_t(c) * L.K + L.wbase + L.wstep * tap]) : uint16_t(0);
+  for (int e = tid; e < 32 * NP; e += kTcClThreads) {
+    const int c = c0 + e / NP;
+    pairs[e] = c < L.C ? tc_pair(w + int64_t(c) * L.K + L.wbase, L.K, L.wstep, e % NP) : 0u;
   }
   // Window: units of (position pair, 8-channel chunk), chunk fastest.
   const T* const src = in + int64_t(row) * L.in_len * L.C;
@@ -321,7 +379,7 @@ tc_row1d_cl(const T* __restrict__ in, const T* __restrict__ w, const T* __restri
 #else
       const uint32_t word = sel == 0x5410u ? (lo & 0xffffu) | (hi << 16) : (lo >> 16) | (hi & 0xffff0000u);
 #endif
-      buf[(8 * ch + e) * RW + tc_phys(pp)] = word;
+      buf[tc_cl_row<KS>(8 * ch + e) + tc_wphys(pp)] = word;
     }
   }
   __syncthreads();
@@ -329,13 +387,15 @@ tc_row1d_cl(const T* __restrict__ in, const T* __restrict__ w, const T* __restri
   // Warp `warp`: channels 8 warp + [0, 8). res[e][n][hh]: channel e's outputs at positions
   // 16 (g + 8 hh) + 8 n + 2 t, + 1 (a packed pair).
   uint32_t res[8][2][2];
+  int aoff[KS];
+  tc_a_offsets<KS>(aoff, lane);
 #pragma unroll
   for (int e = 0; e < 8; ++e) {
     const int cl = 8 * warp + e;
     uint32_t bf[KS][2][2];
-    tc_b_frags<KS>(bf, ft + cl * FT, L.sh, lane);
+    tc_b_frags<KS>(bf, pairs + cl * NP, L.sh, lane);
     float acc[2][4] = {};
-    tc_tile<T, KS>(acc, buf + cl * RW, bf, lane);
+    tc_tile<T, KS>(acc, buf + tc_cl_row<KS>(cl), aoff, bf);
     const float b0 = bias && c0 + cl < L.C ? static_cast<float>(bias[c0 + cl]) : 0.f;
 #pragma unroll
     for (int n = 0; n < 2; ++n) {
@@ -395,7 +455,7 @@ inline bool tc_row1d_items(TcRow& L, const Plan& P, int K, int wbase, int wstep,
   if (P.in[2] >= (int64_t(1) << 30) || P.out[2] >= (int64_t(1) << 30) || P.out[2] <= 0) return false;
   if (P.pad[2][0] <= -(1 << 20) || P.pad[2][0] >= (1 << 20)) return false;
   tc_window(K, P.pad[2][0], L.pad0, L.sh, KS);
-  const int64_t tiles = ceil_div(P.out[2], 256);
+  const int64_t tiles = ceil_div(P.out[2] + 7, 256);  // the row's outputs start up to 7 past the grid
   const int64_t segs = ceil_div(tiles, tps_target);
   const int64_t items = P.N * P.out_c * segs;
   if (items <= 0 || items >= (int64_t(1) << 31)) return false;
