@@ -942,15 +942,14 @@ void check_np_limits() {
 
 // tc_row1d.cuh (tensor-core 16-bit rows, the MMA through the shim's warp exchange): forward and
 // data-grad of one 1-D problem in fp16 and bf16, on 16-bit data and filter, against float64;
-// NCL at 1, 2 and 3 tiles per warp with 2 in flight and 4 with 1 (one warp per 32-thread block), input and output as allocated
+// NCL at 1, 2, 3 and 8 (the launcher's) tiles per warp (one warp per 32-thread block), input and output as allocated
 // and one element past a 16-byte boundary (every window / output misalignment with odd rows);
 // channels-last when C % 8 == 0 (blocks of 32 channels, the last group partial when C % 32 != 0).
 static int tc_taken = 0;
 template <typename T, int KS>
-void tc_ncl_run(const T* in, const T* w, const T* bias, T* out, const TcRow& L, int pd) {
+void tc_ncl_run(const T* in, const T* w, const T* bias, T* out, const TcRow& L) {
   g_smem_bytes = tc_smem_bytes<KS>(1);
-  if (pd == 1) launch(dim3{L.items}, dim3{32}, [&] { tc_row1d<T, KS, 1>(in, w, bias, out, L); });
-  else launch(dim3{L.items}, dim3{32}, [&] { tc_row1d<T, KS, 2>(in, w, bias, out, L); });
+  launch(dim3{L.items}, dim3{32}, [&] { tc_row1d<T, KS>(in, w, bias, out, L); });
 }
 template <typename T, int KS>
 void tc_cl_run(const T* in, const T* w, const T* bias, T* out, const TcRowCl& L) {
@@ -966,9 +965,8 @@ void tc_check(const char* what, const Plan& P, const Prep& Q, const Tensor& src,
   const int K = P.k[2], wbase = Q.base[2][0], wstep = Q.step[2];
   Tensor src1 = at::full({src.numel() + 1}, NAN, opts), out1 = at::full({ref.numel() + 1}, NAN, opts);
   src1.narrow(0, 1, src.numel()).copy_(src.flatten());
-  for (int tps : {1, 2, 3, 4}) {
+  for (int tps : {1, 2, 3, kTcTilesPerWarp}) {
     for (int off : {0, 1}) {
-      const int pd = tps == 4 ? 1 : 2;
       TcRow L{};
       int KS = 0;
       if (!tc_row1d_items(L, P, K, wbase, wstep, tps, KS)) {
@@ -978,13 +976,12 @@ void tc_check(const char* what, const Plan& P, const Prep& Q, const Tensor& src,
       const T* ip = off ? src1.data_ptr<T>() + 1 : src.data_ptr<T>();
       Tensor o = off ? out1.narrow(0, 1, ref.numel()).view(ref.sizes()) : at::full(ref.sizes(), NAN, opts);
       o.fill_(NAN);
-      if (KS == 2) tc_ncl_run<T, 2>(ip, wp, bp, o.data_ptr<T>(), L, pd);
-      else if (KS == 3) tc_ncl_run<T, 3>(ip, wp, bp, o.data_ptr<T>(), L, pd);
-      else if (KS == 4) tc_ncl_run<T, 4>(ip, wp, bp, o.data_ptr<T>(), L, pd);
+      if (KS == 2) tc_ncl_run<T, 2>(ip, wp, bp, o.data_ptr<T>(), L);
+      else if (KS == 3) tc_ncl_run<T, 3>(ip, wp, bp, o.data_ptr<T>(), L);
+      else if (KS == 4) tc_ncl_run<T, 4>(ip, wp, bp, o.data_ptr<T>(), L);
       else { std::printf("%-44s %-34s KS %d not built\n", name.c_str(), what, KS); ++failures; return; }
       ++tc_taken;
-      check((std::string(what) + " tc KS" + std::to_string(KS) + " tps" + std::to_string(tps) + " pd" + std::to_string(pd) +
-             (off ? " off1" : "")).c_str(),
+      check((std::string(what) + " tc KS" + std::to_string(KS) + " tps" + std::to_string(tps) + (off ? " off1" : "")).c_str(),
             o, ref, name, tol);
     }
   }

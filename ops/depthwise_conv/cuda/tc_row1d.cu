@@ -1,5 +1,10 @@
 // Launchers of the tensor-core 1-D row kernels (tc_row1d.cuh): fp16 / bf16 forward and stride-1
-// data-grad of long 1-D filters, NCL and channels-last, tried before the CUDA-core kernels.
+// data-grad of 1-D filters of 8 to 48 taps (2-4 k-steps), NCL and channels-last, tried before the
+// CUDA-core kernels. Measured on the H100 against those (bf16 N8 C1024 L2048, 'same' padding,
+// bench/results/h100/session9/req*_sweep.log): faster at every tap count from 9 to 47 in both
+// layouts and directions -- 10-15x where only the generic kernel served (9-13, 17-25, 33-47
+// taps), 1.24x / 1.66x (NCL k15 / k31, req2) and 1.05x / 1.4x ((N, L, C) k15 / k31, req1) over
+// the specialised ones; shorter filters stay on row_warp / cl_row1d (7 taps: no kernel here).
 #include "ops/depthwise_conv/cuda/launch.h"
 #include "ops/depthwise_conv/cuda/tc_row1d.cuh"
 
@@ -11,7 +16,6 @@
 
 #include <array>
 #include <atomic>
-#include <cstdlib>
 #include <type_traits>
 
 namespace convx::cuda {
@@ -30,25 +34,10 @@ bool mma16_supported() {
   return m >= 8;
 }
 
-// TEMPORARY A/B knob (removed after the H100 run), read per call so one process can switch it:
-// CONVX_TC1D=0 turns the path off, a positive value sets the NCL tiles per warp (default 4).
-int tc_knob() {
-  const char* e = std::getenv("CONVX_TC1D");
-  return e ? std::atoi(e) : 4;
-}
-// TEMPORARY: CONVX_TC1D_PD = NCL tiles in flight per warp (1 or 2, default 2).
-int tc_pd_knob() {
-  const char* e = std::getenv("CONVX_TC1D_PD");
-  return e && std::atoi(e) == 1 ? 1 : 2;
-}
-
 template <typename T, int KS>
 void run_ncl(const T* in, const T* w, const T* bias, T* out, const TcRow& L, cudaStream_t stream) {
   const unsigned blocks = static_cast<unsigned>(ceil_div(L.items, kTcWarps));
-  if (tc_pd_knob() == 1)
-    tc_row1d<T, KS, 1><<<blocks, 32 * kTcWarps, tc_smem_bytes<KS>(kTcWarps), stream>>>(in, w, bias, out, L);
-  else
-    tc_row1d<T, KS, 2><<<blocks, 32 * kTcWarps, tc_smem_bytes<KS>(kTcWarps), stream>>>(in, w, bias, out, L);
+  tc_row1d<T, KS><<<blocks, 32 * kTcWarps, tc_smem_bytes<KS>(kTcWarps), stream>>>(in, w, bias, out, L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
@@ -65,7 +54,7 @@ bool launch_tc_row1d(const T* in, const T* w, int wbase, int wstep, const T* bia
                      cudaStream_t stream) {
   static_assert(sizeof(T) == 2, "tensor-core rows: fp16 / bf16");
   const int K = P.k[2];
-  if (tc_knob() <= 0 || K < 8 || K > 48) return false;
+  if (K < 8 || K > 48) return false;
   if (!mma16_supported()) return false;
   int KS = 0;
   if (cl) {
@@ -79,7 +68,7 @@ bool launch_tc_row1d(const T* in, const T* w, int wbase, int wstep, const T* bia
     }
   }
   TcRow L{};
-  if (!tc_row1d_items(L, P, K, wbase, wstep, tc_knob(), KS)) return false;
+  if (!tc_row1d_items(L, P, K, wbase, wstep, kTcTilesPerWarp, KS)) return false;
   switch (KS) {
     case 2: run_ncl<T, 2>(in, w, bias, out, L, stream); return true;
     case 3: run_ncl<T, 3>(in, w, bias, out, L, stream); return true;

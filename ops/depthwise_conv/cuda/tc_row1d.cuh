@@ -136,11 +136,16 @@ __device__ __forceinline__ void tc_tile(float (&acc)[2][4], const uint32_t* wbuf
 // the input row's grid (element loads, zero outside the row, for vectors crossing the row's
 // ends), stores it realigned to the window start (one 16-byte store per vector when the window
 // starts on the grid, else 32- or 16-bit stores), runs the MMAs, stages the 16-bit outputs (plus
-// bias) in shared memory and writes them as 16-byte vectors. The loads of the next PD tiles are
-// in flight meanwhile (PD = 2: two register sets used in turn, the loop unrolled by two, so no
-// register copy waits on a load). Warps are independent (__syncwarp only), so the launcher may
-// use any number of warps per block (the CPU harness runs one).
+// bias) in shared memory and writes them as 16-byte vectors. The loads of the next two tiles are
+// in flight meanwhile (two register sets used in turn, the loop unrolled by two, so no register
+// copy waits on a load; with one tile in flight the H100 ran Conformer k31 at 0.036 ms against
+// 0.030, bench/results/h100/session9/req2_sweep.log). Warps are independent (__syncwarp only), so
+// the launcher may use any number of warps per block (the CPU harness runs one).
+//
+// Tiles per warp: 8 (H100, req2_sweep.log: k15 causal 0.109 ms at 8, 0.117 at 4, 0.128 at 2;
+// Conformer k31 0.030 at 4 and 8).
 constexpr int kTcWarps = 8;
+constexpr int kTcTilesPerWarp = 8;
 
 struct TcRow {
   uint32_t items, segs;  // items = rows * segs
@@ -164,11 +169,10 @@ __host__ __device__ constexpr int tc_smem_bytes(int warps) {
 }
 
 // in: [rows][in_w]; out: [rows][out_w]; w: [out_c][K] (the layer's filter); bias: out_c or null.
-template <typename T, int KS, int PD>
+template <typename T, int KS>
 __global__ void __launch_bounds__(32 * kTcWarps, 4)
 tc_row1d(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
          const TcRow L) {
-  static_assert(PD == 1 || PD == 2, "tiles in flight: 1 or 2");
   constexpr int WIN = tc_win<KS>();
   static_assert(WIN + 7 <= 320, "a window fits a vector and a word per lane");
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -247,7 +251,7 @@ tc_row1d(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict_
       }
     }
   };
-  // One tile: stage its window (pre), refill pre with tile q + PD, MMAs, outputs.
+  // One tile: stage its window (pre), refill pre with tile q + 2, MMAs, outputs.
   auto step = [&](int q, Pre& pre) {
     const int mis = pre.mis;
     __syncwarp();  // the previous tile's reads of wbuf and obuf are done
@@ -259,7 +263,7 @@ tc_row1d(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict_
     }
     put_word(128 + lane, pre.x, mis);
     __syncwarp();
-    if (q + PD < q1) fetch(q + PD, pre);
+    if (q + 2 < q1) fetch(q + 2, pre);
 
     float acc[2][4] = {};
     tc_tile<T, KS>(acc, wbuf, aoff, bf);
@@ -287,14 +291,10 @@ tc_row1d(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict_
 
   Pre pa, pb;
   fetch(q0, pa);
-  if constexpr (PD == 2) {
-    if (q0 + 1 < q1) fetch(q0 + 1, pb);
-    for (int q = q0; q < q1; q += 2) {
-      step(q, pa);
-      if (q + 1 < q1) step(q + 1, pb);
-    }
-  } else {
-    for (int q = q0; q < q1; ++q) step(q, pa);
+  if (q0 + 1 < q1) fetch(q0 + 1, pb);
+  for (int q = q0; q < q1; q += 2) {
+    step(q, pa);
+    if (q + 1 < q1) step(q + 1, pb);
   }
 }
 
@@ -308,8 +308,49 @@ tc_row1d(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict_
 // position, which it stores (over the window, after a block barrier) into a [position][32
 // channels] tile whose 16-byte chunks are XOR-swizzled by position; the block then writes the
 // tile as 16-byte vectors along the channels. Channels must be a multiple of 8 (vectors), the
-// tensors 16-byte aligned; channel groups past C compute on whatever the window holds and are
-// not stored.
+// tensors 16-byte aligned; channel groups past C compute on zeros and are not stored.
+// The channels-last kernel keeps the B taps as a 16-bit table per channel and reads A by 32-bit
+// loads: measured faster there than the NCL kernel's pair tables and ldmatrix (H100, session 9:
+// Conformer k31 bf16 0.039 against 0.050 ms, bench/results/h100/session9/req*_bench_ab.log; a
+// block builds 32 channels' tables, which as pairs took twice the loads and shared memory).
+
+// Guard of the per-channel 16-bit tap table: Tw reads taps -15 - sh ... 16 KS - 1.
+template <int KS>
+__host__ __device__ constexpr int tc_taps_halves() {
+  return kTcGuard + 16 * KS;
+}
+
+// The B fragments of one channel from its tap table ft (taps at ft[kTcGuard + t], zeros around).
+template <int KS>
+__device__ __forceinline__ void tc_b_frags16(uint32_t (&bf)[KS][2][2], const uint16_t* ft, int sh, int lane) {
+  const int g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int s = 0; s < KS; ++s) {
+#pragma unroll
+    for (int n = 0; n < 2; ++n) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int tap = 16 * s + 2 * t + 8 * h - 8 * n - g - sh;  // Tw[j][i], j = 16 s + 2 t + 8 h, i = 8 n + g
+        bf[s][n][h] = uint32_t(ft[kTcGuard + tap]) | (uint32_t(ft[kTcGuard + tap + 1]) << 16);
+      }
+    }
+  }
+}
+
+// One tile, A by 32-bit loads from a window padded as tc_phys: acc[n] (D of n8 half n) += window * Tw.
+template <typename T, int KS>
+__device__ __forceinline__ void tc_tile_lds(float (&acc)[2][4], const uint32_t* wbuf, const uint32_t (&bf)[KS][2][2],
+                                            int lane) {
+  const int g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int s = 0; s < KS; ++s) {
+    const uint32_t a[4] = {wbuf[tc_phys(8 * (g + s) + t)], wbuf[tc_phys(8 * (g + 8 + s) + t)],
+                           wbuf[tc_phys(8 * (g + s) + t + 4)], wbuf[tc_phys(8 * (g + 8 + s) + t + 4)]};
+    mma16816<T>(acc[0], a, bf[s][0]);
+    mma16816<T>(acc[1], a, bf[s][1]);
+  }
+}
+
 constexpr int kTcClWarps = 4;
 constexpr int kTcClThreads = 32 * kTcClWarps;
 
@@ -321,19 +362,13 @@ struct TcRowCl {
 };
 
 template <int KS>
-__host__ __device__ constexpr int tc_cl_row_words() {  // words per channel row of the window
-  return tc_wpadded_words(tc_win<KS>() / 2);
-}
-// Channel c's window row: rows of 8-channel group j shifted by 8 (j % 4) words, so that the
-// transposing stores (8 position pairs x 4 groups per warp) fall on different banks.
-template <int KS>
-__host__ __device__ constexpr int tc_cl_row(int c) {
-  return c * tc_cl_row_words<KS>() + 8 * (c / 8 % 4);
+__host__ __device__ constexpr int tc_cl_row_words() {  // words per channel row of the window: odd
+  return tc_padded_words(tc_win<KS>() / 2) | 1;
 }
 template <int KS>
-__host__ __device__ constexpr int tc_cl_smem_bytes() {  // 32 pair tables + max(window, output tile)
-  constexpr int win = tc_cl_row<KS>(31) + tc_cl_row_words<KS>(), outw = 256 * 16;
-  return 4 * (32 * tc_pairs<KS>() + (win > outw ? win : outw));
+__host__ __device__ constexpr int tc_cl_smem_bytes() {  // 32 tap tables + max(window, output tile)
+  constexpr int win = 32 * tc_cl_row_words<KS>(), outw = 256 * 16;
+  return 4 * (16 * tc_taps_halves<KS>() + (win > outw ? win : outw));
 }
 
 // Swizzled word of (position p, 8-channel chunk c) in the output tile: 16 words per position.
@@ -344,10 +379,10 @@ template <typename T, int KS>
 __global__ void __launch_bounds__(kTcClThreads)
 tc_row1d_cl(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
             const TcRowCl L) {
-  constexpr int WIN = tc_win<KS>(), NP = tc_pairs<KS>();
+  constexpr int WIN = tc_win<KS>(), RW = tc_cl_row_words<KS>(), FT = tc_taps_halves<KS>();
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  uint32_t* const pairs = reinterpret_cast<uint32_t*>(smem_raw);  // [32][NP]
-  uint32_t* const buf = pairs + 32 * NP;
+  uint16_t* const ft = reinterpret_cast<uint16_t*>(smem_raw);  // [32][FT]
+  uint32_t* const buf = reinterpret_cast<uint32_t*>(smem_raw) + 16 * FT;
   const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
   uint32_t b = blockIdx.x;
   const uint32_t cg = b % L.cgroups;
@@ -356,9 +391,9 @@ tc_row1d_cl(const T* __restrict__ in, const T* __restrict__ w, const T* __restri
   const int c0 = static_cast<int>(cg) * 32;
   const int p0 = static_cast<int>(q) * 256 - L.pad0;
 
-  for (int e = tid; e < 32 * NP; e += kTcClThreads) {
-    const int c = c0 + e / NP;
-    pairs[e] = c < L.C ? tc_pair(w + int64_t(c) * L.K + L.wbase, L.K, L.wstep, e % NP) : 0u;
+  for (int e = tid; e < 32 * FT; e += kTcClThreads) {
+    const int c = c0 + e / FT, tap = e % FT - kTcGuard;
+    ft[e] = c < L.C && tap >= 0 && tap < L.K ? tc_bits(w[int64_t(c) * L.K + L.wbase + L.wstep * tap]) : uint16_t(0);
   }
   // Window: units of (position pair, 8-channel chunk), chunk fastest.
   const T* const src = in + int64_t(row) * L.in_len * L.C;
@@ -379,7 +414,7 @@ tc_row1d_cl(const T* __restrict__ in, const T* __restrict__ w, const T* __restri
 #else
       const uint32_t word = sel == 0x5410u ? (lo & 0xffffu) | (hi << 16) : (lo >> 16) | (hi & 0xffff0000u);
 #endif
-      buf[tc_cl_row<KS>(8 * ch + e) + tc_wphys(pp)] = word;
+      buf[(8 * ch + e) * RW + tc_phys(pp)] = word;
     }
   }
   __syncthreads();
@@ -387,15 +422,13 @@ tc_row1d_cl(const T* __restrict__ in, const T* __restrict__ w, const T* __restri
   // Warp `warp`: channels 8 warp + [0, 8). res[e][n][hh]: channel e's outputs at positions
   // 16 (g + 8 hh) + 8 n + 2 t, + 1 (a packed pair).
   uint32_t res[8][2][2];
-  int aoff[KS];
-  tc_a_offsets<KS>(aoff, lane);
 #pragma unroll
   for (int e = 0; e < 8; ++e) {
     const int cl = 8 * warp + e;
     uint32_t bf[KS][2][2];
-    tc_b_frags<KS>(bf, pairs + cl * NP, L.sh, lane);
+    tc_b_frags16<KS>(bf, ft + cl * FT, L.sh, lane);
     float acc[2][4] = {};
-    tc_tile<T, KS>(acc, buf + tc_cl_row<KS>(cl), aoff, bf);
+    tc_tile_lds<T, KS>(acc, buf + cl * RW, bf, lane);
     const float b0 = bias && c0 + cl < L.C ? static_cast<float>(bias[c0 + cl]) : 0.f;
 #pragma unroll
     for (int n = 0; n < 2; ++n) {
