@@ -19,10 +19,11 @@
 // Weights: the layer's own 16-bit filter (no prepared copy): tap t of the correlation is
 // w[row * K + wbase + wstep * t] (forward: 0, +1; data-grad: K - 1, -1).
 //
-// Shared memory: a window is stored with 4 words of padding after every 8 (one 16-value row of A
-// then spans 12 words; tc_wphys): the A fragment of k-step s is read by ldmatrix as rows R = s ...
-// s + 15, and 8 consecutive rows then start on 8 different 16-byte bank groups (12 R mod 32 are
-// distinct for any 8 consecutive R), whatever s. The output staging buffer pads 4 words after
+// Shared memory (NCL kernel; the channels-last one is described there): a window is stored with
+// 4 words of padding after every 8 (one 16-value row of A then spans 12 words; tc_wphys): the A
+// fragment of k-step s is read by ldmatrix as rows R = s ... s + 15, and 8 consecutive rows then
+// start on 8 different 16-byte bank groups (12 R mod 32 are distinct for any 8 consecutive R),
+// whatever s. The output staging buffer pads 4 words after
 // every 32 (tc_phys), so the D fragments' stores (rows 0-7 and 8-15) are conflict-free.
 #pragma once
 
@@ -132,9 +133,9 @@ __device__ __forceinline__ void tc_tile(float (&acc)[2][4], const uint32_t* wbuf
 // A warp owns a segment of `tps` consecutive tiles of 256 outputs of one row (sample and
 // channel). Tiles start on the output row's 16-byte grid (tile q: row outputs 256 q - omis +
 // [0, 256), omis = the row start's offset from the grid), so every output vector is whole and
-// aligned except at the row's two ends. Per tile the warp loads the window as 16-byte vectors of
-// the input row's grid (element loads, zero outside the row, for vectors crossing the row's
-// ends), stores it realigned to the window start (one 16-byte store per vector when the window
+// aligned except at the row's two ends. Per tile each lane loads a 16-byte vector and a 32-bit
+// word of the input row's 16-byte grid (element loads, zero outside the row, where they cross
+// the row's ends), together the window; the warp stores it realigned to the window start (one 16-byte store per vector when the window
 // starts on the grid, else 32- or 16-bit stores), runs the MMAs, stages the 16-bit outputs (plus
 // bias) in shared memory and writes them as 16-byte vectors. The loads of the next two tiles are
 // in flight meanwhile (two register sets used in turn, the loop unrolled by two, so no register
