@@ -926,6 +926,104 @@ def test_depthwise_row_warp(dtype, misaligned):
         close(gw, gw_ref, what + " weight-grad")
 
 
+# Tensor-core 16-bit rows (tc_row1d.cuh), forward and stride-1 data-grad: (N, C, L, k, padding,
+# bias); "causal" = k - 1 on both sides. Conformer's k31 'same' (rows of 4 tiles, the last
+# partial), k15 causal on odd lengths (every row misaligned differently) and on long rows, rows
+# shorter than a block of 16 and than the filter, padding beyond the filter (negative data-grad
+# padding), 9, 21 and 47 taps (2, 3 and 4 k-steps), 40 channels (channels-last: a partial group of
+# 32), 12 channels (channels-last: not a multiple of 8, declines), batch 0.
+TC_ROW_CASES = [
+    (2, 64, 1000, 31, 15, True),
+    (2, 64, 1029, 15, "causal", False),
+    (1, 40, 9, 31, 15, True),
+    (2, 24, 77, 9, 4, True),
+    (1, 16, 300, 47, 23, False),
+    (1, 8, 60, 15, 20, True),
+    (2, 48, 4096, 15, "causal", True),
+    (1, 16, 517, 21, 10, False),
+    (2, 12, 99, 15, 7, True),
+    (0, 16, 40, 31, 15, True),
+]
+
+
+@pytest.mark.parametrize("layout", ["ncl", "ncl_off1", "nlc"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+def test_depthwise_tc_rows(dtype, layout):
+    """Forward (operator and autograd), input-grad, and the depthwise transposed conv of 16-bit
+    long-filter rows (tensor-core kernels) against float64 on the same 16-bit data, on poisoned
+    memory, layout kept. `ncl_off1`: input and gradient one element past a 16-byte boundary."""
+    import torch.nn.functional as F
+
+    tol = {torch.float16: 4e-3, torch.bfloat16: 2e-2}[dtype]
+    ops = torch.ops.convx
+
+    def held(t):
+        if layout == "nlc":
+            return t.transpose(1, 2).to(DEV, dtype).contiguous().transpose(1, 2)
+        if layout == "ncl_off1":
+            flat = torch.empty(t.numel() + 1, device=DEV, dtype=dtype)[1:]
+            return flat.view(t.shape).copy_(t)
+        return t.to(DEV, dtype)
+
+    def close(out, ref, what):
+        scale = max(1.0, float(ref.abs().max())) if ref.numel() else 1.0
+        assert not torch.isnan(out).any(), f"{what}: NaN (unwritten element)"
+        torch.testing.assert_close(out.double() / scale, ref / scale, rtol=tol, atol=tol, msg=lambda m: f"{what}\n{m}")
+
+    for i, (N, C, L, k, p, has_bias) in enumerate(TC_ROW_CASES):
+        gen = torch.Generator().manual_seed(230 + i)
+        pad = k - 1 if p == "causal" else p
+        x = held(torch.randn(N, C, L, generator=gen))
+        w = torch.randn(C, 1, k, generator=gen).to(DEV, dtype)
+        b = torch.randn(C, generator=gen).to(DEV, dtype) if has_bias else None
+        bd = None if b is None else b.double()
+        xr = x.double().requires_grad_()
+        ref = F.conv1d(xr, w.double(), bd, 1, pad, 1, C)
+        gy = held(torch.randn(ref.shape, generator=gen))
+        (gx_ref,) = torch.autograd.grad(ref, (xr,), gy.double())
+        what = f"case {i} {dtype} {layout}"
+        poison()
+        y = ops.depthwise_conv1d(x, w, b, [1], [pad], [1])
+        gx = ops.conv1d_input_grad(list(x.shape), w, gy, [1], [pad], [1], C)
+        close(y, ref.detach(), what + " forward")
+        close(gx, gx_ref, what + " input-grad")
+        if layout == "nlc" and N > 0:
+            assert y.stride(1) == 1 and gx.stride(1) == 1, f"{what}: not (N, L, C)"
+        xa = x.detach().clone().requires_grad_()
+        poison()
+        ya = ops.depthwise_conv1d(xa, w, b, [1], [pad], [1])
+        ya.backward(gy)
+        close(ya.detach(), ref.detach(), what + " autograd forward")
+        close(xa.grad, gx_ref, what + " autograd input-grad")
+        tr_ref = F.conv_transpose1d(gy.double(), w.double(), bd, 1, pad, 0, C)
+        poison()
+        tr = ops.conv_transpose1d(gy, w, b, [1], [pad], [0], C, [1])
+        close(tr, tr_ref, what + " transposed")
+
+
+@pytest.mark.parametrize("layout", ["ncl", "nlc"])
+def test_depthwise_tc_rows_beyond_2_pow_31_elements(layout):
+    """A bf16 k31 'same' row tensor of more than 2**31 elements on the tensor-core kernels: the
+    last channels' last outputs (beyond element 2**31) against float64."""
+    import torch.nn.functional as F
+
+    if torch.cuda.mem_get_info()[0] < 20e9:
+        pytest.skip("needs >= 20 GB of free GPU memory")
+    C, L, k = 1024, (1 << 21) + 100, 31
+    if layout == "nlc":
+        x = torch.empty(1, L, C, device=DEV, dtype=torch.bfloat16).transpose(1, 2)
+    else:
+        x = torch.empty(1, C, L, device=DEV, dtype=torch.bfloat16)
+    x.uniform_(-1, 1)
+    w = torch.randn(C, 1, k, device=DEV, dtype=torch.bfloat16)
+    y = torch.ops.convx.depthwise_conv1d(x, w, None, [1], [15], [1])
+    assert y.numel() > 2**31
+    xs = F.pad(x[:, -8:, -200:].double(), (0, 15))  # the right edge's zero padding
+    ref = F.conv1d(xs, w[-8:].double(), None, 1, 0, 1, 8)  # positions L - 185 ... L - 1
+    torch.testing.assert_close(y[:, -8:, -185:].double(), ref, rtol=2e-2, atol=2e-2)
+    del x, y
+
+
 # The depth-streaming kernels (NCDHW: nc_depth3d.cuh; NDHWC weight-grad: cl_wgrad_depth3d) in bf16
 # too, at X3D-like sizes (width 56: aligned 16-byte rows; batch 1 cut into depth segments),
 # spatial strides 1 and 2; NDHWC also with several channel tiles (C 32, 40, 192) and odd channels.

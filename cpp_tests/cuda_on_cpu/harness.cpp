@@ -1,4 +1,4 @@
-// The depthwise CUDA kernels' sources (nc_stream.cuh, nc_stride2_dgrad.cuh, nc_plane.cuh, nc_depth3d.cuh, cl_depth3d.cuh, cl_row1d.cuh, row1d.cuh, row_warp.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu (both weight-grads), the plans of
+// The depthwise CUDA kernels' sources (nc_stream.cuh, nc_stride2_dgrad.cuh, nc_plane.cuh, nc_depth3d.cuh, cl_depth3d.cuh, cl_row1d.cuh, tc_row1d.cuh, row1d.cuh, row_warp.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu (both weight-grads), the plans of
 // depthwise_conv.cu) run on the CPU through shim.h and compared with aten in float64, with
 // poisoned outputs and workspaces: the index arithmetic, tiles, phases, shared-memory layout,
 // barriers and fixed-order reductions of every specialisation, without a GPU. The launch glue
@@ -21,6 +21,7 @@
 #include "cl_depth3d.cuh"
 #include "cl_row1d.cuh"
 #include "nc_stride2_dgrad.cuh"
+#include "tc_row1d.cuh"
 namespace convx::cuda {
 namespace {
 constexpr int kThreads = 256;
@@ -1003,6 +1004,91 @@ void check_np_limits() {
   std::printf("%-44s %-34s %s\n", "nc_plane limits", "112^2/m2/3-D decline, 56^2 pb 1", ok ? "ok" : "FAIL");
 }
 
+
+// tc_row1d.cuh (tensor-core 16-bit rows, the MMA through the shim's warp exchange): forward and
+// data-grad of one 1-D problem in fp16 and bf16, on 16-bit data and filter, against float64;
+// NCL at 1, 2, 3 and 8 (the launcher's) tiles per warp (one warp per 32-thread block), input and output as allocated
+// and one element past a 16-byte boundary (every window / output misalignment with odd rows);
+// channels-last when C % 8 == 0 (blocks of 32 channels, the last group partial when C % 32 != 0).
+static int tc_taken = 0;
+template <typename T, int KS>
+void tc_ncl_run(const T* in, const T* w, const T* bias, T* out, const TcRow& L) {
+  g_smem_bytes = tc_smem_bytes<KS>(1);
+  launch(dim3{L.items}, dim3{32}, [&] { tc_row1d<T, KS>(in, w, bias, out, L); });
+}
+template <typename T, int KS>
+void tc_cl_run(const T* in, const T* w, const T* bias, T* out, const TcRowCl& L) {
+  g_smem_bytes = tc_cl_smem_bytes<KS>();
+  launch(dim3{L.blocks}, dim3{kTcClThreads}, [&] { tc_row1d_cl<T, KS>(in, w, bias, out, L); });
+}
+template <typename T>
+void tc_check(const char* what, const Plan& P, const Prep& Q, const Tensor& src, const Tensor& w16, const Tensor& bias,
+              const Tensor& ref, const std::string& name, double tol) {
+  const auto opts = src.options();
+  const T* wp = w16.data_ptr<T>();
+  const T* bp = bias.defined() ? bias.data_ptr<T>() : nullptr;
+  const int K = P.k[2], wbase = Q.base[2][0], wstep = Q.step[2];
+  Tensor src1 = at::full({src.numel() + 1}, NAN, opts), out1 = at::full({ref.numel() + 1}, NAN, opts);
+  src1.narrow(0, 1, src.numel()).copy_(src.flatten());
+  for (int tps : {1, 2, 3, kTcTilesPerWarp}) {
+    for (int off : {0, 1}) {
+      TcRow L{};
+      int KS = 0;
+      if (!tc_row1d_items(L, P, K, wbase, wstep, tps, KS)) {
+        std::printf("%-44s %-34s declined\n", name.c_str(), what);
+        return;
+      }
+      const T* ip = off ? src1.data_ptr<T>() + 1 : src.data_ptr<T>();
+      Tensor o = off ? out1.narrow(0, 1, ref.numel()).view(ref.sizes()) : at::full(ref.sizes(), NAN, opts);
+      o.fill_(NAN);
+      if (KS == 2) tc_ncl_run<T, 2>(ip, wp, bp, o.data_ptr<T>(), L);
+      else if (KS == 3) tc_ncl_run<T, 3>(ip, wp, bp, o.data_ptr<T>(), L);
+      else if (KS == 4) tc_ncl_run<T, 4>(ip, wp, bp, o.data_ptr<T>(), L);
+      else { std::printf("%-44s %-34s KS %d not built\n", name.c_str(), what, KS); ++failures; return; }
+      ++tc_taken;
+      check((std::string(what) + " tc KS" + std::to_string(KS) + " tps" + std::to_string(tps) + (off ? " off1" : "")).c_str(),
+            o, ref, name, tol);
+    }
+  }
+  if (P.out_c % 8 != 0) return;
+  TcRowCl L{};
+  int KS = 0;
+  if (!tc_row1d_cl_blocks(L, P, K, wbase, wstep, KS)) {
+    std::printf("%-44s %-34s cl declined\n", name.c_str(), what);
+    return;
+  }
+  Tensor xc = to_cl(src), oc = at::full(to_cl(ref).sizes(), NAN, opts);
+  if (KS == 2) tc_cl_run<T, 2>(xc.data_ptr<T>(), wp, bp, oc.data_ptr<T>(), L);
+  else if (KS == 3) tc_cl_run<T, 3>(xc.data_ptr<T>(), wp, bp, oc.data_ptr<T>(), L);
+  else if (KS == 4) tc_cl_run<T, 4>(xc.data_ptr<T>(), wp, bp, oc.data_ptr<T>(), L);
+  else { ++failures; return; }
+  ++tc_taken;
+  check((std::string(what) + " tc cl KS" + std::to_string(KS)).c_str(), from_cl(oc), ref, name, tol);
+}
+// One 1-D problem: N x C rows of length Lx, K taps, padding p (forward and data-grad).
+template <typename T>
+void tc_case(int64_t N, int64_t C, int64_t Lx, int64_t K, int64_t p, double tol) {
+  at::manual_seed(2);
+  const auto dt = c10::CppTypeToScalarType<T>::value;
+  Tensor x = at::randn({N, C, Lx}).to(dt), w = at::randn({C, 1, K}).to(dt), b = at::randn({C}).to(dt);
+  Tensor y = at::convolution(x.to(at::kDouble), w.to(at::kDouble), b.to(at::kDouble), {1}, {p}, {1}, false, {0}, C);
+  Tensor gy = at::randn(y.sizes()).to(dt);
+  Tensor gx = std::get<0>(at::convolution_backward(gy.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble), std::nullopt,
+                                                   {1}, {p}, {1}, false, {0}, C, {true, false, false}));
+  Geometry g;
+  g.batch = N, g.in_channels = C, g.out_channels = C, g.groups = C;
+  g.input[2] = Lx, g.output[2] = y.size(2), g.kernel[2] = K, g.stride[2] = 1, g.padding[2] = p;
+  const std::string name = std::string(dt == at::kHalf ? "tc fp16" : "tc bf16") + " N" + std::to_string(N) + " C" +
+                           std::to_string(C) + " k" + std::to_string(K) + " p" + std::to_string(p) + " L" + std::to_string(Lx);
+  {
+    Plan P{}; Prep Q{};
+    forward_plan(g, P, Q);
+    tc_check<T>("fwd", P, Q, x, w, b, y, name, tol);
+  }
+  Plan P{}; Prep Q{};
+  if (data_grad_plan(g, P, Q)) tc_check<T>("dgrad", P, Q, gy, w, Tensor(), gx, name, tol);
+}
+
 int main() {
   check_fast_div();
   run_case(2, 2, 8, 1, {13, 17}, {3, 3}, {1, 1}, {1, 1});
@@ -1193,6 +1279,27 @@ int main() {
   if (clr_taken == 0) ++failures;
   std::printf("cl_depth3d launches checked: %d\n", cl3_taken);
   if (cl3_taken == 0) ++failures;
+  // tensor-core 16-bit rows (tc_row1d.cuh): Conformer's k31 'same' (3 k-steps, rows of 4 tiles,
+  // the last partial), k15 causal on odd lengths (every input / output misalignment, odd ones
+  // included), rows shorter than a block of 16 and than the filter, padding beyond the filter
+  // (negative data-grad padding), 9 and 47 taps (2 and 4 k-steps), 40 channels (a partial
+  // channels-last group)
+  for (int dt = 0; dt < 2; ++dt) {
+    auto one = [&](int64_t N, int64_t C, int64_t Lx, int64_t K, int64_t p) {
+      if (dt == 0) tc_case<at::Half>(N, C, Lx, K, p, 2e-3);
+      else tc_case<at::BFloat16>(N, C, Lx, K, p, 1e-2);
+    };
+    one(1, 40, 1000, 31, 15);
+    one(2, 8, 333, 15, 14);
+    one(1, 3, 600, 15, 14);
+    one(1, 8, 9, 31, 15);
+    one(2, 8, 5, 15, 7);
+    one(1, 8, 60, 15, 20);
+    one(1, 16, 77, 9, 4);
+    one(1, 8, 300, 47, 23);
+  }
+  std::printf("tc_row1d launches checked: %d\n", tc_taken);
+  if (tc_taken == 0) ++failures;
   std::printf("failures: %d\n", failures);
   return failures != 0;
 }

@@ -479,6 +479,10 @@ bool launch_tiled(const Tensor& in, const Tensor& weight, const Tensor& bias, co
   P.wphase = P.wrows * Q.T[0] * Q.T[1] * Q.T[2];
   const T* bp = bias.defined() ? bias.const_data_ptr<T>() : nullptr;
   if constexpr (sizeof(T) == 2) {
+    // Long 1-D rows on tensor cores read the layer's own 16-bit filter: no preparation launch.
+    if (Q.phases == 1 && Q.T[2] == Q.K[2] &&
+        launch_tc_row1d<T>(ip, w.const_data_ptr<T>(), Q.base[2][0], Q.step[2], bp, op, P, cl, stream))
+      return true;
     if (cl && cl_fast_takes(P)) {  // 16-bit weights: the weight tensor's own values
       const Tensor wp = at::empty({Q.phases * P.wphase}, out.options());
       prepare_weights<T, T><<<blocks_for(wp.numel()), kThreads, 0, stream>>>(w.const_data_ptr<T>(), wp.mutable_data_ptr<T>(), Q);

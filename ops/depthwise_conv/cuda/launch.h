@@ -58,6 +58,14 @@ template <typename T>
 bool launch_nc_depth3d(const T* in, const at::opmath_type<T>* w, const T* bias, T* out,
                        const Plan& P, cudaStream_t stream);
 
+// fp16 / bf16 1-D rows of 8 to 48 taps at stride 1 (forward, stride-1 data-grad), multiplier 1,
+// on tensor cores (tc_row1d.cuh), NCL or (cl) channels-last (there: channels a multiple of 8,
+// 16-byte aligned tensors, as cl_vector_ok checks). w is the layer's 16-bit filter [rows][K]; tap
+// t of the correlation is w[row * K + wbase + wstep * t]. false when not covered (or sm < 80).
+template <typename T>
+bool launch_tc_row1d(const T* in, const T* w, int wbase, int wstep, const T* bias, T* out, const Plan& P, bool cl,
+                     cudaStream_t stream);
+
 // Channels-last 1-D rows (the (N, L, C) layout; 1 x K filters on NHWC / NDHWC rows): forward and
 // stride-1 data-grad with 2, 3, 4, 15 or 31 taps, multiplier 1 (cl_row1d.cuh); w as
 // launch_cl_gather's. false otherwise (then launch_cl_gather).
