@@ -1,4 +1,4 @@
-// The depthwise CUDA kernels' sources (nc_stream.cuh, nc_plane.cuh, nc_depth3d.cuh, cl_depth3d.cuh, cl_row1d.cuh, row1d.cuh, row_warp.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu (both weight-grads), the plans of
+// The depthwise CUDA kernels' sources (nc_stream.cuh, nc_plane.cuh, nc_depth3d.cuh, cl_depth3d.cuh, cl_row1d.cuh, row1d.cuh, row_warp.cuh, tc_wgrad1d.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu (both weight-grads), the plans of
 // depthwise_conv.cu) run on the CPU through shim.h and compared with aten in float64, with
 // poisoned outputs and workspaces: the index arithmetic, tiles, phases, shared-memory layout,
 // barriers and fixed-order reductions of every specialisation, without a GPU. The launch glue
@@ -20,6 +20,8 @@
 #include "nc_depth3d.cuh"
 #include "cl_depth3d.cuh"
 #include "cl_row1d.cuh"
+#include "tc_wgrad1d.cuh"
+#include "ops/depthwise_conv/cuda/wgrad_sum.cuh"
 namespace convx::cuda {
 namespace {
 constexpr int kThreads = 256;
@@ -953,7 +955,106 @@ void check_np_limits() {
   std::printf("%-44s %-34s %s\n", "nc_plane limits", "112^2/m2/3-D decline, 56^2 pb 1", ok ? "ok" : "FAIL");
 }
 
+
+// ---- tc_wgrad1d.cu's tensor-core weight-grads (15 / 31-tap 1-D rows, fp16 / bf16) ----
+static int tcw_taken = 0;
+// The launcher's kernel and (several chunks) sum_slots, on poisoned partials and gw; `target`
+// blocks (so one and several chunks are both walked). Undefined when it declines.
+template <typename T, int K>
+Tensor tcw_run(const T* x, const T* gy, const Plan& P, bool cl, int64_t target, int64_t* chunks) {
+  Tensor gw = at::full({P.out_c * K}, NAN, c10::CppTypeToScalarType<T>::value);
+  Tensor part;
+  if (cl) {
+    TcwCl L{};
+    if (reinterpret_cast<uintptr_t>(x) % 16 != 0 || reinterpret_cast<uintptr_t>(gy) % 16 != 0 ||
+        !tcw_cl_items(L, P, target)) return Tensor();
+    *chunks = L.chunks;
+    part = at::full({P.out_c * L.chunks * K}, NAN, at::kFloat);
+    g_smem_bytes = tcw_cl_smem_bytes<K>();
+    launch(dim3{L.groups * L.chunks}, dim3{kTcwThreads},
+           [&] { tcw_cl<T, K>(x, gy, part.data_ptr<float>(), gw.data_ptr<T>(), L); });
+  } else {
+    TcwRows L{};
+    if (!tcw_rows_items(L, P, target)) return Tensor();
+    *chunks = L.chunks;
+    part = at::full({P.out_c * L.chunks * K}, NAN, at::kFloat);
+    g_smem_bytes = tcw_smem_bytes<K>();
+    launch(dim3{unsigned(P.out_c * L.chunks)}, dim3{kTcwThreads},
+           [&] { tcw_rows<T, K>(x, gy, part.data_ptr<float>(), gw.data_ptr<T>(), P, L); });
+  }
+  if (*chunks > 1) {
+    launch(dim3{unsigned(ceil_div(P.out_c * K, 256))}, dim3{256},
+           [&] { sum_slots<T>(part.data_ptr<float>(), gw.data_ptr<T>(), P.out_c, *chunks, K); });
+  }
+  return gw;
+}
+// One 1-D problem (N, C, L, K, padding) in both layouts and both 16-bit types, against float64 on
+// the same rounded data; NCL also on copies one element past a 16-byte boundary (windows staged
+// from mid-vector), (N, L, C) there must decline. Targets 1 and 4096 blocks: one chunk (gw
+// written by the kernel) and the most chunks.
+template <typename T>
+void tcw_case(int64_t N, int64_t C, int64_t Lx, int K, int pad, double tol) {
+  at::manual_seed(7);
+  const auto dt = c10::CppTypeToScalarType<T>::value;
+  Tensor x = at::randn({N, C, Lx}).to(dt), w = at::randn({C, 1, K});
+  Tensor y = at::conv1d(x.to(at::kDouble), w.to(at::kDouble), Tensor(), 1, pad, 1, C);
+  Tensor gy = at::randn(y.sizes()).to(dt);
+  const Tensor ref = std::get<1>(at::convolution_backward(gy.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble),
+                                                          std::nullopt, {1}, {pad}, {1}, false, {0}, C,
+                                                          {false, true, false})).view({C * K});
+  Geometry g;
+  g.batch = N, g.in_channels = C, g.out_channels = C, g.groups = C;
+  g.input[2] = Lx, g.output[2] = y.size(2), g.kernel[2] = K, g.padding[2] = pad;
+  Plan P{}; Prep Q{};
+  forward_plan(g, P, Q);
+  const std::string name = std::string(dt == at::kHalf ? "fp16" : "bf16") + " N" + std::to_string(N) + " C" +
+                           std::to_string(C) + " L" + std::to_string(Lx) + " k" + std::to_string(K) + " p" +
+                           std::to_string(pad);
+  for (bool cl : {false, true}) {
+    const Tensor xm = cl ? to_cl(x) : x.contiguous(), gm = cl ? to_cl(gy) : gy.contiguous();
+    for (int off : {0, 1}) {
+      Tensor x1 = at::full({xm.numel() + 1}, NAN, xm.options()), g1 = at::full({gm.numel() + 1}, NAN, gm.options());
+      x1.narrow(0, 1, xm.numel()).copy_(xm.flatten());
+      g1.narrow(0, 1, gm.numel()).copy_(gm.flatten());
+      const T* xp = off ? x1.data_ptr<T>() + 1 : xm.data_ptr<T>();
+      const T* gp = off ? g1.data_ptr<T>() + 1 : gm.data_ptr<T>();
+      for (int64_t target : {1, 4096}) {
+        int64_t chunks = 0;
+        const Tensor r = K == 15 ? tcw_run<T, 15>(xp, gp, P, cl, target, &chunks) : tcw_run<T, 31>(xp, gp, P, cl, target, &chunks);
+        const std::string tag = std::string("wgrad tc ") + (cl ? "nlc" : "ncl") + (off ? " off1" : "") + " chunks " +
+                                std::to_string(chunks);
+        if (r.defined()) {
+          ++tcw_taken;
+          check(tag.c_str(), r, ref, name, tol);
+        } else {
+          const bool expected = cl && (off || C % 8 != 0);
+          if (!expected) ++failures;
+          std::printf("%-44s %-34s declined%s\n", name.c_str(), tag.c_str(), expected ? "" : " FAIL");
+        }
+      }
+    }
+  }
+}
+void tcw_cases() {
+  // Conformer-like 31 taps 'same' (vector staging in the rows, several segments, 2 warps' worth of
+  // items), lengths not a multiple of 8 (windows from mid-vector, rows' ends inside a vector),
+  // rows shorter than a 16-output block, padding 0 and beyond the filter, causal 15 taps (output
+  // L + 14), channels a multiple of 8 but not of 16 ((N, L, C): a half-empty channel group),
+  // channels not a multiple of 8 ((N, L, C) declines), many short rows (NCL in chunks).
+  tcw_case<at::BFloat16>(3, 16, 1000, 31, 15, 1e-2);
+  tcw_case<at::Half>(2, 8, 333, 31, 15, 2e-3);
+  tcw_case<at::Half>(20, 8, 70, 15, 14, 2e-3);
+  tcw_case<at::BFloat16>(2, 24, 9, 15, 7, 1e-2);
+  tcw_case<at::Half>(2, 8, 5, 31, 15, 2e-3);
+  tcw_case<at::Half>(1, 16, 600, 15, 0, 2e-3);
+  tcw_case<at::BFloat16>(2, 8, 300, 31, 40, 1e-2);
+  tcw_case<at::Half>(2, 8, 530, 15, 14, 2e-3);
+  tcw_case<at::Half>(2, 3, 77, 31, 15, 2e-3);
+  tcw_case<at::BFloat16>(66, 2, 20, 15, 7, 1e-2);  // 66 items per channel: NCL in 2 chunks
+  std::printf("tc_wgrad1d: %d launches checked\n", tcw_taken);
+}
 int main() {
+  tcw_cases();
   check_fast_div();
   run_case(2, 2, 8, 1, {13, 17}, {3, 3}, {1, 1}, {1, 1});
   run_case(2, 2, 8, 1, {14, 11}, {3, 3}, {2, 2}, {1, 1});
