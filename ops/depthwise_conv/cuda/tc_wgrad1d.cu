@@ -51,13 +51,37 @@ void sum_chunks_if_any(const at::Tensor& part, T* gw, int64_t C, int64_t chunks,
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
+// Raises kernel's dynamic shared memory limit to `bytes` on the current device, once.
+template <typename Kernel>
+void allow_smem(Kernel kernel, int bytes) {
+  static std::array<std::atomic<bool>, C10_COMPILE_TIME_MAX_GPUS> done{};
+  const c10::DeviceIndex dev = c10::cuda::current_device();
+  if (!done[dev].load(std::memory_order_relaxed)) {
+    C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+    done[dev].store(true, std::memory_order_relaxed);
+  }
+}
+
+// Temporary A/B knob CONVX_TCW: 0 = the CUDA-core kernels, 1 = the register-prefetch kernels,
+// unset = the cp.async kernels.
+int tcw_mode() {
+  const char* knob = std::getenv("CONVX_TCW");
+  return knob ? knob[0] - '0' : 2;
+}
+
 template <typename T, int K>
 bool run_rows(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
   TcwRows L{};
   if (!tcw_rows_items(L, P, tcw_target())) return false;
   const at::Tensor part = at::empty({L.chunks > 1 ? P.out_c * L.chunks * K : 0}, like.options().dtype(at::kFloat));
-  tcw_rows<T, K><<<static_cast<unsigned>(P.out_c * L.chunks), kTcwThreads, tcw_smem_bytes<K>(), stream>>>(
-      x, gy, part.mutable_data_ptr<float>(), gw, P, L);
+  const unsigned blocks = static_cast<unsigned>(P.out_c * L.chunks);
+  if (tcw_mode() == 1) {
+    tcw_rows<T, K><<<blocks, kTcwThreads, tcw_smem_bytes<K>(), stream>>>(x, gy, part.mutable_data_ptr<float>(), gw, P, L);
+  } else {
+    allow_smem(tcw_rows_async<T, K>, tcw_async_smem_bytes<K>());
+    tcw_rows_async<T, K><<<blocks, kTcwThreads, tcw_async_smem_bytes<K>(), stream>>>(
+        x, gy, part.mutable_data_ptr<float>(), gw, P, L);
+  }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   sum_chunks_if_any<T>(part, gw, P.out_c, L.chunks, K, stream);
   return true;
@@ -69,8 +93,14 @@ bool run_cl(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase&
   if (reinterpret_cast<uintptr_t>(x) % 16 != 0 || reinterpret_cast<uintptr_t>(gy) % 16 != 0) return false;
   if (!tcw_cl_items(L, P, tcw_target())) return false;
   const at::Tensor part = at::empty({L.chunks > 1 ? P.out_c * L.chunks * K : 0}, like.options().dtype(at::kFloat));
-  tcw_cl<T, K><<<static_cast<unsigned>(L.groups * L.chunks), kTcwThreads, tcw_cl_smem_bytes<K>(), stream>>>(
-      x, gy, part.mutable_data_ptr<float>(), gw, L);
+  const unsigned blocks = L.groups * L.chunks;
+  if (tcw_mode() == 1) {
+    tcw_cl<T, K><<<blocks, kTcwThreads, tcw_cl_smem_bytes<K>(), stream>>>(x, gy, part.mutable_data_ptr<float>(), gw, L);
+  } else {
+    allow_smem(tcw_cl_async<T, K>, tcw_cl_async_smem_bytes<K>());
+    tcw_cl_async<T, K><<<blocks, kTcwThreads, tcw_cl_async_smem_bytes<K>(), stream>>>(
+        x, gy, part.mutable_data_ptr<float>(), gw, L);
+  }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   sum_chunks_if_any<T>(part, gw, P.out_c, L.chunks, K, stream);
   return true;
@@ -84,8 +114,7 @@ bool launch_tc_wgrad1d(const T* x, const T* gy, T* gw, const Plan& P, bool chann
   if constexpr (!std::is_same_v<T, c10::Half> && !std::is_same_v<T, c10::BFloat16>) {
     return false;  // tensor cores would change fp32's precision (TF32)
   } else {
-    const char* knob = std::getenv("CONVX_TCW");  // temporary A/B knob: 0 = the CUDA-core kernels
-    if (knob && knob[0] == '0') return false;
+    if (tcw_mode() == 0) return false;
     if (!has_mma16()) return false;
     const int k = P.k[2];
     if (channels_last) {

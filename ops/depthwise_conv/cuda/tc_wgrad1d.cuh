@@ -393,4 +393,253 @@ tcw_cl(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ pa
   }
 }
 
+
+// ------------------------------------------------------------------ cp.async pipelines (A/B)
+// The same kernels with the loads in flight held in shared memory instead of registers: a ring of
+// kTcwStages item buffers filled by cp.async (16 bytes global -> shared, sm_80+), two items ahead
+// of the one being computed. (The register prefetch above keeps one item in flight per warp /
+// block, and its registers cap the resident blocks.)
+constexpr int kTcwStages = 3;
+
+// 16 bytes from src to the shared dst, or zeros (src not read) when !full.
+__device__ __forceinline__ void tcw_cp16(void* dst, const void* src, bool full) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(full ? 16 : 0) : "memory");
+#else
+  TcwVec v{};
+  if (full) v = *reinterpret_cast<const TcwVec*>(src);
+  *reinterpret_cast<TcwVec*>(dst) = v;
+#endif
+}
+__device__ __forceinline__ void tcw_cp_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+// Waits until at most N of this thread's latest groups are pending.
+template <int N>
+__device__ __forceinline__ void tcw_cp_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
+}
+
+// row[s .. s + 7] (zero outside [0, n)) into the shared vector dst: cp.async when inside the row
+// (p = row + s aligned by the caller), zeros, or element loads where it straddles an end.
+template <typename T>
+__device__ __forceinline__ void tcw_stage(TcwVec* dst, const T* row, int s, int n) {
+  if (s >= 0 && s + 8 <= n) {
+    tcw_cp16(dst, row + s, true);
+  } else {
+    *dst = tcw_load(row, s, n);
+  }
+}
+
+template <int K>
+__host__ __device__ constexpr int tcw_slot_vecs() {
+  return kTcwDyVecs + tcw_x_vecs<K>();
+}
+template <int K>
+__host__ __device__ constexpr int tcw_async_warp_bytes() {  // the ring, or (after the items) the diagonal's M
+  const int ring = kTcwStages * 16 * tcw_slot_vecs<K>(), red = 16 * (8 * tcw_tiles<K>() + 1) * 4;
+  return ring > red ? ring : red;
+}
+template <int K>
+__host__ __device__ constexpr int tcw_async_smem_bytes() {
+  return kTcwWarps * tcw_async_warp_bytes<K>() + kTcwWarps * 32 * 4;
+}
+
+// tcw_rows with a per-warp ring: items, chunks, outputs as tcw_rows. Dynamic shared memory
+// tcw_async_smem_bytes<K>() (above 48 KB: the launcher raises the limit).
+template <typename T, int K>
+__global__ void __launch_bounds__(kTcwThreads, 4)
+tcw_rows_async(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, T* __restrict__ gw,
+               const Plan P, const TcwRows L) {
+  constexpr int NT = tcw_tiles<K>(), NX = tcw_x_vecs<K>(), SV = tcw_slot_vecs<K>();
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  const int lane = static_cast<int>(threadIdx.x % 32), warp = static_cast<int>(threadIdx.x / 32);
+  unsigned char* const area = smem_raw + warp * tcw_async_warp_bytes<K>();
+  TcwVec* const ring = reinterpret_cast<TcwVec*>(area);
+  float* const sums = reinterpret_cast<float*>(smem_raw + kTcwWarps * tcw_async_warp_bytes<K>());
+  const uint32_t co = blockIdx.x / L.chunks, chunk = blockIdx.x % L.chunks;
+  const uint32_t t0 = chunk * L.chunk, t1 = t0 + L.chunk < L.items_c ? t0 + L.chunk : L.items_c;
+
+  // Item t's rows, first output / input and how far before them its 16-byte boundaries lie.
+  struct Win {
+    const T *xr, *gr;
+    int o0, x0, md, mx;
+  };
+  auto window = [&](uint32_t t) {
+    Win w;
+    const uint32_t seg = t % L.segs, n = t / L.segs;
+    w.xr = x + (int64_t(n) * P.in_c + co) * L.in_w;
+    w.gr = gy + (int64_t(n) * P.out_c + co) * L.out_w;
+    w.o0 = static_cast<int>(seg) * kTcwSeg;
+    w.x0 = w.o0 - L.pad;
+    w.md = static_cast<int>((reinterpret_cast<uintptr_t>(w.gr + w.o0) % 16) / sizeof(T));
+    w.mx = static_cast<int>((reinterpret_cast<uintptr_t>(w.xr + w.x0) % 16) / sizeof(T));
+    return w;
+  };
+  auto issue = [&](uint32_t t, int slot) {
+    TcwVec* const d = ring + slot * SV;
+    if (t < t1) {
+      const Win w = window(t);
+      for (int v = lane; v < kTcwDyVecs; v += 32) tcw_stage(d + v, w.gr, w.o0 - w.md + 8 * v, L.out_w);
+      for (int v = lane; v < NX; v += 32) tcw_stage(d + kTcwDyVecs + v, w.xr, w.x0 - w.mx + 8 * v, L.in_w);
+    } else {
+      for (int v = lane; v < SV; v += 32) d[v] = TcwVec{};  // no item: zeros add nothing
+    }
+    tcw_cp_commit();
+  };
+
+  float acc[NT][4];
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.f;
+  const uint32_t first = t0 + warp, rounds = (t1 - t0 + kTcwWarps - 1) / kTcwWarps;  // block-uniform
+#pragma unroll
+  for (int s = 0; s < kTcwStages - 1; ++s) issue(first + s * kTcwWarps, s);
+  for (uint32_t r = 0; r < rounds; ++r) {
+    const uint32_t t = first + r * kTcwWarps;
+    // slot (r + 2) % 3 held item r - 1, computed last round (its reads ended at that round's __syncwarp)
+    issue(t + (kTcwStages - 1) * kTcwWarps, static_cast<int>((r + kTcwStages - 1) % kTcwStages));
+    tcw_cp_wait<kTcwStages - 1>();
+    __syncwarp();  // every lane's copies of item r are visible
+    int md = 0, mx = 0;
+    if (t < t1) {
+      const Win w = window(t);
+      md = w.md, mx = w.mx;
+    }
+    const TcwVec* const d = ring + (r % kTcwStages) * SV;
+    const T* dv = reinterpret_cast<const T*>(d) + md;
+    const T* xv = reinterpret_cast<const T*>(d + kTcwDyVecs) + mx;
+#pragma unroll
+    for (int s = 0; s < kTcwSeg / 256; ++s) tcw_step<T, NT>(dv + 256 * s, xv + 256 * s, acc, lane);
+    __syncwarp();
+  }
+  tcw_cp_wait<0>();  // (only empty groups are left)
+
+  const float s = tcw_diagonal<K, NT>(acc, reinterpret_cast<float*>(area), lane);
+  if (lane < K) sums[warp * 32 + lane] = s;
+  __syncthreads();
+  if (threadIdx.x < K) {
+    float sum = 0.f;
+#pragma unroll
+    for (int w = 0; w < kTcwWarps; ++w) sum += sums[w * 32 + threadIdx.x];
+    if (L.chunks == 1) {
+      gw[int64_t(co) * K + threadIdx.x] = static_cast<T>(sum);
+    } else {
+      part[(int64_t(co) * L.chunks + chunk) * K + threadIdx.x] = sum;
+    }
+  }
+}
+
+// tcw_cl with a block ring of raw (position-major) items: per item, after its copies landed, each
+// thread moves its own vectors from the ring into the transposed rows. Dynamic shared memory
+// tcw_cl_async_smem_bytes<K>() (above 48 KB: the launcher raises the limit).
+template <int K>
+__host__ __device__ constexpr int tcw_cl_raw_vecs() {
+  return 2 * kTcwClSeg + 2 * tcw_cl_x_len<K>();
+}
+template <int K>
+__host__ __device__ constexpr int tcw_cl_async_smem_bytes() {
+  return tcw_cl_smem_bytes<K>() + kTcwStages * 16 * tcw_cl_raw_vecs<K>();
+}
+
+template <typename T, int K>
+__global__ void __launch_bounds__(kTcwThreads, 2)
+tcw_cl_async(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, T* __restrict__ gw,
+             const TcwCl L) {
+  constexpr int NT = tcw_tiles<K>(), XLEN = tcw_cl_x_len<K>(), XROW = XLEN + 4;
+  constexpr int ND = 2 * kTcwClSeg, NX = 2 * XLEN, RV = tcw_cl_raw_vecs<K>();
+  constexpr int DL = ND / kTcwThreads, XL = (NX + kTcwThreads - 1) / kTcwThreads;
+  static_assert(ND % kTcwThreads == 0 && XLEN % 8 == 0, "whole rounds of dy vectors; x rows 4 mod 8");
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* const dys = reinterpret_cast<T*>(smem_raw);
+  T* const xs = dys + kTcwClCh * kTcwClDyRow;
+  TcwVec* const ring = reinterpret_cast<TcwVec*>(smem_raw + tcw_cl_smem_bytes<K>());
+  const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
+  const uint32_t group = blockIdx.x % L.groups, chunk = blockIdx.x / L.groups;
+  const int c0 = static_cast<int>(group) * kTcwClCh;
+  const uint32_t t0 = chunk * L.chunk, t1 = t0 + L.chunk < L.items ? t0 + L.chunk : L.items;
+  const int half = tid & 1, ch = c0 + 8 * half;
+
+  // Vector tid + 256 r of an item: position (tid + 256 r) / 2, channels ch .. ch + 7.
+  auto issue = [&](uint32_t t, int slot) {
+    TcwVec* const d = ring + slot * RV;
+    const bool live = t < t1 && ch < L.C;
+    const uint32_t seg = live ? t % L.segs : 0, n = live ? t / L.segs : 0;
+    const int o0 = static_cast<int>(seg) * kTcwClSeg, x0 = o0 - L.pad;
+    const T* gr = gy + int64_t(n) * L.out_w * L.C + (live ? ch : 0);
+    const T* xr = x + int64_t(n) * L.in_w * L.C + (live ? ch : 0);
+#pragma unroll
+    for (int i = 0; i < DL; ++i) {
+      const int v = tid + kTcwThreads * i, o = o0 + v / 2;
+      const bool in = live && o < L.out_w;
+      tcw_cp16(d + v, in ? gr + int64_t(o) * L.C : gy, in);
+    }
+#pragma unroll
+    for (int i = 0; i < XL; ++i) {
+      const int v = tid + kTcwThreads * i, xi = x0 + v / 2;
+      const bool in = live && xi >= 0 && xi < L.in_w;
+      if (v < NX) tcw_cp16(d + ND + v, in ? xr + int64_t(xi) * L.C : x, in);
+    }
+    tcw_cp_commit();
+  };
+  auto stage = [](const TcwVec& v, T* row0, int rs, int p) {  // 8 channels' values of position p
+    T e[8];
+    std::memcpy(e, &v, 16);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) row0[i * rs + p] = e[i];
+  };
+
+  float acc[2][NT][4];
+#pragma unroll
+  for (int c = 0; c < 2; ++c) {
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) acc[c][nt][0] = acc[c][nt][1] = acc[c][nt][2] = acc[c][nt][3] = 0.f;
+  }
+#pragma unroll
+  for (int s = 0; s < kTcwStages - 1; ++s) issue(t0 + s, s);
+  for (uint32_t t = t0; t < t1; ++t) {
+    const uint32_t r = t - t0;
+    // slot (r + 2) % 3 held item r - 1, moved out before last round's second barrier
+    issue(t + kTcwStages - 1, static_cast<int>((r + kTcwStages - 1) % kTcwStages));
+    tcw_cp_wait<kTcwStages - 1>();
+    __syncthreads();  // the block's reads of the transposed rows (item r - 1) are done
+    const TcwVec* const d = ring + (r % kTcwStages) * RV;
+#pragma unroll
+    for (int i = 0; i < DL; ++i) {
+      const int v = tid + kTcwThreads * i;
+      stage(d[v], dys + 8 * half * kTcwClDyRow, kTcwClDyRow, v / 2);
+    }
+#pragma unroll
+    for (int i = 0; i < XL; ++i) {
+      const int v = tid + kTcwThreads * i;
+      if (v < NX) stage(d[ND + v], xs + 8 * half * XROW, XROW, v / 2);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int c = 0; c < 2; ++c) {
+      const int cl = 2 * warp + c;
+      tcw_step<T, NT>(dys + cl * kTcwClDyRow, xs + cl * XROW, acc[c], lane);
+    }
+  }
+  tcw_cp_wait<0>();
+  __syncthreads();  // staging done: the area holds the warps' M
+  float* const red = reinterpret_cast<float*>(smem_raw) + warp * 16 * (8 * NT + 1);
+#pragma unroll
+  for (int c = 0; c < 2; ++c) {
+    const float s = tcw_diagonal<K, NT>(acc[c], red, lane);
+    const int co = c0 + 2 * warp + c;
+    if (lane < K && co < L.C) {
+      if (L.chunks == 1) {
+        gw[int64_t(co) * K + lane] = static_cast<T>(s);
+      } else {
+        part[(int64_t(co) * L.chunks + chunk) * K + lane] = s;
+      }
+    }
+  }
+}
+
 }  // namespace convx::cuda
