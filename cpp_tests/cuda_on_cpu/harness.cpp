@@ -423,9 +423,9 @@ Tensor ncw3_dispatch(const T* x, const T* gy, const Plan& P, int* segs) {
 }
 // ---- end depth-streaming NCDHW kernels ----
 // cl_wgrad.cu's run<>: the partial kernel, then sum_chunks (both on poisoned buffers).
-template <typename T, int KH, int KW, int S, bool alt = false>
+template <typename T, int KH, int KW, int S, bool pairs = false>
 Tensor clw_run(const T* x, const T* gy, const Plan& P, bool wide_index) {
-  using Shape = ClwShape<T, KH, KW, alt>;
+  using Shape = ClwShape<T, KH, KW, pairs>;
   constexpr int VW = Shape::VW, R = Shape::R, RH = Shape::RH;
   if (P.out_c % VW != 0) return Tensor();
   ClwTile L{};
@@ -867,7 +867,7 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
         const Tensor rc = clw_dispatch<float>(xc.data_ptr<float>(), gc.data_ptr<float>(), P, wide);
         if (rc.defined()) check(wide ? "wgrad cl64" : "wgrad cl", rc.view(gw_ref.sizes()), gw_ref, name);
       }
-      // the A/B candidate tile of 15 / 31-tap rows (CONVX_NLC_WG=alt), fp32 and half
+      // the two-channel tile of 15 / 31-tap rows (tried first for even channel counts), fp32 and half
       if (P.k[0] == 1 && P.k[1] == 1 && (P.k[2] == 15 || P.k[2] == 31) && P.S[2] == 1 && C % 2 == 0) {
         Tensor xh = xc.to(at::kHalf), gh = gc.to(at::kHalf);
         const Tensor ref16 = std::get<1>(at::convolution_backward(from_cl(gh).to(at::kDouble), from_cl(xh).to(at::kDouble),
@@ -876,11 +876,11 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
         for (bool wide : {false, true}) {
           const Tensor ra = P.k[2] == 15 ? clw_run<float, 1, 15, 1, true>(xc.data_ptr<float>(), gc.data_ptr<float>(), P, wide)
                                          : clw_run<float, 1, 31, 1, true>(xc.data_ptr<float>(), gc.data_ptr<float>(), P, wide);
-          check(wide ? "wgrad cl alt64" : "wgrad cl alt", ra.view(gw_ref.sizes()), gw_ref, name);
+          check(wide ? "wgrad cl pairs64" : "wgrad cl pairs", ra.view(gw_ref.sizes()), gw_ref, name);
         }
         const Tensor rh = P.k[2] == 15 ? clw_run<at::Half, 1, 15, 1, true>(xh.data_ptr<at::Half>(), gh.data_ptr<at::Half>(), P, false)
                                        : clw_run<at::Half, 1, 31, 1, true>(xh.data_ptr<at::Half>(), gh.data_ptr<at::Half>(), P, false);
-        check("wgrad16 cl alt", rh.view(ref16.sizes()), ref16, name, 2e-3);
+        check("wgrad16 cl pairs", rh.view(ref16.sizes()), ref16, name, 2e-3);
       }
       // Half storage, float accumulation: against float64 on the same half-rounded data.
       Tensor xh = xc.to(at::kHalf), gh = gc.to(at::kHalf);

@@ -26,7 +26,6 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -44,12 +43,14 @@ constexpr int64_t kWgradWave = 132 * kWgradBlocksPerSm;
 // The per-thread tile: VW channels (one vector load), RH filter rows per pass, strips of R
 // outputs.
 //
-// `alt` (temporary CONVX_NLC_WG knob, A/B candidate): 1-D rows of 15 / 31 taps at 2 channels per
-// lane and 16 / 8 outputs per strip (the default gives 31 taps 1 channel x 4 outputs: 34 input
-// loads per 124 FMAs, 2-byte loads in 16-bit).
-template <typename T, int KH, int KW, bool alt = false>
+// `pairs`: 1-D rows of 15 / 31 taps at 2 channels per lane and 16 / 8 outputs per strip, tried
+// first for those rows (the other tile, kept for odd channel counts, gives 31 taps 1 channel x 4
+// outputs: 34 input loads per 124 FMAs, 2-byte loads in 16-bit). Measured on the H100 (session 9,
+// bench/results/h100/session9/): the (N, L, C) weight-grad alone, conformer_256 fp32 0.208 ->
+// 0.144 ms, conformer_512 bf16 0.127 -> 0.101, k15_causal bf16 0.136 -> 0.119.
+template <typename T, int KH, int KW, bool pairs = false>
 struct ClwShape {
-  static constexpr bool long_row = alt && KH == 1 && KW >= 15;
+  static constexpr bool long_row = pairs && KH == 1 && KW >= 15;
   static constexpr int rows = KH > 0 ? KH : 1;  // filter rows of one depth slice held at once
   // 16-bit 2-D filters: at least two channels per lane (a 32-bit load, conversions and
   // addresses shared by two channels) and at most 64 tap sums, splitting the rows into passes.
@@ -506,13 +507,12 @@ bool vectors_fit(const T* x, const T* gy, const Plan& P) {
          reinterpret_cast<uintptr_t>(gy) % (sizeof(T) * VW) == 0;
 }
 
-template <typename T, int KH, int KW, int S, bool alt = false>
+template <typename T, int KH, int KW, int S, bool pairs = false>
 bool run(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
-  if constexpr (!alt && KH == 1 && KW >= 15) {
-    const char* knob = std::getenv("CONVX_NLC_WG");  // temporary A/B knob
-    if (knob && std::strcmp(knob, "alt") == 0 && run<T, KH, KW, S, true>(x, gy, gw, P, like, stream)) return true;
+  if constexpr (!pairs && KH == 1 && KW >= 15) {
+    if (run<T, KH, KW, S, true>(x, gy, gw, P, like, stream)) return true;  // else odd channels: one per lane
   }
-  using Shape = ClwShape<T, KH, KW, alt>;
+  using Shape = ClwShape<T, KH, KW, pairs>;
   constexpr int VW = Shape::VW, R = Shape::R, RH = Shape::RH;
   if (!vectors_fit<T, VW>(x, gy, P)) return false;
   ClwTile L{};
