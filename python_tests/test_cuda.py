@@ -871,7 +871,7 @@ def test_depthwise_row_warp(dtype, misaligned):
 # (output L + 14), rows shorter than 16, no padding, padding beyond the filter, a channel count of
 # 8 mod 16 ((N, L, C): a half-empty channel group), channels not a multiple of 8 ((N, L, C):
 # declined), many short rows (NCL in chunks), the bench rows' sizes (NCL: 2 chunks; k15: one),
-# (N, L, C) in 16 chunks.
+# (N, L, C) in 16 chunks. (N, L, C) 15-tap rows go to cl_wgrad_partial's two-channel tile.
 TC_WGRAD_CASES = [  # (N, C, L, k, padding)
     (3, 16, 1000, 31, 15),
     (2, 8, 333, 31, 15),

@@ -15,7 +15,6 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <cstdlib>
 #include <type_traits>
 
 namespace convx::cuda {
@@ -34,12 +33,9 @@ bool has_mma16() {
   return m >= 8;
 }
 
-// Blocks of the first split (the chunks, and so the bits, depend on the shapes only): about two
-// waves of the H100's 132 SMs at 4 resident blocks.
-int64_t tcw_target() {
-  const char* knob = std::getenv("CONVX_TCW_TARGET");  // temporary A/B knob
-  return knob ? std::max(1, std::atoi(knob)) : 1024;
-}
+// Blocks of the split (a constant: the chunks, and so the bits, depend on the shapes only); 2048
+// and 4096 measured the same on the Conformer rows and slower on k15 (NCL 0.100 -> 0.113 ms).
+constexpr int64_t kTcwTarget = 1024;
 
 // The sum over the chunks when there are several (one chunk: the kernel wrote gw).
 template <typename T>
@@ -51,37 +47,13 @@ void sum_chunks_if_any(const at::Tensor& part, T* gw, int64_t C, int64_t chunks,
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// Raises kernel's dynamic shared memory limit to `bytes` on the current device, once.
-template <typename Kernel>
-void allow_smem(Kernel kernel, int bytes) {
-  static std::array<std::atomic<bool>, C10_COMPILE_TIME_MAX_GPUS> done{};
-  const c10::DeviceIndex dev = c10::cuda::current_device();
-  if (!done[dev].load(std::memory_order_relaxed)) {
-    C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-    done[dev].store(true, std::memory_order_relaxed);
-  }
-}
-
-// Temporary A/B knob CONVX_TCW: 0 = the CUDA-core kernels, 1 = the register-prefetch kernels,
-// unset = the cp.async kernels.
-int tcw_mode() {
-  const char* knob = std::getenv("CONVX_TCW");
-  return knob ? knob[0] - '0' : 2;
-}
-
 template <typename T, int K>
 bool run_rows(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
   TcwRows L{};
-  if (!tcw_rows_items(L, P, tcw_target())) return false;
+  if (!tcw_rows_items(L, P, kTcwTarget)) return false;
   const at::Tensor part = at::empty({L.chunks > 1 ? P.out_c * L.chunks * K : 0}, like.options().dtype(at::kFloat));
-  const unsigned blocks = static_cast<unsigned>(P.out_c * L.chunks);
-  if (tcw_mode() == 1) {
-    tcw_rows<T, K><<<blocks, kTcwThreads, tcw_smem_bytes<K>(), stream>>>(x, gy, part.mutable_data_ptr<float>(), gw, P, L);
-  } else {
-    allow_smem(tcw_rows_async<T, K>, tcw_async_smem_bytes<K>());
-    tcw_rows_async<T, K><<<blocks, kTcwThreads, tcw_async_smem_bytes<K>(), stream>>>(
-        x, gy, part.mutable_data_ptr<float>(), gw, P, L);
-  }
+  tcw_rows<T, K><<<static_cast<unsigned>(P.out_c * L.chunks), kTcwThreads, tcw_smem_bytes<K>(), stream>>>(
+      x, gy, part.mutable_data_ptr<float>(), gw, P, L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   sum_chunks_if_any<T>(part, gw, P.out_c, L.chunks, K, stream);
   return true;
@@ -91,16 +63,10 @@ template <typename T, int K>
 bool run_cl(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
   TcwCl L{};
   if (reinterpret_cast<uintptr_t>(x) % 16 != 0 || reinterpret_cast<uintptr_t>(gy) % 16 != 0) return false;
-  if (!tcw_cl_items(L, P, tcw_target())) return false;
+  if (!tcw_cl_items(L, P, kTcwTarget)) return false;
   const at::Tensor part = at::empty({L.chunks > 1 ? P.out_c * L.chunks * K : 0}, like.options().dtype(at::kFloat));
-  const unsigned blocks = L.groups * L.chunks;
-  if (tcw_mode() == 1) {
-    tcw_cl<T, K><<<blocks, kTcwThreads, tcw_cl_smem_bytes<K>(), stream>>>(x, gy, part.mutable_data_ptr<float>(), gw, L);
-  } else {
-    allow_smem(tcw_cl_async<T, K>, tcw_cl_async_smem_bytes<K>());
-    tcw_cl_async<T, K><<<blocks, kTcwThreads, tcw_cl_async_smem_bytes<K>(), stream>>>(
-        x, gy, part.mutable_data_ptr<float>(), gw, L);
-  }
+  tcw_cl<T, K><<<L.groups * L.chunks, kTcwThreads, tcw_cl_smem_bytes<K>(), stream>>>(
+      x, gy, part.mutable_data_ptr<float>(), gw, L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   sum_chunks_if_any<T>(part, gw, P.out_c, L.chunks, K, stream);
   return true;
@@ -114,11 +80,11 @@ bool launch_tc_wgrad1d(const T* x, const T* gy, T* gw, const Plan& P, bool chann
   if constexpr (!std::is_same_v<T, c10::Half> && !std::is_same_v<T, c10::BFloat16>) {
     return false;  // tensor cores would change fp32's precision (TF32)
   } else {
-    if (tcw_mode() == 0) return false;
     if (!has_mma16()) return false;
     const int k = P.k[2];
     if (channels_last) {
-      if (k == 15) return run_cl<T, 15>(x, gy, gw, P, like, stream);
+      // 15 taps: cl_wgrad_partial's two-channel tile measured faster (k15_causal bf16 0.119 ms
+      // against 0.157 here).
       if (k == 31) return run_cl<T, 31>(x, gy, gw, P, like, stream);
     } else {
       if (k == 15) return run_rows<T, 15>(x, gy, gw, P, like, stream);
