@@ -1022,6 +1022,67 @@ def test_depthwise_tc_rows_beyond_2_pow_31_elements(layout):
     ref = F.conv1d(xs, w[-8:].double(), None, 1, 0, 1, 8)  # positions L - 185 ... L - 1
     torch.testing.assert_close(y[:, -8:, -185:].double(), ref, rtol=2e-2, atol=2e-2)
     del x, y
+# The tensor-core weight-grad of 15- and 31-tap rows (tc_wgrad1d.cuh), NCL and (N, L, C):
+# Conformer-like 'same' 31 taps, odd lengths (staged windows start mid-vector), causal 15 taps
+# (output L + 14), rows shorter than 16, no padding, padding beyond the filter, a channel count of
+# 8 mod 16 ((N, L, C): a half-empty channel group), channels not a multiple of 8 ((N, L, C):
+# declined), many short rows (NCL in chunks), the bench rows' sizes (NCL: 2 chunks; k15: one),
+# (N, L, C) in 16 chunks. (N, L, C) 15-tap rows go to cl_wgrad_partial's two-channel tile.
+TC_WGRAD_CASES = [  # (N, C, L, k, padding)
+    (3, 16, 1000, 31, 15),
+    (2, 8, 333, 31, 15),
+    (20, 8, 70, 15, 14),
+    (2, 24, 9, 15, 7),
+    (2, 8, 5, 31, 15),
+    (1, 16, 600, 15, 0),
+    (2, 8, 300, 31, 40),
+    (2, 3, 77, 31, 15),
+    (66, 2, 20, 15, 7),
+    (4, 512, 1000, 31, 15),
+    (2, 2048, 4096, 15, 14),
+    (8, 64, 2000, 31, 15),
+]
+
+
+@pytest.mark.parametrize("placement", ["ncl", "nlc", "ncl_off1", "nlc_off1"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+def test_depthwise_tc_wgrad1d(dtype, placement):
+    """Weight-grad of 15/31-tap 16-bit rows against float64 on the same rounded data, on poisoned
+    memory, bitwise repeatable; `off1`: input and gradient one element past an aligned address
+    (NCL: windows staged from mid-vector; (N, L, C): declined to cl_wgrad_partial)."""
+    import torch.nn.functional as F
+
+    tol = {torch.float16: 4e-3, torch.bfloat16: 2e-2}[dtype]
+    nlc, off1 = placement.startswith("nlc"), placement.endswith("off1")
+
+    def held(t):
+        t = t.transpose(1, 2) if nlc else t
+        if off1:
+            flat = torch.empty(t.numel() + 1, device=DEV, dtype=dtype)[1:]
+            t = flat.view(t.shape).copy_(t)
+        else:
+            t = t.to(DEV, dtype).contiguous()
+        return t.transpose(1, 2) if nlc else t
+
+    for i, (N, C, L, k, p) in enumerate(TC_WGRAD_CASES):
+        gen = torch.Generator().manual_seed(210 + i)
+        x = held(torch.randn(N, C, L, generator=gen))
+        w = torch.randn(C, 1, k, generator=gen).to(DEV, dtype)
+        xr, wr = x.double(), w.double().requires_grad_()
+        ref = F.conv1d(xr, wr, None, 1, p, 1, C)
+        gy = held(torch.randn(ref.shape, generator=gen))
+        (gw_ref,) = torch.autograd.grad(ref, (wr,), gy.double())
+        what = f"case {i} {dtype} {placement}"
+        op = torch.ops.convx.conv1d_weight_grad
+        poison()
+        with deterministic():
+            gw = op(x, list(w.shape), gy, [1], [p], [1], C)
+            poison()
+            gw2 = op(x, list(w.shape), gy, [1], [p], [1], C)
+        scale = max(1.0, float(gw_ref.abs().max()))
+        assert not torch.isnan(gw).any(), f"{what}: NaN (unwritten element)"
+        torch.testing.assert_close(gw.double() / scale, gw_ref / scale, rtol=tol, atol=tol, msg=lambda m: f"{what}\n{m}")
+        assert torch.equal(gw, gw2), f"{what}: not bitwise repeatable"
 
 
 # The depth-streaming kernels (NCDHW: nc_depth3d.cuh; NDHWC weight-grad: cl_wgrad_depth3d) in bf16

@@ -1,4 +1,4 @@
-// The depthwise CUDA kernels' sources (nc_stream.cuh, nc_stride2_dgrad.cuh, nc_plane.cuh, nc_depth3d.cuh, cl_depth3d.cuh, cl_row1d.cuh, tc_row1d.cuh, row1d.cuh, row_warp.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu (both weight-grads), the plans of
+// The depthwise CUDA kernels' sources (nc_stream.cuh, nc_stride2_dgrad.cuh, nc_plane.cuh, nc_depth3d.cuh, cl_depth3d.cuh, cl_row1d.cuh, tc_row1d.cuh, row1d.cuh, row_warp.cuh, tc_wgrad1d.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu (both weight-grads), the plans of
 // depthwise_conv.cu) run on the CPU through shim.h and compared with aten in float64, with
 // poisoned outputs and workspaces: the index arithmetic, tiles, phases, shared-memory layout,
 // barriers and fixed-order reductions of every specialisation, without a GPU. The launch glue
@@ -22,6 +22,8 @@
 #include "cl_row1d.cuh"
 #include "nc_stride2_dgrad.cuh"
 #include "tc_row1d.cuh"
+#include "tc_wgrad1d.cuh"
+#include "ops/depthwise_conv/cuda/wgrad_sum.cuh"
 namespace convx::cuda {
 namespace {
 constexpr int kThreads = 256;
@@ -423,9 +425,9 @@ Tensor ncw3_dispatch(const T* x, const T* gy, const Plan& P, int* segs) {
 }
 // ---- end depth-streaming NCDHW kernels ----
 // cl_wgrad.cu's run<>: the partial kernel, then sum_chunks (both on poisoned buffers).
-template <typename T, int KH, int KW, int S>
+template <typename T, int KH, int KW, int S, bool pairs = false>
 Tensor clw_run(const T* x, const T* gy, const Plan& P, bool wide_index) {
-  using Shape = ClwShape<T, KH, KW>;
+  using Shape = ClwShape<T, KH, KW, pairs>;
   constexpr int VW = Shape::VW, R = Shape::R, RH = Shape::RH;
   if (P.out_c % VW != 0) return Tensor();
   ClwTile L{};
@@ -931,6 +933,21 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
         const Tensor rc = clw_dispatch<float>(xc.data_ptr<float>(), gc.data_ptr<float>(), P, wide);
         if (rc.defined()) check(wide ? "wgrad cl64" : "wgrad cl", rc.view(gw_ref.sizes()), gw_ref, name);
       }
+      // the two-channel tile of 15 / 31-tap rows (tried first for even channel counts), fp32 and half
+      if (P.k[0] == 1 && P.k[1] == 1 && (P.k[2] == 15 || P.k[2] == 31) && P.S[2] == 1 && C % 2 == 0) {
+        Tensor xh = xc.to(at::kHalf), gh = gc.to(at::kHalf);
+        const Tensor ref16 = std::get<1>(at::convolution_backward(from_cl(gh).to(at::kDouble), from_cl(xh).to(at::kDouble),
+                                                                  w.to(at::kDouble), std::nullopt, s, p, dil, false, op, C,
+                                                                  {false, true, false}));
+        for (bool wide : {false, true}) {
+          const Tensor ra = P.k[2] == 15 ? clw_run<float, 1, 15, 1, true>(xc.data_ptr<float>(), gc.data_ptr<float>(), P, wide)
+                                         : clw_run<float, 1, 31, 1, true>(xc.data_ptr<float>(), gc.data_ptr<float>(), P, wide);
+          check(wide ? "wgrad cl pairs64" : "wgrad cl pairs", ra.view(gw_ref.sizes()), gw_ref, name);
+        }
+        const Tensor rh = P.k[2] == 15 ? clw_run<at::Half, 1, 15, 1, true>(xh.data_ptr<at::Half>(), gh.data_ptr<at::Half>(), P, false)
+                                       : clw_run<at::Half, 1, 31, 1, true>(xh.data_ptr<at::Half>(), gh.data_ptr<at::Half>(), P, false);
+        check("wgrad16 cl pairs", rh.view(ref16.sizes()), ref16, name, 2e-3);
+      }
       // Half storage, float accumulation: against float64 on the same half-rounded data.
       Tensor xh = xc.to(at::kHalf), gh = gc.to(at::kHalf);
       auto gr = at::convolution_backward(from_cl(gh).to(at::kDouble), from_cl(xh).to(at::kDouble), w.to(at::kDouble),
@@ -1089,7 +1106,110 @@ void tc_case(int64_t N, int64_t C, int64_t Lx, int64_t K, int64_t p, double tol)
   if (data_grad_plan(g, P, Q)) tc_check<T>("dgrad", P, Q, gy, w, Tensor(), gx, name, tol);
 }
 
+// ---- tc_wgrad1d.cu's tensor-core weight-grads (15 / 31-tap 1-D rows, fp16 / bf16) ----
+static int tcw_taken = 0;
+// The launcher's kernel and (several chunks) sum_slots, on poisoned partials and gw; `target`
+// blocks (so one and several chunks are both walked). Undefined when it declines.
+template <typename T, int K>
+Tensor tcw_run(const T* x, const T* gy, const Plan& P, bool cl, int64_t target, int64_t* chunks) {
+  Tensor gw = at::full({P.out_c * K}, NAN, c10::CppTypeToScalarType<T>::value);
+  Tensor part;
+  if (cl) {
+    if constexpr (K != 31) {
+      return Tensor();  // the launcher takes 31-tap (N, L, C) rows only
+    } else {
+      TcwCl L{};
+      if (reinterpret_cast<uintptr_t>(x) % 16 != 0 || reinterpret_cast<uintptr_t>(gy) % 16 != 0 ||
+          !tcw_cl_items(L, P, target)) return Tensor();
+      *chunks = L.chunks;
+      part = at::full({P.out_c * L.chunks * K}, NAN, at::kFloat);
+      g_smem_bytes = tcw_cl_smem_bytes<K>();
+      launch(dim3{L.groups * L.chunks}, dim3{kTcwThreads},
+             [&] { tcw_cl<T, K>(x, gy, part.data_ptr<float>(), gw.data_ptr<T>(), L); });
+    }
+  } else {
+    TcwRows L{};
+    if (!tcw_rows_items(L, P, target)) return Tensor();
+    *chunks = L.chunks;
+    part = at::full({P.out_c * L.chunks * K}, NAN, at::kFloat);
+    g_smem_bytes = tcw_smem_bytes<K>();
+    launch(dim3{unsigned(P.out_c * L.chunks)}, dim3{kTcwThreads},
+           [&] { tcw_rows<T, K>(x, gy, part.data_ptr<float>(), gw.data_ptr<T>(), P, L); });
+  }
+  if (*chunks > 1) {
+    launch(dim3{unsigned(ceil_div(P.out_c * K, 256))}, dim3{256},
+           [&] { sum_slots<T>(part.data_ptr<float>(), gw.data_ptr<T>(), P.out_c, *chunks, K); });
+  }
+  return gw;
+}
+// One 1-D problem (N, C, L, K, padding) in both layouts and both 16-bit types, against float64 on
+// the same rounded data; NCL also on copies one element past a 16-byte boundary (windows staged
+// from mid-vector), (N, L, C) there must decline (and for 15 taps: the launcher leaves those to
+// cl_wgrad_partial). Targets 1 and 4096 blocks: one chunk (gw
+// written by the kernel) and the most chunks.
+template <typename T>
+void tcw_case(int64_t N, int64_t C, int64_t Lx, int K, int pad, double tol) {
+  at::manual_seed(7);
+  const auto dt = c10::CppTypeToScalarType<T>::value;
+  Tensor x = at::randn({N, C, Lx}).to(dt), w = at::randn({C, 1, K});
+  Tensor y = at::conv1d(x.to(at::kDouble), w.to(at::kDouble), Tensor(), 1, pad, 1, C);
+  Tensor gy = at::randn(y.sizes()).to(dt);
+  const Tensor ref = std::get<1>(at::convolution_backward(gy.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble),
+                                                          std::nullopt, {1}, {pad}, {1}, false, {0}, C,
+                                                          {false, true, false})).view({C * K});
+  Geometry g;
+  g.batch = N, g.in_channels = C, g.out_channels = C, g.groups = C;
+  g.input[2] = Lx, g.output[2] = y.size(2), g.kernel[2] = K, g.padding[2] = pad;
+  Plan P{}; Prep Q{};
+  forward_plan(g, P, Q);
+  const std::string name = std::string(dt == at::kHalf ? "fp16" : "bf16") + " N" + std::to_string(N) + " C" +
+                           std::to_string(C) + " L" + std::to_string(Lx) + " k" + std::to_string(K) + " p" +
+                           std::to_string(pad);
+  for (bool cl : {false, true}) {
+    const Tensor xm = cl ? to_cl(x) : x.contiguous(), gm = cl ? to_cl(gy) : gy.contiguous();
+    for (int off : {0, 1}) {
+      Tensor x1 = at::full({xm.numel() + 1}, NAN, xm.options()), g1 = at::full({gm.numel() + 1}, NAN, gm.options());
+      x1.narrow(0, 1, xm.numel()).copy_(xm.flatten());
+      g1.narrow(0, 1, gm.numel()).copy_(gm.flatten());
+      const T* xp = off ? x1.data_ptr<T>() + 1 : xm.data_ptr<T>();
+      const T* gp = off ? g1.data_ptr<T>() + 1 : gm.data_ptr<T>();
+      for (int64_t target : {1, 4096}) {
+        int64_t chunks = 0;
+        const Tensor r = K == 15 ? tcw_run<T, 15>(xp, gp, P, cl, target, &chunks) : tcw_run<T, 31>(xp, gp, P, cl, target, &chunks);
+        const std::string tag = std::string("wgrad tc ") + (cl ? "nlc" : "ncl") + (off ? " off1" : "") + " chunks " +
+                                std::to_string(chunks);
+        if (r.defined()) {
+          ++tcw_taken;
+          check(tag.c_str(), r, ref, name, tol);
+        } else {
+          const bool expected = cl && (K != 31 || off || C % 8 != 0);
+          if (!expected) ++failures;
+          std::printf("%-44s %-34s declined%s\n", name.c_str(), tag.c_str(), expected ? "" : " FAIL");
+        }
+      }
+    }
+  }
+}
+void tcw_cases() {
+  // Conformer-like 31 taps 'same' (vector staging in the rows, several segments, 2 warps' worth of
+  // items), lengths not a multiple of 8 (windows from mid-vector, rows' ends inside a vector),
+  // rows shorter than a 16-output block, padding 0 and beyond the filter, causal 15 taps (output
+  // L + 14), channels a multiple of 8 but not of 16 ((N, L, C): a half-empty channel group),
+  // channels not a multiple of 8 ((N, L, C) declines), many short rows (NCL in chunks).
+  tcw_case<at::BFloat16>(3, 16, 1000, 31, 15, 1e-2);
+  tcw_case<at::Half>(2, 8, 333, 31, 15, 2e-3);
+  tcw_case<at::Half>(20, 8, 70, 15, 14, 2e-3);
+  tcw_case<at::BFloat16>(2, 24, 9, 15, 7, 1e-2);
+  tcw_case<at::Half>(2, 8, 5, 31, 15, 2e-3);
+  tcw_case<at::Half>(1, 16, 600, 15, 0, 2e-3);
+  tcw_case<at::BFloat16>(2, 8, 300, 31, 40, 1e-2);
+  tcw_case<at::Half>(2, 8, 530, 15, 14, 2e-3);
+  tcw_case<at::Half>(2, 3, 77, 31, 15, 2e-3);
+  tcw_case<at::BFloat16>(66, 2, 20, 15, 7, 1e-2);  // 66 items per channel: NCL in 2 chunks
+  std::printf("tc_wgrad1d: %d launches checked\n", tcw_taken);
+}
 int main() {
+  tcw_cases();
   check_fast_div();
   run_case(2, 2, 8, 1, {13, 17}, {3, 3}, {1, 1}, {1, 1});
   run_case(2, 2, 8, 1, {14, 11}, {3, 3}, {2, 2}, {1, 1});

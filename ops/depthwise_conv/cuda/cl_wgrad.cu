@@ -42,8 +42,15 @@ constexpr int64_t kWgradWave = 132 * kWgradBlocksPerSm;
 
 // The per-thread tile: VW channels (one vector load), RH filter rows per pass, strips of R
 // outputs.
-template <typename T, int KH, int KW>
+//
+// `pairs`: 1-D rows of 15 / 31 taps at 2 channels per lane and 16 / 8 outputs per strip, tried
+// first for those rows (the other tile, kept for odd channel counts, gives 31 taps 1 channel x 4
+// outputs: 34 input loads per 124 FMAs, 2-byte loads in 16-bit). Measured on the H100 (session 9,
+// bench/results/h100/session9/): the (N, L, C) weight-grad alone, conformer_256 fp32 0.208 ->
+// 0.144 ms, conformer_512 bf16 0.127 -> 0.101, k15_causal bf16 0.136 -> 0.119.
+template <typename T, int KH, int KW, bool pairs = false>
 struct ClwShape {
+  static constexpr bool long_row = pairs && KH == 1 && KW >= 15;
   static constexpr int rows = KH > 0 ? KH : 1;  // filter rows of one depth slice held at once
   // 16-bit 2-D filters: at least two channels per lane (a 32-bit load, conversions and
   // addresses shared by two channels) and at most 64 tap sums, splitting the rows into passes.
@@ -57,7 +64,7 @@ struct ClwShape {
       // loaded together). Beyond that, nvcc spills.
       while (v > 1 && rows * KW * v > (rows * KW >= 15 ? 32 : 64)) v /= 2;
     }
-    return v;
+    return long_row ? 2 : v;
   }();
   static constexpr int RH = [] {
     int r = rows;
@@ -68,7 +75,8 @@ struct ClwShape {
   // strip positions) and keeps R*VW grad_output values + the segment's input vectors next to
   // the tap sums within 128 registers (nvcc -Xptxas -v). Otherwise: R*VW grad_output values stay
   // in registers, next to the tap sums and the strip's input vectors; larger strips spill.
-  static constexpr int R = wide ? 7
+  static constexpr int R = long_row ? (KW >= 31 ? 8 : 16)
+                         : wide ? 7
                                 : (RH * KW * VW <= 32 && VW <= 4 && RH * KW < 31 ? 8
                                                                                    : (RH * KW * VW > 56 ? 2 : 4));
 };
@@ -499,9 +507,12 @@ bool vectors_fit(const T* x, const T* gy, const Plan& P) {
          reinterpret_cast<uintptr_t>(gy) % (sizeof(T) * VW) == 0;
 }
 
-template <typename T, int KH, int KW, int S>
+template <typename T, int KH, int KW, int S, bool pairs = false>
 bool run(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
-  using Shape = ClwShape<T, KH, KW>;
+  if constexpr (!pairs && KH == 1 && KW >= 15) {
+    if (run<T, KH, KW, S, true>(x, gy, gw, P, like, stream)) return true;  // else odd channels: one per lane
+  }
+  using Shape = ClwShape<T, KH, KW, pairs>;
   constexpr int VW = Shape::VW, R = Shape::R, RH = Shape::RH;
   if (!vectors_fit<T, VW>(x, gy, P)) return false;
   ClwTile L{};

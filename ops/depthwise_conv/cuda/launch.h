@@ -114,6 +114,13 @@ template <typename T>
 bool launch_nc_wgrad_depth3d(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like,
                              cudaStream_t stream);
 
+// Weight-grad of 15- and 31-tap 1-D rows at stride 1, multiplier 1, fp16 / bf16, on tensor cores
+// (tc_wgrad1d.cuh), NCL or (channels_last) (N, L, C) memory, deterministic; false when not
+// covered (fp32, other filters, sm < 80, (N, L, C) channels not a multiple of 8 or misaligned).
+template <typename T>
+bool launch_tc_wgrad1d(const T* x, const T* gy, T* gw, const Plan& P, bool channels_last, const at::TensorBase& like,
+                       cudaStream_t stream);
+
 // Channels-last weight-grad, channel multiplier 1, one pass + ordered sum (cl_wgrad.cu).
 template <typename T>
 bool launch_cl_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like,

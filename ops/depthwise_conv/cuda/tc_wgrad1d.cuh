@@ -1,0 +1,397 @@
+// Weight-grads of long 1-D depthwise filters (15 and 31 taps, stride 1, multiplier 1) in fp16 /
+// bf16 on tensor cores, deterministic; NCL rows (tcw_rows) and (N, L, C) rows (tcw_cl).
+//
+// Why: the CUDA-core kernels (row1d_wgrad, cl_wgrad_partial) spend ~K FMAs plus conversions and
+// shared / global loads per output and channel, so the 31-tap weight-grads ran at 10-25% of the
+// copy bandwidth. Here per channel and segment of 256 outputs o = 16b + i (blocks b, position i):
+//     M[i][j] = sum_b dy[16b + i] * x[16b + j - pad]      (16 x KW, KW = 15 + K rounded up to 16)
+// is one GEMM with a 16-deep reduction over the blocks: KW / 8 m16n8k16 steps (mma16.cuh, exact
+// products, fp32 sums), and
+//     gw[k] = sum over segments of sum_i M[i][i + k]
+// (dy[o] meets x[o + k - pad]: the diagonal sums, done once per warp at the end, on M summed over
+// all its segments). Both operands are read from a row segment staged in shared memory in its
+// natural order: the fragments' register pairs (two consecutive blocks b, 16 apart in the row) are
+// built from 16-bit shared loads (A: 8, B: 2 (KW / 8 + 2) per 256 outputs), so the staged window
+// may start at any element: the staging needs no alignment and the loads from global memory are
+// aligned 16-byte vectors wherever they lie inside the row.
+//
+// Deterministic: every sum is in a fixed order (the MMA's within a warp's segment, segments in the
+// warp's order, the 16 diagonal terms in order, the block's warps in order, then the blocks'
+// partials [channel][chunk][tap] in chunk order by sum_slots), and the split into warps and
+// blocks depends on the shapes only.
+#pragma once
+
+#include "ops/depthwise_conv/cuda/mma16.cuh"
+#include "ops/depthwise_conv/cuda/plan.cuh"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+namespace convx::cuda {
+
+constexpr int kTcwWarps = 8, kTcwThreads = 32 * kTcwWarps;
+
+// n8 column tiles of M: KW / 8 (15 + K columns used: j = i + k).
+template <int K>
+__host__ __device__ constexpr int tcw_tiles() {
+  return 2 * ((15 + K + 15) / 16);
+}
+
+// A 16-byte vector of 16-bit values (uint4 without the CUDA headers, for the CPU harness).
+struct alignas(16) TcwVec {
+  uint32_t w[4];
+};
+
+// acc[nt] (M's columns 8nt .. 8nt + 7, fragment layout of mma16.cuh) += the 256 outputs' terms:
+// dy[16b + i] = dy[e] for e < 256, x[16b + j - pad] = xw[16b + j] (xw: 240 + 8 NT values).
+// A = DY^T (A[i][b] = dy[16b + i]), B = XW (B[b][j] = xw[16b + j]); lane (g, t)'s pairs of
+// consecutive b are 16 values apart, and B's tile nt + 2 repeats tile nt's value of the next
+// block, so the lane loads NT + 2 values per half.
+template <typename T, int NT>
+__device__ __forceinline__ void tcw_step(const T* dy, const T* xw, float (&acc)[NT][4], int lane) {
+  const int g = lane >> 2, t = lane & 3;
+  const T* d = dy + 32 * t + g;
+  const uint32_t a[4] = {pack16x2(d[0], d[16]), pack16x2(d[8], d[24]), pack16x2(d[128], d[144]),
+                         pack16x2(d[136], d[152])};
+  const T* xp = xw + 32 * t + g;
+  T lo[NT + 2], hi[NT + 2];
+#pragma unroll
+  for (int u = 0; u < NT + 2; ++u) {
+    lo[u] = xp[8 * u];
+    hi[u] = xp[128 + 8 * u];
+  }
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) {
+    const uint32_t b[2] = {pack16x2(lo[nt], lo[nt + 2]), pack16x2(hi[nt], hi[nt + 2])};
+    mma16816<T>(acc[nt], a, b);
+  }
+}
+
+// The warp's M (acc) into red (16 rows of RW floats), then lane k < K returns sum_i M[i][i + k]
+// (other lanes 0). Every lane calls it.
+template <int K, int NT>
+__device__ __forceinline__ float tcw_diagonal(const float (&acc)[NT][4], float* red, int lane) {
+  constexpr int RW = 8 * NT + 1;  // odd row stride: the diagonal's lanes read distinct banks
+  const int g = lane >> 2, t = lane & 3;
+  __syncwarp();
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) {
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      red[g * RW + 8 * nt + 2 * t + e] = acc[nt][e];
+      red[(g + 8) * RW + 8 * nt + 2 * t + e] = acc[nt][2 + e];
+    }
+  }
+  __syncwarp();
+  float s = 0.f;
+  if (lane < K) {
+#pragma unroll
+    for (int i = 0; i < 16; ++i) s += red[i * RW + i + lane];
+  }
+  __syncwarp();
+  return s;
+}
+
+// Loads the 8 values row[s .. s + 7] (row-relative, zero outside [0, n)) into v: one aligned
+// 16-byte load when p = row + s is aligned and the vector lies inside the row, element loads
+// where it straddles an end (so no load leaves the row).
+template <typename T>
+__device__ __forceinline__ TcwVec tcw_load(const T* row, int s, int n) {
+  TcwVec v{};
+  if (s >= 0 && s + 8 <= n) {
+    v = *reinterpret_cast<const TcwVec*>(row + s);
+  } else if (s + 8 > 0 && s < n) {
+    T e[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) e[i] = (s + i >= 0 && s + i < n) ? row[s + i] : static_cast<T>(0.f);
+    std::memcpy(&v, e, 16);
+  }
+  return v;
+}
+
+// ------------------------------------------------------------------------------------------ NCL
+// Work item: a segment of kTcwSeg outputs of one row (sample n, channel c), two 256-output steps.
+// Block: one channel x a fixed chunk of its (sample, segment) items; warp w takes the chunk's
+// items w, w + 8, ... (a block-uniform round count: a warp without an item stages zeros), staging
+// each through its own shared area (dy, then the x window) with the next item's vectors prefetched
+// into registers during the MMAs. Windows are staged from the 16-byte boundary at or before their
+// first value (mis values earlier; the steps read from mis on).
+constexpr int kTcwSeg = 512;
+constexpr int kTcwDyVecs = kTcwSeg / 8 + 1;  // the segment's dy from up to 7 values early
+template <int K>
+__host__ __device__ constexpr int tcw_x_vecs() {  // the x window (255 + 240 + 8 NT + 1 values) from up to 7 early
+  return (kTcwSeg + 8 * tcw_tiles<K>() - 16 + 7 + 7) / 8;
+}
+template <int K>
+__host__ __device__ constexpr int tcw_warp_bytes() {  // staging, or (after the items) the diagonal's M
+  const int stage = 16 * (kTcwDyVecs + tcw_x_vecs<K>()), red = 16 * (8 * tcw_tiles<K>() + 1) * 4;
+  return stage > red ? stage : red;
+}
+template <int K>
+__host__ __device__ constexpr int tcw_smem_bytes() {  // + the warps' tap sums
+  return kTcwWarps * tcw_warp_bytes<K>() + kTcwWarps * 32 * 4;
+}
+
+struct TcwRows {
+  uint32_t items_c, segs, chunk, chunks;  // items per channel, per block; blocks per channel
+  int in_w, out_w, pad;
+};
+
+// 1-D, one phase, stride 1, multiplier 1, row lengths < 2^30, 0 <= pad < 2^29.
+inline bool tcw_row_plan(const Plan& P) {
+  if (P.phases != 1 || P.S[2] != 1 || P.J != 1 || P.in_div != 1 || P.k[0] != 1 || P.k[1] != 1) return false;
+  if (P.in[0] != 1 || P.in[1] != 1 || P.out[0] != 1 || P.out[1] != 1 || P.N <= 0 || P.out_c <= 0) return false;
+  if (P.in[2] >= (int64_t(1) << 30) || P.out[2] >= (int64_t(1) << 30) || P.out[2] <= 0) return false;
+  return P.pad[2][0] >= 0 && P.pad[2][0] < (1 << 29);
+}
+
+// Fills L: about `target` blocks in all (chunks from the shapes alone), each warp at least 4
+// items. false when not covered or the counts do not fit 31 bits.
+inline bool tcw_rows_items(TcwRows& L, const Plan& P, int64_t target) {
+  if (!tcw_row_plan(P)) return false;
+  const int64_t segs = ceil_div(P.out[2], kTcwSeg), items_c = P.N * segs;
+  if (items_c >= (int64_t(1) << 31)) return false;
+  int64_t chunks = std::clamp<int64_t>(ceil_div(target, P.out_c), 1, std::max<int64_t>(1, items_c / (4 * kTcwWarps)));
+  const int64_t chunk = ceil_div(items_c, chunks);
+  chunks = ceil_div(items_c, chunk);
+  if (P.out_c * chunks >= (int64_t(1) << 31)) return false;
+  L.items_c = static_cast<uint32_t>(items_c);
+  L.segs = static_cast<uint32_t>(segs);
+  L.chunk = static_cast<uint32_t>(chunk);
+  L.chunks = static_cast<uint32_t>(chunks);
+  L.in_w = static_cast<int>(P.in[2]);
+  L.out_w = static_cast<int>(P.out[2]);
+  L.pad = P.pad[2][0];
+  return true;
+}
+
+// x: [N, C, in_w], gy: [N, C, out_w]. Writes gw [C][K] when L.chunks == 1, else part
+// [C][chunks][K] (fp32). Grid: C * chunks blocks of kTcwThreads; dynamic shared memory
+// tcw_smem_bytes<K>().
+// 31 taps: 3 resident blocks (80 registers; at 4, 64 registers spill).
+template <typename T, int K>
+__global__ void __launch_bounds__(kTcwThreads, K >= 31 ? 3 : 4)
+tcw_rows(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, T* __restrict__ gw,
+         const Plan P, const TcwRows L) {
+  constexpr int NT = tcw_tiles<K>(), NX = tcw_x_vecs<K>();
+  constexpr int DL = (kTcwDyVecs + 31) / 32, XL = (NX + 31) / 32;  // vectors per lane
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  const int lane = static_cast<int>(threadIdx.x % 32), warp = static_cast<int>(threadIdx.x / 32);
+  unsigned char* const area = smem_raw + warp * tcw_warp_bytes<K>();
+  TcwVec* const dys = reinterpret_cast<TcwVec*>(area);
+  TcwVec* const xs = dys + kTcwDyVecs;
+  float* const sums = reinterpret_cast<float*>(smem_raw + kTcwWarps * tcw_warp_bytes<K>());
+  const uint32_t co = blockIdx.x / L.chunks, chunk = blockIdx.x % L.chunks;
+  const uint32_t t0 = chunk * L.chunk, t1 = t0 + L.chunk < L.items_c ? t0 + L.chunk : L.items_c;
+
+  // The prefetched item: its vectors and how far before its windows they start.
+  TcwVec pd[DL], px[XL];
+  int pmd = 0, pmx = 0;
+  auto fetch = [&](uint32_t t, bool live) {
+#pragma unroll
+    for (int i = 0; i < DL; ++i) pd[i] = TcwVec{};
+#pragma unroll
+    for (int i = 0; i < XL; ++i) px[i] = TcwVec{};
+    pmd = pmx = 0;
+    if (!live) return;
+    const uint32_t seg = t % L.segs, n = t / L.segs;
+    const T* xr = x + (int64_t(n) * P.in_c + co) * L.in_w;
+    const T* gr = gy + (int64_t(n) * P.out_c + co) * L.out_w;
+    const int o0 = static_cast<int>(seg) * kTcwSeg, x0 = o0 - L.pad;
+    pmd = static_cast<int>((reinterpret_cast<uintptr_t>(gr + o0) % 16) / sizeof(T));
+    pmx = static_cast<int>((reinterpret_cast<uintptr_t>(xr + x0) % 16) / sizeof(T));
+#pragma unroll
+    for (int i = 0; i < DL; ++i) {
+      const int v = lane + 32 * i;
+      if (v < kTcwDyVecs) pd[i] = tcw_load(gr, o0 - pmd + 8 * v, L.out_w);
+    }
+#pragma unroll
+    for (int i = 0; i < XL; ++i) {
+      const int v = lane + 32 * i;
+      if (v < NX) px[i] = tcw_load(xr, x0 - pmx + 8 * v, L.in_w);
+    }
+  };
+
+  float acc[NT][4];
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.f;
+  uint32_t t = t0 + warp;
+  fetch(t, t < t1);
+  for (uint32_t first = t0; first < t1; first += kTcwWarps, t += kTcwWarps) {
+    const int md = pmd, mx = pmx;
+    __syncwarp();  // the warp's reads of the previous item are done
+#pragma unroll
+    for (int i = 0; i < DL; ++i) {
+      if (lane + 32 * i < kTcwDyVecs) dys[lane + 32 * i] = pd[i];
+    }
+#pragma unroll
+    for (int i = 0; i < XL; ++i) {
+      if (lane + 32 * i < NX) xs[lane + 32 * i] = px[i];
+    }
+    __syncwarp();
+    fetch(t + kTcwWarps, t + kTcwWarps < t1);
+    const T* dv = reinterpret_cast<const T*>(dys) + md;
+    const T* xv = reinterpret_cast<const T*>(xs) + mx;
+#pragma unroll
+    for (int s = 0; s < kTcwSeg / 256; ++s) tcw_step<T, NT>(dv + 256 * s, xv + 256 * s, acc, lane);
+  }
+
+  // Diagonal sums per warp, then the warps in order.
+  const float s = tcw_diagonal<K, NT>(acc, reinterpret_cast<float*>(area), lane);
+  if (lane < K) sums[warp * 32 + lane] = s;
+  __syncthreads();
+  if (threadIdx.x < K) {
+    float sum = 0.f;
+#pragma unroll
+    for (int w = 0; w < kTcwWarps; ++w) sum += sums[w * 32 + threadIdx.x];
+    if (L.chunks == 1) {
+      gw[int64_t(co) * K + threadIdx.x] = static_cast<T>(sum);
+    } else {
+      part[(int64_t(co) * L.chunks + chunk) * K + threadIdx.x] = sum;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------- (N, L, C)
+// Block: 16 channels (two 16-byte vectors per position: whole 32-byte sectors) x a fixed chunk of
+// (sample, 256-output segment) items. Per item the block loads the dy segment and the x window
+// (position-major, as stored) and stores them transposed into shared rows, one per channel (row
+// strides 4 mod 8 values: the two channel vectors of a position land 16 banks apart); then warp w
+// runs one step for its channels 2w and 2w + 1, while the next item's vectors are in flight.
+// Channels past C (C a multiple of 8, not of 16) are zeros and not written.
+constexpr int kTcwClSeg = 256, kTcwClCh = 16;
+constexpr int kTcwClDyRow = kTcwClSeg + 4;  // shared row stride of dy (values)
+template <int K>
+__host__ __device__ constexpr int tcw_cl_x_len() {  // x window positions: 240 + 8 NT
+  return kTcwClSeg - 16 + 8 * tcw_tiles<K>();
+}
+template <int K>
+__host__ __device__ constexpr int tcw_cl_smem_bytes() {  // staging, or (after the items) the warps' M
+  const int stage = kTcwClCh * (kTcwClDyRow + tcw_cl_x_len<K>() + 4) * 2;
+  const int red = kTcwWarps * 16 * (8 * tcw_tiles<K>() + 1) * 4;
+  return stage > red ? stage : red;
+}
+
+struct TcwCl {
+  uint32_t items, segs, chunk, chunks, groups;  // items per channel group, per block; blocks per group; groups
+  int in_w, out_w, pad, C;
+};
+
+// Fills L: about `target` blocks (chunks from the shapes alone), each at least 4 items; C a
+// multiple of 8 below 2^24. false otherwise.
+inline bool tcw_cl_items(TcwCl& L, const Plan& P, int64_t target) {
+  if (!tcw_row_plan(P) || P.out_c % 8 != 0 || P.out_c >= (int64_t(1) << 24)) return false;
+  const int64_t segs = ceil_div(P.out[2], kTcwClSeg), items = P.N * segs, groups = ceil_div(P.out_c, kTcwClCh);
+  if (items >= (int64_t(1) << 31)) return false;
+  int64_t chunks = std::clamp<int64_t>(ceil_div(target, groups), 1, std::max<int64_t>(1, items / 4));
+  const int64_t chunk = ceil_div(items, chunks);
+  chunks = ceil_div(items, chunk);
+  if (groups * chunks >= (int64_t(1) << 31)) return false;
+  L.items = static_cast<uint32_t>(items);
+  L.segs = static_cast<uint32_t>(segs);
+  L.chunk = static_cast<uint32_t>(chunk);
+  L.chunks = static_cast<uint32_t>(chunks);
+  L.groups = static_cast<uint32_t>(groups);
+  L.in_w = static_cast<int>(P.in[2]);
+  L.out_w = static_cast<int>(P.out[2]);
+  L.pad = P.pad[2][0];
+  L.C = static_cast<int>(P.out_c);
+  return true;
+}
+
+// x: [N, in_w, C], gy: [N, out_w, C], 16-byte aligned. Writes gw [C][K] when L.chunks == 1,
+// else part [C][chunks][K] (fp32). Grid: groups * chunks blocks (group fastest: the blocks in
+// flight read whole positions) of kTcwThreads; dynamic shared memory tcw_cl_smem_bytes<K>().
+template <typename T, int K>
+__global__ void __launch_bounds__(kTcwThreads, 2)
+tcw_cl(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, T* __restrict__ gw,
+       const TcwCl L) {
+  constexpr int NT = tcw_tiles<K>(), XLEN = tcw_cl_x_len<K>(), XROW = XLEN + 4;
+  constexpr int ND = 2 * kTcwClSeg, NX = 2 * XLEN;  // vectors per item
+  constexpr int DL = ND / kTcwThreads, XL = (NX + kTcwThreads - 1) / kTcwThreads;
+  static_assert(ND % kTcwThreads == 0 && XLEN % 8 == 0, "whole rounds of dy vectors; x rows 4 mod 8");
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* const dys = reinterpret_cast<T*>(smem_raw);
+  T* const xs = dys + kTcwClCh * kTcwClDyRow;
+  const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
+  const uint32_t group = blockIdx.x % L.groups, chunk = blockIdx.x / L.groups;
+  const int c0 = static_cast<int>(group) * kTcwClCh;
+  const uint32_t t0 = chunk * L.chunk, t1 = t0 + L.chunk < L.items ? t0 + L.chunk : L.items;
+
+  // Vector r of thread tid: position (tid + 256 r) / 2 of the window, channels c0 + 8 ((tid + 256 r) % 2).
+  TcwVec pd[DL], px[XL];
+  const int half = tid & 1, ch = c0 + 8 * half;
+  auto fetch = [&](uint32_t t, bool live) {
+#pragma unroll
+    for (int i = 0; i < DL; ++i) pd[i] = TcwVec{};
+#pragma unroll
+    for (int i = 0; i < XL; ++i) px[i] = TcwVec{};
+    if (!live || ch >= L.C) return;
+    const uint32_t seg = t % L.segs, n = t / L.segs;
+    const int o0 = static_cast<int>(seg) * kTcwClSeg, x0 = o0 - L.pad;
+    const T* gr = gy + int64_t(n) * L.out_w * L.C + ch;
+    const T* xr = x + int64_t(n) * L.in_w * L.C + ch;
+#pragma unroll
+    for (int i = 0; i < DL; ++i) {
+      const int o = o0 + (tid + kTcwThreads * i) / 2;
+      if (o < L.out_w) pd[i] = *reinterpret_cast<const TcwVec*>(gr + int64_t(o) * L.C);
+    }
+#pragma unroll
+    for (int i = 0; i < XL; ++i) {
+      const int v = tid + kTcwThreads * i, xi = x0 + v / 2;
+      if (v < NX && xi >= 0 && xi < L.in_w) px[i] = *reinterpret_cast<const TcwVec*>(xr + int64_t(xi) * L.C);
+    }
+  };
+  auto stage = [](const TcwVec& v, T* row0, int rs, int p) {  // 8 channels' values of position p
+    T e[8];
+    std::memcpy(e, &v, 16);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) row0[i * rs + p] = e[i];
+  };
+
+  float acc[2][NT][4];
+#pragma unroll
+  for (int c = 0; c < 2; ++c) {
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) acc[c][nt][0] = acc[c][nt][1] = acc[c][nt][2] = acc[c][nt][3] = 0.f;
+  }
+  fetch(t0, t0 < t1);
+  for (uint32_t t = t0; t < t1; ++t) {
+    __syncthreads();  // the block's reads of the previous item are done
+#pragma unroll
+    for (int i = 0; i < DL; ++i) {
+      stage(pd[i], dys + 8 * half * kTcwClDyRow, kTcwClDyRow, (tid + kTcwThreads * i) / 2);
+    }
+#pragma unroll
+    for (int i = 0; i < XL; ++i) {
+      const int v = tid + kTcwThreads * i;
+      if (v < NX) stage(px[i], xs + 8 * half * XROW, XROW, v / 2);
+    }
+    __syncthreads();
+    fetch(t + 1, t + 1 < t1);
+#pragma unroll
+    for (int c = 0; c < 2; ++c) {
+      const int cl = 2 * warp + c;
+      tcw_step<T, NT>(dys + cl * kTcwClDyRow, xs + cl * XROW, acc[c], lane);
+    }
+  }
+
+  __syncthreads();  // staging done: the area holds the warps' M
+  float* const red = reinterpret_cast<float*>(smem_raw) + warp * 16 * (8 * NT + 1);
+#pragma unroll
+  for (int c = 0; c < 2; ++c) {
+    const float s = tcw_diagonal<K, NT>(acc[c], red, lane);
+    const int co = c0 + 2 * warp + c;
+    if (lane < K && co < L.C) {
+      if (L.chunks == 1) {
+        gw[int64_t(co) * K + lane] = static_cast<T>(s);
+      } else {
+        part[(int64_t(co) * L.chunks + chunk) * K + lane] = s;
+      }
+    }
+  }
+}
+
+
+}  // namespace convx::cuda
