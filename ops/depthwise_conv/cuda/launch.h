@@ -15,6 +15,9 @@ namespace convx::cuda {
 // SMs of the current GPU, asked of the driver once per device (nc_stream.cu); the launchers size
 // their grids and tiles by it.
 int64_t sm_count();
+// Whether the current GPU runs mma16.cuh's tensor-core step (sm_80 and newer; tc_row1d.cu): the
+// tensor-core launchers decline otherwise.
+bool mma16_supported();
 
 // NC(D)HW forward / data-grad: out = phased correlation of in with w ([phases][wrows][taps],
 // opmath type) plus bias.

@@ -19,10 +19,8 @@
 #include <type_traits>
 
 namespace convx::cuda {
-namespace {
 
-// Whether the current device runs mma.sync m16n8k16 (sm_80 and newer), asked of the driver once
-// per device (0: not asked yet).
+// Declared in launch.h; asked of the driver once per device (0: not asked yet).
 bool mma16_supported() {
   static std::array<std::atomic<int>, C10_COMPILE_TIME_MAX_GPUS> major{};
   const c10::DeviceIndex dev = c10::cuda::current_device();
@@ -33,6 +31,8 @@ bool mma16_supported() {
   }
   return m >= 8;
 }
+
+namespace {
 
 template <typename T, int KS>
 void run_ncl(const T* in, const T* w, const T* bias, T* out, const TcRow& L, cudaStream_t stream) {

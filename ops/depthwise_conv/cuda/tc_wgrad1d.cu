@@ -7,31 +7,14 @@
 
 #include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAFunctions.h>
-#include <c10/cuda/CUDAMacros.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
 #include <algorithm>
-#include <array>
-#include <atomic>
 #include <type_traits>
 
 namespace convx::cuda {
 namespace {
-
-// Whether the current device has mma.sync m16n8k16 (sm_80 and newer), asked of the driver once
-// per device (0: not asked yet).
-bool has_mma16() {
-  static std::array<std::atomic<int>, C10_COMPILE_TIME_MAX_GPUS> major{};
-  const c10::DeviceIndex dev = c10::cuda::current_device();
-  int m = major[dev].load(std::memory_order_relaxed);
-  if (m == 0) {
-    C10_CUDA_CHECK(cudaDeviceGetAttribute(&m, cudaDevAttrComputeCapabilityMajor, dev));
-    major[dev].store(m, std::memory_order_relaxed);
-  }
-  return m >= 8;
-}
 
 // Blocks of the split (a constant: the chunks, and so the bits, depend on the shapes only); 2048
 // and 4096 measured the same on the Conformer rows and slower on k15 (NCL 0.100 -> 0.113 ms).
@@ -80,7 +63,7 @@ bool launch_tc_wgrad1d(const T* x, const T* gy, T* gw, const Plan& P, bool chann
   if constexpr (!std::is_same_v<T, c10::Half> && !std::is_same_v<T, c10::BFloat16>) {
     return false;  // tensor cores would change fp32's precision (TF32)
   } else {
-    if (!has_mma16()) return false;
+    if (!mma16_supported()) return false;
     const int k = P.k[2];
     if (channels_last) {
       // 15 taps: cl_wgrad_partial's two-channel tile measured faster (k15_causal bf16 0.119 ms
