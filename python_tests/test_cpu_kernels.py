@@ -366,7 +366,9 @@ def test_direct_weight_grad_does_not_depend_on_threads():
 def test_direct_forward_does_not_depend_on_threads(cl):
     # Row blocks differ with the thread count (and an NCHW output is transposed out of each
     # block), but every output sums its K segments in one order: the same bits at 1 and 2
-    # threads. 300 input channels: segments of 256 + 44 channels per tap.
+    # threads. 300 input channels: segments of 256 + 44 channels per tap. Below AVX-512 (this
+    # test runs again under ATEN_CPU_CAPABILITY=default / avx2) the forward is im2col + BLAS,
+    # whose threading may move the last bits (MKL did on the session-9 machine): close, not equal.
     g = torch.Generator().manual_seed(7)
     x = torch.randn(3, 300, 13, 11, generator=g)
     x = _channels_last(x) if cl else x
@@ -379,7 +381,10 @@ def test_direct_forward_does_not_depend_on_threads(cl):
             results.append(X.conv2d(x, w, None, [2, 2], [1, 1], [1, 1], 1))
     finally:
         torch.set_num_threads(before)
-    assert torch.equal(results[0], results[1])
+    if torch.backends.cpu.get_cpu_capability() == "AVX512":  # the implicit-GEMM forward
+        assert torch.equal(results[0], results[1])
+    else:
+        assert rel_err(results[0], results[1]) < 1e-6
     assert rel_err(results[0], F.conv2d(x.double(), w.double(), None, 2, 1)) < 1e-5
 
 
