@@ -813,12 +813,11 @@ ROW1D_CASES = [  # (N, C, multiplier, L, k, stride, padding, bias)
 ]
 
 
-@pytest.mark.parametrize("misaligned", [False, True], ids=["aligned", "off1"])
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["fp32", "fp16", "bf16"])
-def test_depthwise_row1d(dtype, misaligned):
-    """Forward, input-grad, weight-grad and depthwise transposed conv of 15/31-tap NCL rows against
-    float64 on the same rounded operands, on poisoned memory; `off1`: input and gradient start one
-    element past a 16-byte boundary."""
+def _check_ncl_rows(cases, seed, dtype, misaligned, transposed):
+    """Forward, input-grad and weight-grad of NCL depthwise rows (and, with `transposed`, the
+    depthwise transposed conv of the multiplier-1 stride-1 cases) against float64 on the same
+    rounded operands, on poisoned memory; `misaligned`: input and gradient start one element past
+    a 16-byte boundary. cases: (N, C, multiplier, L, k, stride, padding, bias)."""
     import torch.nn.functional as F
 
     tol = {torch.float32: 1e-4, torch.float16: 2e-2, torch.bfloat16: 2e-2}[dtype]
@@ -835,8 +834,8 @@ def test_depthwise_row1d(dtype, misaligned):
         torch.testing.assert_close(out.double() / scale, ref / scale, rtol=tol, atol=tol, msg=lambda m: f"{what}\n{m}")
 
     ops = torch.ops.convx
-    for i, (N, C, m, L, k, s, p, has_bias) in enumerate(ROW1D_CASES):
-        gen = torch.Generator().manual_seed(70 + i)
+    for i, (N, C, m, L, k, s, p, has_bias) in enumerate(cases):
+        gen = torch.Generator().manual_seed(seed + i)
         x = place(torch.randn(N, C, L, generator=gen))
         w = torch.randn(C * m, 1, k, generator=gen).to(DEV, dtype)
         b = torch.randn(C * m, generator=gen).to(DEV, dtype) if has_bias else None
@@ -854,12 +853,21 @@ def test_depthwise_row1d(dtype, misaligned):
         close(y, ref.detach(), what + " forward")
         close(gx, gx_ref, what + " input-grad")
         close(gw, gw_ref, what + " weight-grad")
-        if m == 1 and s == 1:
+        if transposed and m == 1 and s == 1:
             tr_ref = F.conv_transpose1d(gy.double(), w.double(), bd, 1, p, 0, C)
             poison()
             with deterministic():
                 tr = ops.conv_transpose1d(gy, w, b, [1], [p], [0], C, [1])
             close(tr, tr_ref, what + " transposed")
+
+
+@pytest.mark.parametrize("misaligned", [False, True], ids=["aligned", "off1"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["fp32", "fp16", "bf16"])
+def test_depthwise_row1d(dtype, misaligned):
+    """Forward, input-grad, weight-grad and depthwise transposed conv of 15/31-tap NCL rows against
+    float64 on the same rounded operands, on poisoned memory; `off1`: input and gradient start one
+    element past a 16-byte boundary."""
+    _check_ncl_rows(ROW1D_CASES, 70, dtype, misaligned, transposed=True)
 
 
 # NCL 2-, 3-, 4- and 15-tap rows: the warp-segment kernel of row_warp.cuh (forward and stride-1
@@ -889,41 +897,7 @@ def test_depthwise_row_warp(dtype, misaligned):
     """Forward, input-grad and weight-grad of 2/3/4/15-tap NCL rows against float64 on the same
     rounded operands, on poisoned memory; `off1`: input and gradient start one element past a
     16-byte boundary (odd lengths give every output row misalignment)."""
-    import torch.nn.functional as F
-
-    tol = {torch.float32: 1e-4, torch.float16: 2e-2, torch.bfloat16: 2e-2}[dtype]
-
-    def place(t):
-        if not misaligned:
-            return t.to(DEV, dtype)
-        flat = torch.empty(t.numel() + 1, device=DEV, dtype=dtype)[1:]
-        return flat.view(t.shape).copy_(t)
-
-    def close(out, ref, what):
-        scale = max(1.0, float(ref.abs().max()))
-        assert not torch.isnan(out).any(), f"{what}: NaN (unwritten element)"
-        torch.testing.assert_close(out.double() / scale, ref / scale, rtol=tol, atol=tol, msg=lambda m: f"{what}\n{m}")
-
-    ops = torch.ops.convx
-    for i, (N, C, m, L, k, s, p, has_bias) in enumerate(ROW_WARP_CASES):
-        gen = torch.Generator().manual_seed(170 + i)
-        x = place(torch.randn(N, C, L, generator=gen))
-        w = torch.randn(C * m, 1, k, generator=gen).to(DEV, dtype)
-        b = torch.randn(C * m, generator=gen).to(DEV, dtype) if has_bias else None
-        bd = None if b is None else b.double()
-        xr, wr = x.double().requires_grad_(), w.double().requires_grad_()
-        ref = F.conv1d(xr, wr, bd, s, p, 1, C)
-        gy = place(torch.randn(ref.shape, generator=gen))
-        gx_ref, gw_ref = torch.autograd.grad(ref, (xr, wr), gy.double())
-        what = f"case {i} {dtype}"
-        poison()
-        with deterministic():
-            y = ops.depthwise_conv1d(x, w, b, [s], [p], [1])
-            gx = ops.conv1d_input_grad(list(x.shape), w, gy, [s], [p], [1], C)
-            gw = ops.conv1d_weight_grad(x, list(w.shape), gy, [s], [p], [1], C)
-        close(y, ref.detach(), what + " forward")
-        close(gx, gx_ref, what + " input-grad")
-        close(gw, gw_ref, what + " weight-grad")
+    _check_ncl_rows(ROW_WARP_CASES, 170, dtype, misaligned, transposed=False)
 
 
 # Tensor-core 16-bit rows (tc_row1d.cuh), forward and stride-1 data-grad: (N, C, L, k, padding,

@@ -211,7 +211,7 @@ Tensor rww_run(const T* x, const T* gy, const Plan& P) {
   launch(dim3{unsigned(P.out_c * L.chunks)}, dim3{32},
          [&] { row_warp_wgrad<T, K, row_warp_vectors<K>()>(x, gy, part.data_ptr<float>(), L); });
   launch(dim3{unsigned(ceil_div(P.out_c * K, 256))}, dim3{256},
-         [&] { row1d_wgrad_sum<T>(part.data_ptr<float>(), gw.data_ptr<T>(), P.out_c * K, int(L.chunks), K); });
+         [&] { sum_slots<T>(part.data_ptr<float>(), gw.data_ptr<T>(), P.out_c, L.chunks, K); });
   return gw;
 }
 // row1d.cu's weight-grad (15 / 31 taps): partials poisoned, then the ordered chunk sum; an
@@ -227,7 +227,7 @@ Tensor roww_run(const T* x, const T* gy, const Plan& P) {
          [&] { row1d_wgrad<T, K, R>(x, gy, part.data_ptr<float>(), P, L); });
   Tensor gw = at::full({P.out_c * K}, NAN, at::TensorOptions().dtype<T>());
   launch(dim3{unsigned(ceil_div(P.out_c * K, 256))}, dim3{256},
-         [&] { row1d_wgrad_sum<T>(part.data_ptr<float>(), gw.data_ptr<T>(), P.out_c * K, int(L.chunks), K); });
+         [&] { sum_slots<T>(part.data_ptr<float>(), gw.data_ptr<T>(), P.out_c, L.chunks, K); });
   return gw;
 }
 // cl_gather.cu's specialisations: f(tile, run) with each tile the launchers may use for the

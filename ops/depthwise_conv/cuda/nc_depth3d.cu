@@ -47,10 +47,7 @@ bool run_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBa
       <<<static_cast<unsigned>(std::min<int64_t>(blocks, int64_t(1) << 30)), L.threads, 0, stream>>>(
           x, gy, part.mutable_data_ptr<acc_t>(), P, L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  const int64_t n = P.out_c * taps;
-  sum_slots<T><<<static_cast<unsigned>(std::clamp<int64_t>(ceil_div(n, 256), 1, 1 << 20)), 256, 0, stream>>>(
-      part.const_data_ptr<acc_t>(), gw, P.out_c, L.chunks, taps);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  launch_sum_slots<T>(part.const_data_ptr<acc_t>(), gw, P.out_c, L.chunks, taps, stream);
   return true;
 }
 

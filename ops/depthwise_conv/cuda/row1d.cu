@@ -7,6 +7,7 @@
 // on nc_stream (16 outputs per thread there against 16 staged per lane here).
 #include "ops/depthwise_conv/cuda/launch.h"
 #include "ops/depthwise_conv/cuda/row1d.cuh"
+#include "ops/depthwise_conv/cuda/wgrad_sum.cuh"
 
 #include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAException.h>
@@ -63,10 +64,7 @@ bool run_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBa
   row1d_wgrad<T, K, R><<<static_cast<unsigned>(P.out_c * L.chunks), kRowThreads, row_wgrad_smem_bytes<K, R>(), stream>>>(
       x, gy, part.mutable_data_ptr<float>(), P, L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  const int64_t n = P.out_c * K;
-  row1d_wgrad_sum<T><<<static_cast<unsigned>(std::clamp<int64_t>(ceil_div(n, 256), 1, 1 << 20)), 256, 0, stream>>>(
-      part.const_data_ptr<float>(), gw, n, static_cast<int>(L.chunks), K);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  launch_sum_slots<T>(part.const_data_ptr<float>(), gw, P.out_c, L.chunks, K, stream);
   return true;
 }
 

@@ -337,16 +337,4 @@ row1d_wgrad(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict
   }
 }
 
-// gw[i] = sum over chunks, in order, of part[row][chunk][tap] (i = row * K + tap).
-template <typename T>
-__global__ void row1d_wgrad_sum(const float* __restrict__ part, T* __restrict__ gw, int64_t n, int chunks, int K) {
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const float* p = part + (i / K) * chunks * K + i % K;
-    float s = 0.f;
-    for (int c = 0; c < chunks; ++c) s += p[int64_t(c) * K];
-    gw[i] = static_cast<T>(s);
-  }
-}
-
 }  // namespace convx::cuda

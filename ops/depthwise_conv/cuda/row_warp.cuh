@@ -276,7 +276,7 @@ row_warp(const T* __restrict__ in, const float* __restrict__ w, const T* __restr
 // to the dy row; dy zero outside the row, so the segment's overhang adds nothing): lane l loads
 // its dy vectors and x vectors, takes the x window from its neighbours and keeps the K tap sums
 // in registers across its items. Then the 32 lanes are added by a butterfly, the warps in order
-// through shared memory, one partial per block [channel][chunk][tap]; row1d_wgrad_sum
+// through shared memory, one partial per block [channel][chunk][tap]; sum_slots (wgrad_sum.cuh)
 // (row1d.cuh) adds the chunks in order. The chunks depend on the shapes only.
 struct RowWarpW {
   uint32_t items_c, chunk, chunks;  // items per channel, per block, blocks per channel

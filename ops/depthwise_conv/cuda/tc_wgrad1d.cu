@@ -24,10 +24,7 @@ constexpr int64_t kTcwTarget = 1024;
 template <typename T>
 void sum_chunks_if_any(const at::Tensor& part, T* gw, int64_t C, int64_t chunks, int K, cudaStream_t stream) {
   if (chunks == 1) return;
-  const int64_t n = C * K;
-  sum_slots<T><<<static_cast<unsigned>(std::clamp<int64_t>(ceil_div(n, 256), 1, 1 << 20)), 256, 0, stream>>>(
-      part.const_data_ptr<float>(), gw, C, chunks, K);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  launch_sum_slots<T>(part.const_data_ptr<float>(), gw, C, chunks, K, stream);
 }
 
 template <typename T, int K>

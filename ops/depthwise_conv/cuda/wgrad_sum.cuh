@@ -1,9 +1,16 @@
-// The ordered sum of the NC(D)HW weight-grads' per-block partials (nc_wgrad.cu, nc_depth3d.cu).
+// The ordered sum of the weight-grads' per-block partials [row][slot][tap] (nc_wgrad.cu,
+// nc_depth3d.cu, row1d.cu, row_warp.cu, tc_wgrad1d.cu): a fixed order, so bitwise repeatable.
 #pragma once
 
 #include <ATen/OpMathType.h>
 
+#include <algorithm>
 #include <cstdint>
+
+#if defined(__CUDACC__)
+#include <c10/cuda/CUDAException.h>
+#include <cuda_runtime_api.h>
+#endif
 
 namespace convx::cuda {
 
@@ -21,5 +28,17 @@ __global__ void sum_slots(const at::opmath_type<T>* __restrict__ part, T* __rest
     gw[i] = static_cast<T>(s);
   }
 }
+
+#if defined(__CUDACC__)
+// sum_slots over rows * taps outputs on `stream` (the CPU harness launches the kernel itself).
+template <typename T>
+void launch_sum_slots(const at::opmath_type<T>* part, T* gw, int64_t rows, int64_t slots, int64_t taps,
+                      cudaStream_t stream) {
+  const int64_t n = rows * taps;
+  sum_slots<T><<<static_cast<unsigned>(std::clamp<int64_t>((n + 255) / 256, 1, 1 << 20)), 256, 0, stream>>>(
+      part, gw, rows, slots, taps);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+#endif
 
 }  // namespace convx::cuda
