@@ -6,6 +6,7 @@ The cases are gpu_bench.py's, so a profile explains a row of its table.
 
     python3 bench/profile_cases.py mbv2_s1:fp16:nhwc:fwd mamba_k4:bf16:nlc:bwd
     python3 bench/profile_cases.py --host     # host time per call on tiny shapes, convx vs aten
+    python3 bench/profile_cases.py --kernels mbv2_s1:fp16:nhwc:bwd   # each kernel's device time
 """
 
 import sys
@@ -81,9 +82,35 @@ def host_overhead():
             print(f"host {name:18} {lib:5} {best:7.1f} us/call", flush=True)
 
 
+def kernel_times(specs):
+    """Each CUDA kernel of one call of convx's side of a row, with its device time (torch.profiler,
+    median of 5 calls): which launch of a forward or backward the time goes to."""
+    from torch.profiler import ProfilerActivity, profile
+    by_name = {c[0]: c for c in CASES}
+    for spec in specs:
+        name, dn, layout, direction = spec.split(":")
+        fc, _, bc, _ = calls(by_name[name], dn, layout)
+        f = fc if direction == "fwd" else bc
+        for _ in range(3):
+            f()
+        torch.cuda.synchronize()
+        runs = []
+        for _ in range(5):
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                f()
+                torch.cuda.synchronize()
+            runs.append([(e.name, e.device_time) for e in prof.events() if e.device_time > 0])
+        print(f"kernels {spec}:", flush=True)
+        for i, (kname, _) in enumerate(runs[0]):
+            times = sorted(r[i][1] for r in runs if len(r) > i)
+            print(f"  {times[len(times) // 2]:9.1f} us  {kname[:150]}", flush=True)
+
+
 def main():
     if sys.argv[1:] == ["--host"]:
         return host_overhead()
+    if sys.argv[1:2] == ["--kernels"]:
+        return kernel_times(sys.argv[2:])
     torch.backends.cudnn.benchmark = True  # aten's kernels as in the benchmark
     by_name = {c[0]: c for c in CASES}
     for spec in sys.argv[1:]:
