@@ -99,7 +99,7 @@ def kernel_times(specs):
             with profile(activities=[ProfilerActivity.CUDA]) as prof:
                 f()
                 torch.cuda.synchronize()
-            runs.append([(e.name, e.device_time) for e in prof.events() if e.device_time > 0])
+            runs.append([(e.name, e.device_time_total) for e in prof.events() if e.device_type.name == "CUDA"])
         print(f"kernels {spec}:", flush=True)
         for i, (kname, _) in enumerate(runs[0]):
             times = sorted(r[i][1] for r in runs if len(r) > i)
