@@ -13,9 +13,12 @@
 # a failing stage is reported and the next one still
 # runs; the exit status is non-zero when any stage failed.
 set -euo pipefail
-# PART: all (default), tests (build, GPU tests, sanitizers) or bench (build, benchmarks): the
-# two halves fit one 600 s device call each.
-PART=${1:-all}
+# PARTS: any of tests (GPU tests), sanitize (compute-sanitizer memcheck / racecheck) and bench
+# (benchmarks), default all three; each builds first (a no-op when already built). One 600 s
+# device call holds `tests bench` (~100 + 80 + 300 s on a fresh machine) or `sanitize` (~100 +
+# 400 s), not all three since session 10's kernels joined the sanitizer lists.
+PARTS=" ${*:-tests sanitize bench} "
+part() { [[ $PARTS == *" $1 "* ]]; }
 cd "$(dirname "$0")/.."
 
 OUT_DIR=${OUT:-bench/results}
@@ -33,8 +36,9 @@ stage() {  # stage NAME LOG SECONDS CMD...: runs CMD with a time limit, tee'd in
 }
 
 : >"$OUT_DIR/build.log"
-[[ $PART == bench ]] || : >"$OUT_DIR/gpu_tests.log" >"$OUT_DIR/sanitizer.log"
-[[ $PART == tests ]] || : >"$OUT_DIR/bench.log"
+part tests && : >"$OUT_DIR/gpu_tests.log"
+part sanitize && : >"$OUT_DIR/sanitizer.log"
+part bench && : >"$OUT_DIR/bench.log"
 nvidia-smi 2>&1 | tee -a "$OUT_DIR/build.log" || true
 
 stage build "$OUT_DIR/build.log" 300 bash -c ". scripts/gpu_build.sh"
@@ -44,9 +48,12 @@ if [[ ! -f build-gpu/libconvx.so ]]; then
   exit 1
 fi
 
-if [[ $PART != bench ]]; then
+if part tests; then
 stage tests "$OUT_DIR/gpu_tests.log" 240 python3 -m pytest python_tests/test_cuda.py python_tests/test_cuda_devices.py -q -rs
 stage dense "$OUT_DIR/gpu_tests.log" 240 python3 -m pytest python_tests/test_cuda_dense.py python_tests/test_cuda_bias_grad.py -q -rs
+fi
+
+if part sanitize; then
 
 # The caching allocator would hide out-of-bounds accesses inside its blocks: turn it off here.
 # memcheck: the generic kernels (random configurations), every depthwise fast path in fp32 and
@@ -76,7 +83,7 @@ stage racecheck-tc "$OUT_DIR/sanitizer.log" 120 $SAN --tool racecheck python3 sc
 
 fi
 
-if [[ $PART != tests ]]; then
+if part bench; then
 stage bench "$OUT_DIR/bench.log" 240 python3 bench/gpu_bench.py --out "$OUT_DIR/gpu_depthwise.json"
 stage dense-bench "$OUT_DIR/bench.log" 200 python3 bench/gpu_dense_bench.py --out "$OUT_DIR/gpu_dense.json"
 fi
