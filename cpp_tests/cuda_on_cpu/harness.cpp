@@ -1034,9 +1034,10 @@ void tc_ncl_run(const T* in, const T* w, const T* bias, T* out, const TcRow& L) 
   launch(dim3{L.items}, dim3{32}, [&] { tc_row1d<T, KS>(in, w, bias, out, L); });
 }
 template <typename T, int KS>
-void tc_cl_run(const T* in, const T* w, const T* bias, T* out, const TcRowCl& L) {
-  g_smem_bytes = tc_cl_smem_bytes<KS>();
-  launch(dim3{L.blocks}, dim3{kTcClThreads}, [&] { tc_row1d_cl<T, KS>(in, w, bias, out, L); });
+void tc_cl_run(const T* in, const T* w, const T* bias, T* out, const TcRowCl& L, bool pipelined) {
+  g_smem_bytes = pipelined ? tc_clp_smem_bytes<KS>() : tc_cl_smem_bytes<KS>();
+  if (pipelined) launch(dim3{L.blocks}, dim3{kTcClThreads}, [&] { tc_row1d_clp<T, KS>(in, w, bias, out, L); });
+  else launch(dim3{L.blocks}, dim3{kTcClThreads}, [&] { tc_row1d_cl<T, KS>(in, w, bias, out, L); });
 }
 template <typename T>
 void tc_check(const char* what, const Plan& P, const Prep& Q, const Tensor& src, const Tensor& w16, const Tensor& bias,
@@ -1068,19 +1069,24 @@ void tc_check(const char* what, const Plan& P, const Prep& Q, const Tensor& src,
     }
   }
   if (P.out_c % 8 != 0) return;
-  TcRowCl L{};
-  int KS = 0;
-  if (!tc_row1d_cl_blocks(L, P, K, wbase, wstep, KS)) {
-    std::printf("%-44s %-34s cl declined\n", name.c_str(), what);
-    return;
+  Tensor xc = to_cl(src);
+  // tc_row1d_cl (one tile per block) and tc_row1d_clp at 1, 2, 3 tiles per block
+  for (int tps : {0, 1, 2, 3}) {
+    TcRowCl L{};
+    int KS = 0;
+    if (!tc_row1d_cl_blocks(L, P, K, wbase, wstep, std::max(tps, 1), KS)) {
+      std::printf("%-44s %-34s cl declined\n", name.c_str(), what);
+      return;
+    }
+    Tensor oc = at::full(to_cl(ref).sizes(), NAN, opts);
+    if (KS == 2) tc_cl_run<T, 2>(xc.data_ptr<T>(), wp, bp, oc.data_ptr<T>(), L, tps > 0);
+    else if (KS == 3) tc_cl_run<T, 3>(xc.data_ptr<T>(), wp, bp, oc.data_ptr<T>(), L, tps > 0);
+    else if (KS == 4) tc_cl_run<T, 4>(xc.data_ptr<T>(), wp, bp, oc.data_ptr<T>(), L, tps > 0);
+    else { ++failures; return; }
+    ++tc_taken;
+    check((std::string(what) + " tc cl KS" + std::to_string(KS) + (tps ? " clp tps" + std::to_string(tps) : "")).c_str(),
+          from_cl(oc), ref, name, tol);
   }
-  Tensor xc = to_cl(src), oc = at::full(to_cl(ref).sizes(), NAN, opts);
-  if (KS == 2) tc_cl_run<T, 2>(xc.data_ptr<T>(), wp, bp, oc.data_ptr<T>(), L);
-  else if (KS == 3) tc_cl_run<T, 3>(xc.data_ptr<T>(), wp, bp, oc.data_ptr<T>(), L);
-  else if (KS == 4) tc_cl_run<T, 4>(xc.data_ptr<T>(), wp, bp, oc.data_ptr<T>(), L);
-  else { ++failures; return; }
-  ++tc_taken;
-  check((std::string(what) + " tc cl KS" + std::to_string(KS)).c_str(), from_cl(oc), ref, name, tol);
 }
 // One 1-D problem: N x C rows of length Lx, K taps, padding p (forward and data-grad).
 template <typename T>
@@ -1108,12 +1114,12 @@ void tc_case(int64_t N, int64_t C, int64_t Lx, int64_t K, int64_t p, double tol)
 
 // ---- tc_wgrad1d.cu's tensor-core weight-grads (15 / 31-tap 1-D rows, fp16 / bf16) ----
 static int tcw_taken = 0;
-// The launcher's kernel and (several chunks) sum_slots, on poisoned partials and gw; `target`
+// The launcher's kernel (several chunks: the last block of each channel / group sums), on poisoned partials and gw; `target`
 // blocks (so one and several chunks are both walked). Undefined when it declines.
 template <typename T, int K>
 Tensor tcw_run(const T* x, const T* gy, const Plan& P, bool cl, int64_t target, int64_t* chunks) {
   Tensor gw = at::full({P.out_c * K}, NAN, c10::CppTypeToScalarType<T>::value);
-  Tensor part;
+  Tensor part, counters;
   if (cl) {
     if constexpr (K != 31) {
       return Tensor();  // the launcher takes 31-tap (N, L, C) rows only
@@ -1123,22 +1129,49 @@ Tensor tcw_run(const T* x, const T* gy, const Plan& P, bool cl, int64_t target, 
           !tcw_cl_items(L, P, target)) return Tensor();
       *chunks = L.chunks;
       part = at::full({P.out_c * L.chunks * K}, NAN, at::kFloat);
+      counters = at::zeros({int64_t(L.groups)}, at::kInt);
       g_smem_bytes = tcw_cl_smem_bytes<K>();
-      launch(dim3{L.groups * L.chunks}, dim3{kTcwThreads},
-             [&] { tcw_cl<T, K>(x, gy, part.data_ptr<float>(), gw.data_ptr<T>(), L); });
+      launch(dim3{L.groups * L.chunks}, dim3{kTcwThreads}, [&] {
+        tcw_cl<T, K>(x, gy, part.data_ptr<float>(), reinterpret_cast<unsigned*>(counters.data_ptr<int>()), gw.data_ptr<T>(), L);
+      });
+      // TCWCL: the cp.async variant must give the same bits
+      Tensor gw2 = at::full({P.out_c * K}, NAN, gw.scalar_type()), part2 = at::full({P.out_c * L.chunks * K}, NAN, at::kFloat);
+      Tensor counters2 = at::zeros({int64_t(L.groups)}, at::kInt);
+      g_smem_bytes = tcw_clp_smem_bytes<K>();
+      launch(dim3{L.groups * L.chunks}, dim3{kTcwThreads}, [&] {
+        tcw_clp<T, K>(x, gy, part2.data_ptr<float>(), reinterpret_cast<unsigned*>(counters2.data_ptr<int>()), gw2.data_ptr<T>(), L);
+      });
+      if (!at::equal(gw2, gw) || !at::equal(counters2, counters)) {
+        ++failures;
+        std::printf("tcw_clp: not the bits of tcw_cl (chunks %u)\n", L.chunks);
+      }
     }
   } else {
     TcwRows L{};
     if (!tcw_rows_items(L, P, target)) return Tensor();
     *chunks = L.chunks;
     part = at::full({P.out_c * L.chunks * K}, NAN, at::kFloat);
+    counters = at::zeros({P.out_c}, at::kInt);
     g_smem_bytes = tcw_smem_bytes<K>();
-    launch(dim3{unsigned(P.out_c * L.chunks)}, dim3{kTcwThreads},
-           [&] { tcw_rows<T, K>(x, gy, part.data_ptr<float>(), gw.data_ptr<T>(), P, L); });
+    launch(dim3{unsigned(P.out_c * L.chunks)}, dim3{kTcwThreads}, [&] {
+      tcw_rows<T, K>(x, gy, part.data_ptr<float>(), reinterpret_cast<unsigned*>(counters.data_ptr<int>()), gw.data_ptr<T>(), P, L);
+    });
+    // TCWROWS: the cp.async variant must give the same bits
+    Tensor gw2 = at::full({P.out_c * K}, NAN, gw.scalar_type()), part2 = at::full({P.out_c * L.chunks * K}, NAN, at::kFloat);
+    Tensor counters2 = at::zeros({P.out_c}, at::kInt);
+    g_smem_bytes = tcw_rowsp_smem_bytes<K>();
+    launch(dim3{unsigned(P.out_c * L.chunks)}, dim3{kTcwThreads}, [&] {
+      tcw_rowsp<T, K>(x, gy, part2.data_ptr<float>(), reinterpret_cast<unsigned*>(counters2.data_ptr<int>()), gw2.data_ptr<T>(), P, L);
+    });
+    if (!at::equal(gw2, gw) || !at::equal(counters2, counters)) {
+      ++failures;
+      std::printf("tcw_rowsp: not the bits of tcw_rows (chunks %u)\n", L.chunks);
+    }
   }
-  if (*chunks > 1) {
-    launch(dim3{unsigned(ceil_div(P.out_c * K, 256))}, dim3{256},
-           [&] { sum_slots<T>(part.data_ptr<float>(), gw.data_ptr<T>(), P.out_c, *chunks, K); });
+  // every block counted itself once: each channel's (group's) counter ends at the chunk count
+  if (*chunks > 1 && counters.ne(int(*chunks)).any().item<bool>()) {
+    ++failures;
+    std::printf("tcw: a counter is not %lld after the launch\n", static_cast<long long>(*chunks));
   }
   return gw;
 }

@@ -27,6 +27,7 @@
 // every 32 (tc_phys), so the D fragments' stores (rows 0-7 and 8-15) are conflict-free.
 #pragma once
 
+#include "ops/depthwise_conv/cuda/cp_async.cuh"
 #include "ops/depthwise_conv/cuda/mma16.cuh"
 #include "ops/depthwise_conv/cuda/plan.cuh"
 
@@ -170,6 +171,8 @@ __host__ __device__ constexpr int tc_smem_bytes(int warps) {
 }
 
 // in: [rows][in_w]; out: [rows][out_w]; w: [out_c][K] (the layer's filter); bias: out_c or null.
+// 4 blocks per SM (64 registers): at 5 (48 registers, spills) the H100 ran Conformer k31 at 0.032
+// ms against 0.029 (session 10, bench/results/h100/session10/meas_ab.log, CONVX_TUNE1D=2).
 template <typename T, int KS>
 __global__ void __launch_bounds__(32 * kTcWarps, 4)
 tc_row1d(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
@@ -356,7 +359,8 @@ constexpr int kTcClWarps = 4;
 constexpr int kTcClThreads = 32 * kTcClWarps;
 
 struct TcRowCl {
-  uint32_t blocks, cgroups, tiles;  // blocks = rows * tiles * cgroups
+  uint32_t blocks, cgroups, tiles;  // blocks = rows * segs * cgroups
+  uint32_t segs, tps;               // runs of tps tiles per row (tc_row1d_clp; tc_row1d_cl: tps 1)
   int in_len, out_len, C;
   int pad0, sh;
   int K, wbase, wstep;
@@ -372,12 +376,98 @@ __host__ __device__ constexpr int tc_cl_smem_bytes() {  // 32 tap tables + max(w
   return 4 * (16 * tc_taps_halves<KS>() + (win > outw ? win : outw));
 }
 
+// Unit u = (position pair pp = u / 4, 8-channel chunk ch = u % 4) of a window into the per-channel
+// rows (RW words apart): x[k] holds the 8 channels at position 2 pp + k; each channel's word
+// holds both positions.
+__device__ __forceinline__ void tc_cl_stage_unit(uint32_t* buf, int RW, int u, const TcVec (&x)[2]) {
+  const int ch = u % 4, pp = u / 4;
+#pragma unroll
+  for (int e = 0; e < 8; ++e) {  // channel 8 ch + e: its values at positions 2 pp, 2 pp + 1
+    const uint32_t sel = e % 2 ? 0x7632u : 0x5410u;
+    const uint32_t lo = x[0].v[e / 2], hi = x[1].v[e / 2];
+#if defined(__CUDA_ARCH__)
+    const uint32_t word = __byte_perm(lo, hi, sel);
+#else
+    const uint32_t word = sel == 0x5410u ? (lo & 0xffffu) | (hi << 16) : (lo >> 16) | (hi & 0xffff0000u);
+#endif
+    buf[(8 * ch + e) * RW + tc_phys(pp)] = word;
+  }
+}
+
 // Swizzled word of (position p, 8-channel chunk c) in the output tile: 16 words per position.
 __host__ __device__ constexpr int tc_cl_out_word(int p, int c) { return 16 * p + 4 * (c ^ ((p >> 1) & 3)); }
 
-// in: [rows][in_len][C]; out: [rows][out_len][C]; w: [C][K]; bias: C or null.
+// After the window is in buf (per-channel rows, and a block barrier): the MMAs of tile q of `row`
+// for channels c0 + [0, 32), the outputs (plus bias) transposed through buf into [position][32
+// channels] and stored. Ends with the block's reads of buf done only up to the last barrier: the
+// caller syncs before it overwrites buf.
 template <typename T, int KS>
-__global__ void __launch_bounds__(kTcClThreads)
+__device__ __forceinline__ void tc_cl_tile_out(uint32_t* buf, const uint16_t* ft, const T* __restrict__ bias,
+                                               T* __restrict__ out, const TcRowCl& L, int c0, uint32_t row,
+                                               uint32_t q, int tid) {
+  constexpr int RW = tc_cl_row_words<KS>(), FT = tc_taps_halves<KS>();
+  const int lane = tid % 32, warp = tid / 32;
+  // Warp `warp`: channels 8 warp + [0, 8). res[e][n][hh]: channel e's outputs at positions
+  // 16 (g + 8 hh) + 8 n + 2 t, + 1 (a packed pair).
+  uint32_t res[8][2][2];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) {
+    const int cl = 8 * warp + e;
+    uint32_t bf[KS][2][2];
+    tc_b_frags16<KS>(bf, ft + cl * FT, L.sh, lane);
+    float acc[2][4] = {};
+    tc_tile_lds<T, KS>(acc, buf + cl * RW, bf, lane);
+    const float b0 = bias && c0 + cl < L.C ? static_cast<float>(bias[c0 + cl]) : 0.f;
+#pragma unroll
+    for (int n = 0; n < 2; ++n) {
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh)
+        res[e][n][hh] = pack16x2<T>(static_cast<T>(acc[n][2 * hh] + b0), static_cast<T>(acc[n][2 * hh + 1] + b0));
+    }
+  }
+  __syncthreads();  // every warp's window reads are done: the tile reuses the buffer
+  {
+    const int g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int n = 0; n < 2; ++n) {
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {
+        const int p = 16 * (g + 8 * hh) + 8 * n + 2 * t;
+#pragma unroll
+        for (int k = 0; k < 2; ++k) {  // position p + k: the low (k = 0) or high halves of the 8 channels
+          TcVec v;
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            const uint32_t lo = res[2 * j][n][hh], hi = res[2 * j + 1][n][hh];
+#if defined(__CUDA_ARCH__)
+            v.v[j] = __byte_perm(lo, hi, k ? 0x7632u : 0x5410u);
+#else
+            v.v[j] = k ? (lo >> 16) | (hi & 0xffff0000u) : (lo & 0xffffu) | (hi << 16);
+#endif
+          }
+          *reinterpret_cast<TcVec*>(buf + tc_cl_out_word(p + k, warp)) = v;
+        }
+      }
+    }
+  }
+  __syncthreads();
+  T* const dst = out + int64_t(row) * L.out_len * L.C;
+  const int o0 = static_cast<int>(q) * 256;
+  for (int u = tid; u < 256 * 4; u += kTcClThreads) {
+    const int ch = u % 4, p = u / 4, c = c0 + 8 * ch;
+    if (c < L.C && o0 + p < L.out_len)
+      *reinterpret_cast<TcVec*>(dst + int64_t(o0 + p) * L.C + c) = *reinterpret_cast<const TcVec*>(buf + tc_cl_out_word(p, ch));
+  }
+}
+
+// in: [rows][in_len][C]; out: [rows][out_len][C]; w: [C][K]; bias: C or null. One tile per block.
+// Window staging: every window load of the thread is issued first (5 x 32 bytes for 2 k-steps),
+// then the tap tables are built while they are in flight, then the window is transposed. For 2
+// k-steps (<= 17 taps) this runs at 8 blocks per SM (64 registers, a few spills): k15 causal bf16
+// 0.120 -> 0.113 ms on the H100; for 3-4 k-steps it measured no better (Conformer k31: 0.039 ->
+// 0.040 at 7 blocks, 0.044 at 8; session 10, meas_ab.log), so those keep the tables first.
+template <typename T, int KS>
+__global__ void __launch_bounds__(kTcClThreads, KS == 2 ? 8 : 0)
 tc_row1d_cl(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
             const TcRowCl L) {
   constexpr int WIN = tc_win<KS>(), RW = tc_cl_row_words<KS>(), FT = tc_taps_halves<KS>();
@@ -392,30 +482,43 @@ tc_row1d_cl(const T* __restrict__ in, const T* __restrict__ w, const T* __restri
   const int c0 = static_cast<int>(cg) * 32;
   const int p0 = static_cast<int>(q) * 256 - L.pad0;
 
-  for (int e = tid; e < 32 * FT; e += kTcClThreads) {
-    const int c = c0 + e / FT, tap = e % FT - kTcGuard;
-    ft[e] = c < L.C && tap >= 0 && tap < L.K ? tc_bits(w[int64_t(c) * L.K + L.wbase + L.wstep * tap]) : uint16_t(0);
-  }
-  // Window: units of (position pair, 8-channel chunk), chunk fastest.
   const T* const src = in + int64_t(row) * L.in_len * L.C;
-  for (int u = tid; u < (WIN / 2) * 4; u += kTcClThreads) {
+  // Window: units of (position pair, 8-channel chunk), chunk fastest.
+  auto load_unit = [&](int u, TcVec (&x)[2]) {
     const int ch = u % 4, pp = u / 4, c = c0 + 8 * ch;
-    TcVec x[2] = {};
+    x[0] = TcVec{};
+    x[1] = TcVec{};
 #pragma unroll
     for (int k = 0; k < 2; ++k) {
       const int p = p0 + 2 * pp + k;
       if (c < L.C && p >= 0 && p < L.in_len) x[k] = *reinterpret_cast<const TcVec*>(src + int64_t(p) * L.C + c);
     }
+  };
+  auto build_taps = [&] {
+    for (int e = tid; e < 32 * FT; e += kTcClThreads) {
+      const int c = c0 + e / FT, tap = e % FT - kTcGuard;
+      ft[e] = c < L.C && tap >= 0 && tap < L.K ? tc_bits(w[int64_t(c) * L.K + L.wbase + L.wstep * tap]) : uint16_t(0);
+    }
+  };
+  constexpr int UNITS = (WIN / 2) * 4;
+  if constexpr (KS == 2) {
+    constexpr int PER = (UNITS + kTcClThreads - 1) / kTcClThreads;
+    TcVec xs[PER][2];
 #pragma unroll
-    for (int e = 0; e < 8; ++e) {  // channel 8 ch + e: its values at positions 2 pp, 2 pp + 1
-      const uint32_t sel = e % 2 ? 0x7632u : 0x5410u;
-      const uint32_t lo = x[0].v[e / 2], hi = x[1].v[e / 2];
-#if defined(__CUDA_ARCH__)
-      const uint32_t word = __byte_perm(lo, hi, sel);
-#else
-      const uint32_t word = sel == 0x5410u ? (lo & 0xffffu) | (hi << 16) : (lo >> 16) | (hi & 0xffff0000u);
-#endif
-      buf[(8 * ch + e) * RW + tc_phys(pp)] = word;
+    for (int i = 0; i < PER; ++i) {
+      if (tid + i * kTcClThreads < UNITS) load_unit(tid + i * kTcClThreads, xs[i]);
+    }
+    build_taps();
+#pragma unroll
+    for (int i = 0; i < PER; ++i) {
+      if (tid + i * kTcClThreads < UNITS) tc_cl_stage_unit(buf, RW, tid + i * kTcClThreads, xs[i]);
+    }
+  } else {
+    build_taps();
+    for (int u = tid; u < UNITS; u += kTcClThreads) {
+      TcVec x[2];
+      load_unit(u, x);
+      tc_cl_stage_unit(buf, RW, u, x);
     }
   }
   __syncthreads();
@@ -473,6 +576,69 @@ tc_row1d_cl(const T* __restrict__ in, const T* __restrict__ w, const T* __restri
   }
 }
 
+// CL1D (temporary A/B knob CONVX_CL1D = tiles per block; 0 = tc_row1d_cl above): the same tile
+// computation, but a block runs L.tps consecutive tiles of its row, and the window of each tile
+// arrives by cp.async (16-byte global -> shared copies, no registers held) into a raw
+// [position][32 channels] area while the previous tile is transposed, multiplied and stored: a
+// whole window (18 KB for 31 taps) in flight per block. tc_row1d_cl keeps at most 32 bytes per
+// thread in flight and runs its phases (taps, loads, MMAs, stores) one after the other; the H100
+// ran it at 1.78 TB/s on Conformer k31 (NCL's tc_row1d: 2.65). The tap tables are built once per
+// block. Raw layout: 16-byte chunk ch of position p at chunk 8 (p / 2) + (4 ((p ^ p / 2) & 1) | ch):
+// the two positions of a pair sit in opposite 64-byte halves of a 128-byte line and consecutive
+// pairs swap halves, so the transposing reads (lanes: 2 pairs x 4 chunks per quarter-warp) and the
+// copies are conflict-free.
+__host__ __device__ constexpr int tc_clp_raw_chunk(int p, int ch) { return 8 * (p >> 1) + ((((p ^ (p >> 1)) & 1) << 2) | ch); }
+template <int KS>
+__host__ __device__ constexpr int tc_clp_smem_bytes() {  // tap tables + max(window rows, output tile) + raw window
+  return tc_cl_smem_bytes<KS>() + 64 * tc_win<KS>();
+}
+
+template <typename T, int KS>
+__global__ void __launch_bounds__(kTcClThreads)
+tc_row1d_clp(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
+             const TcRowCl L) {
+  constexpr int WIN = tc_win<KS>(), RW = tc_cl_row_words<KS>(), FT = tc_taps_halves<KS>();
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  uint16_t* const ft = reinterpret_cast<uint16_t*>(smem_raw);  // [32][FT]
+  uint32_t* const buf = reinterpret_cast<uint32_t*>(smem_raw) + 16 * FT;
+  TcVec* const raw = reinterpret_cast<TcVec*>(smem_raw + tc_cl_smem_bytes<KS>());
+  const int tid = static_cast<int>(threadIdx.x);
+  uint32_t b = blockIdx.x;
+  const uint32_t cg = b % L.cgroups;
+  b /= L.cgroups;
+  const uint32_t seg = b % L.segs, row = b / L.segs;
+  const int c0 = static_cast<int>(cg) * 32;
+  const uint32_t q0 = seg * L.tps, q1 = q0 + L.tps < L.tiles ? q0 + L.tps : L.tiles;
+  const T* const src = in + int64_t(row) * L.in_len * L.C;
+
+  auto issue = [&](uint32_t q) {  // tile q's window: chunk v = (position v / 4, channels 8 (v % 4))
+    const int p0 = static_cast<int>(q) * 256 - L.pad0;
+    for (int v = tid; v < WIN * 4; v += kTcClThreads) {
+      const int p = v / 4, ch = v % 4, c = c0 + 8 * ch, pos = p0 + p;
+      const bool ok = c < L.C && pos >= 0 && pos < L.in_len;
+      cp_async16(raw + tc_clp_raw_chunk(p, ch), ok ? src + int64_t(pos) * L.C + c : in, ok ? 16 : 0);
+    }
+    cp_async_commit();
+  };
+  issue(q0);
+  for (int e = tid; e < 32 * FT; e += kTcClThreads) {  // while the first window is in flight
+    const int c = c0 + e / FT, tap = e % FT - kTcGuard;
+    ft[e] = c < L.C && tap >= 0 && tap < L.K ? tc_bits(w[int64_t(c) * L.K + L.wbase + L.wstep * tap]) : uint16_t(0);
+  }
+  for (uint32_t q = q0; q < q1; ++q) {
+    cp_async_wait<0>();
+    __syncthreads();  // the window is in raw; the previous tile's reads of buf are done
+    for (int u = tid; u < (WIN / 2) * 4; u += kTcClThreads) {
+      const int ch = u % 4, pp = u / 4;
+      const TcVec x[2] = {raw[tc_clp_raw_chunk(2 * pp, ch)], raw[tc_clp_raw_chunk(2 * pp + 1, ch)]};
+      tc_cl_stage_unit(buf, RW, u, x);
+    }
+    __syncthreads();  // raw is free, the rows are complete
+    if (q + 1 < q1) issue(q + 1);
+    tc_cl_tile_out<T, KS>(buf, ft, bias, out, L, c0, row, q, tid);
+  }
+}
+
 // The plan checks and grids (the launchers, tc_row1d.cu, and the CPU harness use them).
 
 // Taps per k-step count: KS = ceil((15 + K + sh) / 16), pad0 = pad rounded up to a multiple of 8.
@@ -505,7 +671,7 @@ inline bool tc_row1d_items(TcRow& L, const Plan& P, int K, int wbase, int wstep,
 
 // Channels-last: one phase at stride 1, multiplier 1, a 1 x K filter (rows: every sample and
 // leading position), channels a multiple of 8.
-inline bool tc_row1d_cl_blocks(TcRowCl& L, const Plan& P, int K, int wbase, int wstep, int& KS) {
+inline bool tc_row1d_cl_blocks(TcRowCl& L, const Plan& P, int K, int wbase, int wstep, int tps_target, int& KS) {
   if (P.phases != 1 || P.in_div != 1 || P.J != 1 || P.out_c != P.in_c || P.S[2] != 1 || P.out_c % 8 != 0) return false;
   for (int d = 0; d < 2; ++d) {
     if (P.k[d] != 1 || P.S[d] != 1 || P.pad[d][0] != 0 || P.in[d] != P.out[d]) return false;
@@ -514,11 +680,14 @@ inline bool tc_row1d_cl_blocks(TcRowCl& L, const Plan& P, int K, int wbase, int 
   if (P.pad[2][0] <= -(1 << 20) || P.pad[2][0] >= (1 << 20)) return false;
   tc_window(K, P.pad[2][0], L.pad0, L.sh, KS);
   const int64_t rows = P.N * P.in[0] * P.in[1], tiles = ceil_div(P.out[2], 256), cgroups = ceil_div(P.out_c, 32);
-  const int64_t blocks = rows * tiles * cgroups;
+  const int64_t segs = ceil_div(tiles, std::max(tps_target, 1));
+  const int64_t blocks = rows * segs * cgroups;
   if (blocks <= 0 || blocks >= (int64_t(1) << 31)) return false;
   L.blocks = static_cast<uint32_t>(blocks);
   L.cgroups = static_cast<uint32_t>(cgroups);
   L.tiles = static_cast<uint32_t>(tiles);
+  L.segs = static_cast<uint32_t>(segs);
+  L.tps = static_cast<uint32_t>(ceil_div(tiles, segs));
   L.in_len = static_cast<int>(P.in[2]);
   L.out_len = static_cast<int>(P.out[2]);
   L.C = static_cast<int>(P.out_c);

@@ -17,10 +17,12 @@
 //
 // Deterministic: every sum is in a fixed order (the MMA's within a warp's segment, segments in the
 // warp's order, the 16 diagonal terms in order, the block's warps in order, then the blocks'
-// partials [channel][chunk][tap] in chunk order by sum_slots), and the split into warps and
-// blocks depends on the shapes only.
+// partials [channel][chunk][tap] in chunk order, by the last block of the channel (group) to
+// finish: an int counter, no float atomics), and the split into warps and blocks depends on the
+// shapes only.
 #pragma once
 
+#include "ops/depthwise_conv/cuda/cp_async.cuh"
 #include "ops/depthwise_conv/cuda/mma16.cuh"
 #include "ops/depthwise_conv/cuda/plan.cuh"
 
@@ -45,25 +47,22 @@ struct alignas(16) TcwVec {
 
 // acc[nt] (M's columns 8nt .. 8nt + 7, fragment layout of mma16.cuh) += the 256 outputs' terms:
 // dy[16b + i] = dy[e] for e < 256, x[16b + j - pad] = xw[16b + j] (xw: 240 + 8 NT values).
-// A = DY^T (A[i][b] = dy[16b + i]), B = XW (B[b][j] = xw[16b + j]); lane (g, t)'s pairs of
-// consecutive b are 16 values apart, and B's tile nt + 2 repeats tile nt's value of the next
-// block, so the lane loads NT + 2 values per half.
+// A = DY^T (A[i][b] = dy[16b + i]), B = XW (B[b][j] = xw[16b + j]). The MMA's reduction row
+// 2t + e (+ 8) takes block t + 4e (+ 8) (any block order gives the same M): a load's four lane
+// groups t then read 16 values (32 bytes) apart, so every 16-bit shared load is one wavefront for
+// any window alignment (blocks 2t + e put groups 0 / 2 and 1 / 3 on the same banks: 2-way
+// conflicts). 8 + 4 NT loads per step; measured on the H100 (session 10, meas_ab.log): k15 NCL
+// weight-grad 0.101 -> 0.097 ms, Conformer (N, L, C) 0.060 -> 0.056, Conformer NCL the same.
 template <typename T, int NT>
 __device__ __forceinline__ void tcw_step(const T* dy, const T* xw, float (&acc)[NT][4], int lane) {
   const int g = lane >> 2, t = lane & 3;
-  const T* d = dy + 32 * t + g;
-  const uint32_t a[4] = {pack16x2(d[0], d[16]), pack16x2(d[8], d[24]), pack16x2(d[128], d[144]),
-                         pack16x2(d[136], d[152])};
-  const T* xp = xw + 32 * t + g;
-  T lo[NT + 2], hi[NT + 2];
-#pragma unroll
-  for (int u = 0; u < NT + 2; ++u) {
-    lo[u] = xp[8 * u];
-    hi[u] = xp[128 + 8 * u];
-  }
+  const T* d = dy + 16 * t + g;
+  const uint32_t a[4] = {pack16x2(d[0], d[64]), pack16x2(d[8], d[72]), pack16x2(d[128], d[192]),
+                         pack16x2(d[136], d[200])};
+  const T* xp = xw + 16 * t + g;
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt) {
-    const uint32_t b[2] = {pack16x2(lo[nt], lo[nt + 2]), pack16x2(hi[nt], hi[nt + 2])};
+    const uint32_t b[2] = {pack16x2(xp[8 * nt], xp[64 + 8 * nt]), pack16x2(xp[128 + 8 * nt], xp[192 + 8 * nt])};
     mma16816<T>(acc[nt], a, b);
   }
 }
@@ -108,6 +107,41 @@ __device__ __forceinline__ TcwVec tcw_load(const T* row, int s, int n) {
     std::memcpy(&v, e, 16);
   }
   return v;
+}
+
+// Folded chunk sum (no second launch): a block that wrote its partials counts itself in
+// `counter` (zeroed by the launcher); the block that arrives last -- it sees every other block's
+// partials -- gets true. Block-uniform; flag: a shared int.
+__device__ __forceinline__ bool tcw_last_block(unsigned* counter, unsigned chunks, int* flag) {
+  __threadfence();  // this thread's partials are visible device-wide before the block counts
+  __syncthreads();
+  if (threadIdx.x == 0) *flag = atomicAdd(counter, 1u) == chunks - 1;
+  __syncthreads();
+  const bool last = *flag != 0;
+  if (last) __threadfence();
+  return last;
+}
+
+// gw[c * K + k] = sum over chunks, in chunk order, of part[c][chunk][k] for the n = channels * K
+// outputs from channel c0 (read through L2: other blocks wrote them). The order is sum_slots'
+// (wgrad_sum.cuh), so the bits do not depend on which block sums.
+template <typename T, int K>
+__device__ __forceinline__ void tcw_sum_chunks(const float* part, T* gw, int64_t c0, int n, uint32_t chunks) {
+  for (int i = static_cast<int>(threadIdx.x); i < n; i += static_cast<int>(blockDim.x)) {
+    const int64_t c = c0 + i / K;
+    const float* p = part + c * chunks * K + i % K;
+    float s = 0.f;
+    uint32_t j = 0;
+    for (; j + 8 <= chunks; j += 8) {  // eight loads in flight, added in order
+      float v[8];
+#pragma unroll
+      for (int u = 0; u < 8; ++u) v[u] = __ldcg(p + int64_t(j + u) * K);
+#pragma unroll
+      for (int u = 0; u < 8; ++u) s += v[u];
+    }
+    for (; j < chunks; ++j) s += __ldcg(p + int64_t(j) * K);
+    gw[c * K + i % K] = static_cast<T>(s);
+  }
 }
 
 // ------------------------------------------------------------------------------------------ NCL
@@ -166,14 +200,14 @@ inline bool tcw_rows_items(TcwRows& L, const Plan& P, int64_t target) {
   return true;
 }
 
-// x: [N, C, in_w], gy: [N, C, out_w]. Writes gw [C][K] when L.chunks == 1, else part
-// [C][chunks][K] (fp32). Grid: C * chunks blocks of kTcwThreads; dynamic shared memory
-// tcw_smem_bytes<K>().
-// 31 taps: 3 resident blocks (80 registers; at 4, 64 registers spill).
+// x: [N, C, in_w], gy: [N, C, out_w]. Writes gw [C][K]: directly when L.chunks == 1, else
+// through part [C][chunks][K] (fp32), summed by the channel's last block (counters: C, zeroed).
+// Grid: C * chunks blocks of kTcwThreads; dynamic shared memory tcw_smem_bytes<K>().
+// 31 taps: 3 resident blocks (79 registers; 4 blocks / SM spill and measured no faster).
 template <typename T, int K>
 __global__ void __launch_bounds__(kTcwThreads, K >= 31 ? 3 : 4)
-tcw_rows(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, T* __restrict__ gw,
-         const Plan P, const TcwRows L) {
+tcw_rows(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, unsigned* __restrict__ counters,
+         T* __restrict__ gw, const Plan P, const TcwRows L) {
   constexpr int NT = tcw_tiles<K>(), NX = tcw_x_vecs<K>();
   constexpr int DL = (kTcwDyVecs + 31) / 32, XL = (NX + 31) / 32;  // vectors per lane
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -251,6 +285,8 @@ tcw_rows(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ 
       part[(int64_t(co) * L.chunks + chunk) * K + threadIdx.x] = sum;
     }
   }
+  if (L.chunks > 1 && tcw_last_block(counters + co, L.chunks, reinterpret_cast<int*>(sums)))
+    tcw_sum_chunks<T, K>(part, gw, co, K, L.chunks);
 }
 
 // ---------------------------------------------------------------------------------- (N, L, C)
@@ -300,13 +336,14 @@ inline bool tcw_cl_items(TcwCl& L, const Plan& P, int64_t target) {
   return true;
 }
 
-// x: [N, in_w, C], gy: [N, out_w, C], 16-byte aligned. Writes gw [C][K] when L.chunks == 1,
-// else part [C][chunks][K] (fp32). Grid: groups * chunks blocks (group fastest: the blocks in
+// x: [N, in_w, C], gy: [N, out_w, C], 16-byte aligned. Writes gw [C][K]: directly when L.chunks
+// == 1, else through part [C][chunks][K] (fp32), summed by the group's last block (counters:
+// groups, zeroed). Grid: groups * chunks blocks (group fastest: the blocks in
 // flight read whole positions) of kTcwThreads; dynamic shared memory tcw_cl_smem_bytes<K>().
 template <typename T, int K>
 __global__ void __launch_bounds__(kTcwThreads, 2)
-tcw_cl(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, T* __restrict__ gw,
-       const TcwCl L) {
+tcw_cl(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, unsigned* __restrict__ counters,
+       T* __restrict__ gw, const TcwCl L) {
   constexpr int NT = tcw_tiles<K>(), XLEN = tcw_cl_x_len<K>(), XROW = XLEN + 4;
   constexpr int ND = 2 * kTcwClSeg, NX = 2 * XLEN;  // vectors per item
   constexpr int DL = ND / kTcwThreads, XL = (NX + kTcwThreads - 1) / kTcwThreads;
@@ -391,7 +428,226 @@ tcw_cl(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ pa
       }
     }
   }
+  if (L.chunks > 1 && tcw_last_block(counters + group, L.chunks, reinterpret_cast<int*>(smem_raw)))
+    tcw_sum_chunks<T, K>(part, gw, c0, (L.C - c0 < kTcwClCh ? L.C - c0 : kTcwClCh) * K, L.chunks);
 }
 
+// TCWCL (temporary A/B knob CONVX_TCWCL=1; unset = tcw_cl above): tcw_cl with the items' vectors
+// brought by cp.async into two raw [position][16 channels] buffers instead of registers, so two
+// items are in flight while one is multiplied (tcw_cl: one, whose loads start only after the
+// previous item is staged; ~35 KB in flight per SM, 1.27 TB/s on Conformer k31). The staging
+// then reads raw and stores the per-channel rows as tcw_cl does.
+template <int K>
+__host__ __device__ constexpr int tcw_clp_smem_bytes() {  // tcw_cl's + two raw items (dy + x vectors)
+  return tcw_cl_smem_bytes<K>() + 2 * 16 * (2 * kTcwClSeg + 2 * tcw_cl_x_len<K>());
+}
+
+template <typename T, int K>
+__global__ void __launch_bounds__(kTcwThreads, 2)
+tcw_clp(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, unsigned* __restrict__ counters,
+        T* __restrict__ gw, const TcwCl L) {
+  constexpr int NT = tcw_tiles<K>(), XLEN = tcw_cl_x_len<K>(), XROW = XLEN + 4;
+  constexpr int ND = 2 * kTcwClSeg, NX = 2 * XLEN;  // vectors per item
+  static_assert(ND % kTcwThreads == 0 && XLEN % 8 == 0, "whole rounds of dy vectors; x rows 4 mod 8");
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* const dys = reinterpret_cast<T*>(smem_raw);
+  T* const xs = dys + kTcwClCh * kTcwClDyRow;
+  TcwVec* const raw0 = reinterpret_cast<TcwVec*>(smem_raw + tcw_cl_smem_bytes<K>());  // [2][ND + NX]
+  const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
+  const uint32_t group = blockIdx.x % L.groups, chunk = blockIdx.x / L.groups;
+  const int c0 = static_cast<int>(group) * kTcwClCh;
+  const uint32_t t0 = chunk * L.chunk, t1 = t0 + L.chunk < L.items ? t0 + L.chunk : L.items;
+
+  // Vector v of an item: position v / 2 (dy: v < ND; x: v - ND), channels c0 + 8 (v % 2).
+  auto issue = [&](uint32_t t) {  // item t (if any) into raw buffer t % 2; one commit either way
+    if (t < t1) {
+      TcwVec* const raw = raw0 + (t & 1) * (ND + NX);
+      const uint32_t seg = t % L.segs, n = t / L.segs;
+      const int o0 = static_cast<int>(seg) * kTcwClSeg, x0 = o0 - L.pad;
+      const T* gr = gy + int64_t(n) * L.out_w * L.C + c0;
+      const T* xr = x + int64_t(n) * L.in_w * L.C + c0;
+      for (int v = tid; v < ND + NX; v += kTcwThreads) {
+        const int ch = 8 * (v & 1);
+        bool ok = c0 + ch < L.C;
+        const T* p = gy;
+        if (v < ND) {
+          const int o = o0 + v / 2;
+          ok = ok && o < L.out_w;
+          if (ok) p = gr + int64_t(o) * L.C + ch;
+        } else {
+          const int xi = x0 + (v - ND) / 2;
+          ok = ok && xi >= 0 && xi < L.in_w;
+          if (ok) p = xr + int64_t(xi) * L.C + ch;
+        }
+        cp_async16(raw + v, p, ok ? 16 : 0);
+      }
+    }
+    cp_async_commit();
+  };
+  auto stage = [](const TcwVec& v, T* row0, int rs, int p) {  // 8 channels' values of position p
+    T e[8];
+    std::memcpy(e, &v, 16);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) row0[i * rs + p] = e[i];
+  };
+
+  float acc[2][NT][4];
+#pragma unroll
+  for (int c = 0; c < 2; ++c) {
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) acc[c][nt][0] = acc[c][nt][1] = acc[c][nt][2] = acc[c][nt][3] = 0.f;
+  }
+  issue(t0);
+  issue(t0 + 1);
+  for (uint32_t t = t0; t < t1; ++t) {
+    cp_async_wait<1>();  // item t's copies are done (t + 1's may be in flight)
+    __syncthreads();     // ... every thread's; the block's reads of the previous item's rows are done
+    const TcwVec* const raw = raw0 + (t & 1) * (ND + NX);
+    for (int v = tid; v < ND; v += kTcwThreads) stage(raw[v], dys + 8 * (v & 1) * kTcwClDyRow, kTcwClDyRow, v / 2);
+    for (int v = tid; v < NX; v += kTcwThreads) stage(raw[ND + v], xs + 8 * (v & 1) * XROW, XROW, v / 2);
+    __syncthreads();  // raw buffer t % 2 is free
+    issue(t + 2);
+#pragma unroll
+    for (int c = 0; c < 2; ++c) {
+      const int cl = 2 * warp + c;
+      tcw_step<T, NT>(dys + cl * kTcwClDyRow, xs + cl * XROW, acc[c], lane);
+    }
+  }
+  cp_async_wait<0>();
+
+  __syncthreads();  // staging done: the area holds the warps' M
+  float* const red = reinterpret_cast<float*>(smem_raw) + warp * 16 * (8 * NT + 1);
+#pragma unroll
+  for (int c = 0; c < 2; ++c) {
+    const float s = tcw_diagonal<K, NT>(acc[c], red, lane);
+    const int co = c0 + 2 * warp + c;
+    if (lane < K && co < L.C) {
+      if (L.chunks == 1) {
+        gw[int64_t(co) * K + lane] = static_cast<T>(s);
+      } else {
+        part[(int64_t(co) * L.chunks + chunk) * K + lane] = s;
+      }
+    }
+  }
+  if (L.chunks > 1 && tcw_last_block(counters + group, L.chunks, reinterpret_cast<int*>(smem_raw)))
+    tcw_sum_chunks<T, K>(part, gw, c0, (L.C - c0 < kTcwClCh ? L.C - c0 : kTcwClCh) * K, L.chunks);
+}
+
+// TCWROWS (temporary A/B knob CONVX_TCWROWS=1; unset = tcw_rows above): tcw_rows with each warp's
+// items brought by cp.async into a ring of three staging areas (no prefetch registers), so two
+// items per warp are in flight while one is multiplied (tcw_rows: one), at 4 blocks per SM.
+// A vector that straddles the row's end is copied in part (the rest zero-filled); one that
+// straddles its start (a misaligned row's first vector) is loaded and stored by the lane.
+template <int K>
+__host__ __device__ constexpr int tcw_rowsp_stage_vecs() {
+  return kTcwDyVecs + tcw_x_vecs<K>();
+}
+template <int K>
+__host__ __device__ constexpr int tcw_rowsp_warp_bytes() {  // three stages, or the diagonal's M
+  const int stage = 3 * 16 * tcw_rowsp_stage_vecs<K>(), red = 16 * (8 * tcw_tiles<K>() + 1) * 4;
+  return stage > red ? stage : red;
+}
+template <int K>
+__host__ __device__ constexpr int tcw_rowsp_smem_bytes() {
+  return kTcwWarps * tcw_rowsp_warp_bytes<K>() + kTcwWarps * 32 * 4;
+}
+
+// dst = row[s .. s + 8) (16-byte aligned at row + s; zeros outside [0, n)).
+template <typename T>
+__device__ __forceinline__ void tcw_cp(TcwVec* dst, const T* row, int s, int n) {
+  if (s >= 0 && s + 8 <= n) {
+    cp_async16(dst, row + s, 16);
+  } else if (s >= 0 && s < n) {
+    cp_async16(dst, row + s, 2 * (n - s));
+  } else if (s + 8 > 0 && s < n) {
+    *dst = tcw_load(row, s, n);
+  } else {
+    cp_async16(dst, row, 0);
+  }
+}
+
+template <typename T, int K>
+__global__ void __launch_bounds__(kTcwThreads, 4)
+tcw_rowsp(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, unsigned* __restrict__ counters,
+          T* __restrict__ gw, const Plan P, const TcwRows L) {
+  constexpr int NT = tcw_tiles<K>(), NX = tcw_x_vecs<K>(), SV = tcw_rowsp_stage_vecs<K>();
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  const int lane = static_cast<int>(threadIdx.x % 32), warp = static_cast<int>(threadIdx.x / 32);
+  unsigned char* const area = smem_raw + warp * tcw_rowsp_warp_bytes<K>();
+  TcwVec* const stages = reinterpret_cast<TcwVec*>(area);  // [3][SV]: dy vectors, then x vectors
+  float* const sums = reinterpret_cast<float*>(smem_raw + kTcwWarps * tcw_rowsp_warp_bytes<K>());
+  const uint32_t co = blockIdx.x / L.chunks, chunk = blockIdx.x % L.chunks;
+  const uint32_t t0 = chunk * L.chunk, t1 = t0 + L.chunk < L.items_c ? t0 + L.chunk : L.items_c;
+
+  // Item t: its rows, first output, and how far before its windows the staged vectors start.
+  struct Item {
+    const T* gr;
+    const T* xr;
+    int o0, md, mx;
+  };
+  auto item = [&](uint32_t t) {
+    const uint32_t seg = t % L.segs, n = t / L.segs;
+    Item it;
+    it.xr = x + (int64_t(n) * P.in_c + co) * L.in_w;
+    it.gr = gy + (int64_t(n) * P.out_c + co) * L.out_w;
+    it.o0 = static_cast<int>(seg) * kTcwSeg;
+    it.md = static_cast<int>((reinterpret_cast<uintptr_t>(it.gr + it.o0) % 16) / sizeof(T));
+    it.mx = static_cast<int>((reinterpret_cast<uintptr_t>(it.xr + (it.o0 - L.pad)) % 16) / sizeof(T));
+    return it;
+  };
+  auto issue = [&](uint32_t t, int st) {  // item t (zeros when past the chunk) into stage st; one commit
+    TcwVec* const d = stages + st * SV;
+    if (t < t1) {
+      const Item it = item(t);
+      for (int v = lane; v < kTcwDyVecs; v += 32) tcw_cp(d + v, it.gr, it.o0 - it.md + 8 * v, L.out_w);
+      for (int v = lane; v < NX; v += 32) tcw_cp(d + kTcwDyVecs + v, it.xr, it.o0 - L.pad - it.mx + 8 * v, L.in_w);
+    } else {
+      for (int v = lane; v < SV; v += 32) cp_async16(d + v, gy, 0);
+    }
+    cp_async_commit();
+  };
+
+  float acc[NT][4];
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.f;
+  uint32_t t = t0 + warp;
+  issue(t, 0);
+  issue(t + kTcwWarps, 1);
+  int st = 0;
+  for (uint32_t first = t0; first < t1; first += kTcwWarps, t += kTcwWarps) {
+    __syncwarp();  // the warp's reads of stage st + 2 (the item before this one) are done
+    issue(t + 2 * kTcwWarps, st == 0 ? 2 : st - 1);
+    cp_async_wait<2>();  // this item's copies are done
+    __syncwarp();
+    int md = 0, mx = 0;
+    if (t < t1) {
+      const Item it = item(t);
+      md = it.md, mx = it.mx;
+    }
+    const T* dv = reinterpret_cast<const T*>(stages + st * SV) + md;
+    const T* xv = reinterpret_cast<const T*>(stages + st * SV + kTcwDyVecs) + mx;
+#pragma unroll
+    for (int s = 0; s < kTcwSeg / 256; ++s) tcw_step<T, NT>(dv + 256 * s, xv + 256 * s, acc, lane);
+    st = st == 2 ? 0 : st + 1;
+  }
+  cp_async_wait<0>();  // the zero-fills past the chunk land before the area holds M
+
+  // Diagonal sums per warp, then the warps in order.
+  const float s = tcw_diagonal<K, NT>(acc, reinterpret_cast<float*>(area), lane);
+  if (lane < K) sums[warp * 32 + lane] = s;
+  __syncthreads();
+  if (threadIdx.x < K) {
+    float sum = 0.f;
+#pragma unroll
+    for (int w = 0; w < kTcwWarps; ++w) sum += sums[w * 32 + threadIdx.x];
+    if (L.chunks == 1) {
+      gw[int64_t(co) * K + threadIdx.x] = static_cast<T>(sum);
+    } else {
+      part[(int64_t(co) * L.chunks + chunk) * K + threadIdx.x] = sum;
+    }
+  }
+  if (L.chunks > 1 && tcw_last_block(counters + co, L.chunks, reinterpret_cast<int*>(sums)))
+    tcw_sum_chunks<T, K>(part, gw, co, K, L.chunks);
+}
 
 }  // namespace convx::cuda
