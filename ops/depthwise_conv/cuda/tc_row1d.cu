@@ -14,10 +14,8 @@
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
-#include <algorithm>
 #include <array>
 #include <atomic>
-#include <cstdlib>
 #include <type_traits>
 
 namespace convx::cuda {
@@ -36,13 +34,6 @@ bool mma16_supported() {
 
 namespace {
 
-// CL1D: the temporary A/B knob (tc_row1d.cuh): unset / 0 = tc_row1d_cl, n = tc_row1d_clp with
-// up to n tiles per block.
-int cl1d() {
-  const char* e = std::getenv("CONVX_CL1D");
-  return e ? std::atoi(e) : 0;
-}
-
 template <typename T, int KS>
 void run_ncl(const T* in, const T* w, const T* bias, T* out, const TcRow& L, cudaStream_t stream) {
   const unsigned blocks = static_cast<unsigned>(ceil_div(L.items, kTcWarps));
@@ -52,10 +43,7 @@ void run_ncl(const T* in, const T* w, const T* bias, T* out, const TcRow& L, cud
 
 template <typename T, int KS>
 void run_cl(const T* in, const T* w, const T* bias, T* out, const TcRowCl& L, cudaStream_t stream) {
-  if (L.tps > 1 || cl1d() > 0)
-    tc_row1d_clp<T, KS><<<L.blocks, kTcClThreads, tc_clp_smem_bytes<KS>(), stream>>>(in, w, bias, out, L);
-  else
-    tc_row1d_cl<T, KS><<<L.blocks, kTcClThreads, tc_cl_smem_bytes<KS>(), stream>>>(in, w, bias, out, L);
+  tc_row1d_cl<T, KS><<<L.blocks, kTcClThreads, tc_cl_smem_bytes<KS>(), stream>>>(in, w, bias, out, L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
@@ -71,7 +59,7 @@ bool launch_tc_row1d(const T* in, const T* w, int wbase, int wstep, const T* bia
   int KS = 0;
   if (cl) {
     TcRowCl L{};
-    if (!tc_row1d_cl_blocks(L, P, K, wbase, wstep, std::max(cl1d(), 1), KS)) return false;
+    if (!tc_row1d_cl_blocks(L, P, K, wbase, wstep, kTcClTilesPerBlock, KS)) return false;
     switch (KS) {
       case 2: run_cl<T, 2>(in, w, bias, out, L, stream); return true;
       case 3: run_cl<T, 3>(in, w, bias, out, L, stream); return true;

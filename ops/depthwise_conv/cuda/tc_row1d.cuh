@@ -303,20 +303,28 @@ tc_row1d(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict_
 }
 
 // ------------------------------------------------------------------------- channels-last
-// A block (kTcClWarps warps) owns 32 channels x one tile of 256 positions of one row (sample):
-// the threads load the window (16 (15 + KS) positions x 32 channels) as 16-byte vectors along
-// the channels, two positions at a time, and store it transposed, one word per channel holding
-// both positions, into per-channel rows (an odd number of words apart: the 8 channels of a
-// vector hit different banks). Each warp then runs the MMAs of 8 channels in turn, packs each
-// channel's 16-bit outputs, and byte-permutes them into 16-byte vectors of 8 channels per
-// position, which it stores (over the window, after a block barrier) into a [position][32
-// channels] tile whose 16-byte chunks are XOR-swizzled by position; the block then writes the
-// tile as 16-byte vectors along the channels. Channels must be a multiple of 8 (vectors), the
-// tensors 16-byte aligned; channel groups past C compute on zeros and are not stored.
-// The channels-last kernel keeps the B taps as a 16-bit table per channel and reads A by 32-bit
-// loads: measured faster there than the NCL kernel's pair tables and ldmatrix (H100, session 9:
-// Conformer k31 bf16 0.039 against 0.050 ms, bench/results/h100/session9/req*_bench_ab.log; a
-// block builds 32 channels' tables, which as pairs took twice the loads and shared memory).
+// A block (kTcClWarps warps) owns 32 channels x a run of L.tps consecutive tiles of 256
+// positions of one row (sample). Per tile, the window (16 (15 + KS) positions x 32 channels)
+// arrives by cp.async (16-byte copies that hold no registers) into a raw [position][32 channels]
+// area while the previous tile is computed; the threads then transpose it, one word per channel
+// holding two positions, into per-channel rows (an odd number of words apart: the 8 channels of a
+// vector hit different banks), and the raw area takes the next tile's copies. Each warp runs the
+// MMAs of 8 channels in turn, packs each channel's 16-bit outputs, and byte-permutes them into
+// 16-byte vectors of 8 channels per position, which it stores (over the rows, after a block
+// barrier) into a [position][32 channels] tile whose 16-byte chunks are XOR-swizzled by position;
+// the block then writes the tile as 16-byte vectors along the channels. The tap tables are built
+// once per block. Channels must be a multiple of 8 (vectors), the tensors 16-byte aligned; channel
+// groups past C compute on zeros and are not stored.
+//
+// Measured on the H100 (session 10, bench/results/h100/session10/conf1d_call1.log): the earlier
+// kernel, one tile per block with its window loaded through registers (at most 32 bytes per
+// thread in flight) and its phases (tap tables, loads, MMAs, stores) one after the other, ran
+// Conformer k31 bf16 at 38.7 us (56% of copy bandwidth); this one at 36.0 (2 tiles per block; 1:
+// 43.7, 4: 35.7) and k15 causal at 111.8 against 113.4 (4 tiles: 115.6).
+// B: a 16-bit tap table per channel, each B register from two 16-bit loads (measured faster than
+// the NCL kernel's pair tables with one tile per block: Conformer 0.039 against 0.050 ms, session
+// 9, req*_bench_ab.log; a block builds 32 channels' tables).
+constexpr int kTcClTilesPerBlock = 2;
 
 // Guard of the per-channel 16-bit tap table: Tw reads taps -15 - sh ... 16 KS - 1.
 template <int KS>
@@ -359,8 +367,8 @@ constexpr int kTcClWarps = 4;
 constexpr int kTcClThreads = 32 * kTcClWarps;
 
 struct TcRowCl {
-  uint32_t blocks, cgroups, tiles;  // blocks = rows * segs * cgroups
-  uint32_t segs, tps;               // runs of tps tiles per row (tc_row1d_clp; tc_row1d_cl: tps 1)
+  uint32_t blocks, cgroups, tiles;  // blocks = rows * segs * cgroups; tiles per row
+  uint32_t segs, tps;               // runs of at most tps tiles per row
   int in_len, out_len, C;
   int pad0, sh;
   int K, wbase, wstep;
@@ -370,239 +378,32 @@ template <int KS>
 __host__ __device__ constexpr int tc_cl_row_words() {  // words per channel row of the window: odd
   return tc_padded_words(tc_win<KS>() / 2) | 1;
 }
+// Raw window: 16-byte chunk ch (channels 8 ch ...) of position p at chunk 8 (p / 2) + (4 ((p ^ p /
+// 2) & 1) | ch): the two positions of a pair sit in opposite 64-byte halves of a 128-byte line and
+// consecutive pairs swap halves, so the copies (a quarter-warp: 2 positions x 4 chunks) and the
+// transposing reads (2 pairs x 4 chunks) are conflict-free.
+__host__ __device__ constexpr int tc_cl_raw_chunk(int p, int ch) { return 8 * (p >> 1) + ((((p ^ (p >> 1)) & 1) << 2) | ch); }
 template <int KS>
-__host__ __device__ constexpr int tc_cl_smem_bytes() {  // 32 tap tables + max(window, output tile)
+__host__ __device__ constexpr int tc_cl_smem_bytes() {  // 32 tap tables, max(rows, output tile), raw window
   constexpr int win = 32 * tc_cl_row_words<KS>(), outw = 256 * 16;
-  return 4 * (16 * tc_taps_halves<KS>() + (win > outw ? win : outw));
-}
-
-// Unit u = (position pair pp = u / 4, 8-channel chunk ch = u % 4) of a window into the per-channel
-// rows (RW words apart): x[k] holds the 8 channels at position 2 pp + k; each channel's word
-// holds both positions.
-__device__ __forceinline__ void tc_cl_stage_unit(uint32_t* buf, int RW, int u, const TcVec (&x)[2]) {
-  const int ch = u % 4, pp = u / 4;
-#pragma unroll
-  for (int e = 0; e < 8; ++e) {  // channel 8 ch + e: its values at positions 2 pp, 2 pp + 1
-    const uint32_t sel = e % 2 ? 0x7632u : 0x5410u;
-    const uint32_t lo = x[0].v[e / 2], hi = x[1].v[e / 2];
-#if defined(__CUDA_ARCH__)
-    const uint32_t word = __byte_perm(lo, hi, sel);
-#else
-    const uint32_t word = sel == 0x5410u ? (lo & 0xffffu) | (hi << 16) : (lo >> 16) | (hi & 0xffff0000u);
-#endif
-    buf[(8 * ch + e) * RW + tc_phys(pp)] = word;
-  }
+  return 4 * (16 * tc_taps_halves<KS>() + (win > outw ? win : outw)) + 64 * tc_win<KS>();
 }
 
 // Swizzled word of (position p, 8-channel chunk c) in the output tile: 16 words per position.
 __host__ __device__ constexpr int tc_cl_out_word(int p, int c) { return 16 * p + 4 * (c ^ ((p >> 1) & 3)); }
 
-// After the window is in buf (per-channel rows, and a block barrier): the MMAs of tile q of `row`
-// for channels c0 + [0, 32), the outputs (plus bias) transposed through buf into [position][32
-// channels] and stored. Ends with the block's reads of buf done only up to the last barrier: the
-// caller syncs before it overwrites buf.
+// in: [rows][in_len][C]; out: [rows][out_len][C]; w: [C][K]; bias: C or null.
 template <typename T, int KS>
-__device__ __forceinline__ void tc_cl_tile_out(uint32_t* buf, const uint16_t* ft, const T* __restrict__ bias,
-                                               T* __restrict__ out, const TcRowCl& L, int c0, uint32_t row,
-                                               uint32_t q, int tid) {
-  constexpr int RW = tc_cl_row_words<KS>(), FT = tc_taps_halves<KS>();
-  const int lane = tid % 32, warp = tid / 32;
-  // Warp `warp`: channels 8 warp + [0, 8). res[e][n][hh]: channel e's outputs at positions
-  // 16 (g + 8 hh) + 8 n + 2 t, + 1 (a packed pair).
-  uint32_t res[8][2][2];
-#pragma unroll
-  for (int e = 0; e < 8; ++e) {
-    const int cl = 8 * warp + e;
-    uint32_t bf[KS][2][2];
-    tc_b_frags16<KS>(bf, ft + cl * FT, L.sh, lane);
-    float acc[2][4] = {};
-    tc_tile_lds<T, KS>(acc, buf + cl * RW, bf, lane);
-    const float b0 = bias && c0 + cl < L.C ? static_cast<float>(bias[c0 + cl]) : 0.f;
-#pragma unroll
-    for (int n = 0; n < 2; ++n) {
-#pragma unroll
-      for (int hh = 0; hh < 2; ++hh)
-        res[e][n][hh] = pack16x2<T>(static_cast<T>(acc[n][2 * hh] + b0), static_cast<T>(acc[n][2 * hh + 1] + b0));
-    }
-  }
-  __syncthreads();  // every warp's window reads are done: the tile reuses the buffer
-  {
-    const int g = lane / 4, t = lane % 4;
-#pragma unroll
-    for (int n = 0; n < 2; ++n) {
-#pragma unroll
-      for (int hh = 0; hh < 2; ++hh) {
-        const int p = 16 * (g + 8 * hh) + 8 * n + 2 * t;
-#pragma unroll
-        for (int k = 0; k < 2; ++k) {  // position p + k: the low (k = 0) or high halves of the 8 channels
-          TcVec v;
-#pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            const uint32_t lo = res[2 * j][n][hh], hi = res[2 * j + 1][n][hh];
-#if defined(__CUDA_ARCH__)
-            v.v[j] = __byte_perm(lo, hi, k ? 0x7632u : 0x5410u);
-#else
-            v.v[j] = k ? (lo >> 16) | (hi & 0xffff0000u) : (lo & 0xffffu) | (hi << 16);
-#endif
-          }
-          *reinterpret_cast<TcVec*>(buf + tc_cl_out_word(p + k, warp)) = v;
-        }
-      }
-    }
-  }
-  __syncthreads();
-  T* const dst = out + int64_t(row) * L.out_len * L.C;
-  const int o0 = static_cast<int>(q) * 256;
-  for (int u = tid; u < 256 * 4; u += kTcClThreads) {
-    const int ch = u % 4, p = u / 4, c = c0 + 8 * ch;
-    if (c < L.C && o0 + p < L.out_len)
-      *reinterpret_cast<TcVec*>(dst + int64_t(o0 + p) * L.C + c) = *reinterpret_cast<const TcVec*>(buf + tc_cl_out_word(p, ch));
-  }
-}
-
-// in: [rows][in_len][C]; out: [rows][out_len][C]; w: [C][K]; bias: C or null. One tile per block.
-// Window staging: every window load of the thread is issued first (5 x 32 bytes for 2 k-steps),
-// then the tap tables are built while they are in flight, then the window is transposed. For 2
-// k-steps (<= 17 taps) this runs at 8 blocks per SM (64 registers, a few spills): k15 causal bf16
-// 0.120 -> 0.113 ms on the H100; for 3-4 k-steps it measured no better (Conformer k31: 0.039 ->
-// 0.040 at 7 blocks, 0.044 at 8; session 10, meas_ab.log), so those keep the tables first.
-template <typename T, int KS>
-__global__ void __launch_bounds__(kTcClThreads, KS == 2 ? 8 : 0)
+__global__ void __launch_bounds__(kTcClThreads)
 tc_row1d_cl(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
             const TcRowCl L) {
   constexpr int WIN = tc_win<KS>(), RW = tc_cl_row_words<KS>(), FT = tc_taps_halves<KS>();
   extern __shared__ __align__(16) unsigned char smem_raw[];
   uint16_t* const ft = reinterpret_cast<uint16_t*>(smem_raw);  // [32][FT]
   uint32_t* const buf = reinterpret_cast<uint32_t*>(smem_raw) + 16 * FT;
+  constexpr int win_words = 32 * tc_cl_row_words<KS>(), out_words = 256 * 16;
+  TcVec* const raw = reinterpret_cast<TcVec*>(buf + (win_words > out_words ? win_words : out_words));
   const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
-  uint32_t b = blockIdx.x;
-  const uint32_t cg = b % L.cgroups;
-  b /= L.cgroups;
-  const uint32_t q = b % L.tiles, row = b / L.tiles;
-  const int c0 = static_cast<int>(cg) * 32;
-  const int p0 = static_cast<int>(q) * 256 - L.pad0;
-
-  const T* const src = in + int64_t(row) * L.in_len * L.C;
-  // Window: units of (position pair, 8-channel chunk), chunk fastest.
-  auto load_unit = [&](int u, TcVec (&x)[2]) {
-    const int ch = u % 4, pp = u / 4, c = c0 + 8 * ch;
-    x[0] = TcVec{};
-    x[1] = TcVec{};
-#pragma unroll
-    for (int k = 0; k < 2; ++k) {
-      const int p = p0 + 2 * pp + k;
-      if (c < L.C && p >= 0 && p < L.in_len) x[k] = *reinterpret_cast<const TcVec*>(src + int64_t(p) * L.C + c);
-    }
-  };
-  auto build_taps = [&] {
-    for (int e = tid; e < 32 * FT; e += kTcClThreads) {
-      const int c = c0 + e / FT, tap = e % FT - kTcGuard;
-      ft[e] = c < L.C && tap >= 0 && tap < L.K ? tc_bits(w[int64_t(c) * L.K + L.wbase + L.wstep * tap]) : uint16_t(0);
-    }
-  };
-  constexpr int UNITS = (WIN / 2) * 4;
-  if constexpr (KS == 2) {
-    constexpr int PER = (UNITS + kTcClThreads - 1) / kTcClThreads;
-    TcVec xs[PER][2];
-#pragma unroll
-    for (int i = 0; i < PER; ++i) {
-      if (tid + i * kTcClThreads < UNITS) load_unit(tid + i * kTcClThreads, xs[i]);
-    }
-    build_taps();
-#pragma unroll
-    for (int i = 0; i < PER; ++i) {
-      if (tid + i * kTcClThreads < UNITS) tc_cl_stage_unit(buf, RW, tid + i * kTcClThreads, xs[i]);
-    }
-  } else {
-    build_taps();
-    for (int u = tid; u < UNITS; u += kTcClThreads) {
-      TcVec x[2];
-      load_unit(u, x);
-      tc_cl_stage_unit(buf, RW, u, x);
-    }
-  }
-  __syncthreads();
-
-  // Warp `warp`: channels 8 warp + [0, 8). res[e][n][hh]: channel e's outputs at positions
-  // 16 (g + 8 hh) + 8 n + 2 t, + 1 (a packed pair).
-  uint32_t res[8][2][2];
-#pragma unroll
-  for (int e = 0; e < 8; ++e) {
-    const int cl = 8 * warp + e;
-    uint32_t bf[KS][2][2];
-    tc_b_frags16<KS>(bf, ft + cl * FT, L.sh, lane);
-    float acc[2][4] = {};
-    tc_tile_lds<T, KS>(acc, buf + cl * RW, bf, lane);
-    const float b0 = bias && c0 + cl < L.C ? static_cast<float>(bias[c0 + cl]) : 0.f;
-#pragma unroll
-    for (int n = 0; n < 2; ++n) {
-#pragma unroll
-      for (int hh = 0; hh < 2; ++hh)
-        res[e][n][hh] = pack16x2<T>(static_cast<T>(acc[n][2 * hh] + b0), static_cast<T>(acc[n][2 * hh + 1] + b0));
-    }
-  }
-  __syncthreads();  // every warp's window reads are done: the tile reuses the buffer
-  {
-    const int g = lane / 4, t = lane % 4;
-#pragma unroll
-    for (int n = 0; n < 2; ++n) {
-#pragma unroll
-      for (int hh = 0; hh < 2; ++hh) {
-        const int p = 16 * (g + 8 * hh) + 8 * n + 2 * t;
-#pragma unroll
-        for (int k = 0; k < 2; ++k) {  // position p + k: the low (k = 0) or high halves of the 8 channels
-          TcVec v;
-#pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            const uint32_t lo = res[2 * j][n][hh], hi = res[2 * j + 1][n][hh];
-#if defined(__CUDA_ARCH__)
-            v.v[j] = __byte_perm(lo, hi, k ? 0x7632u : 0x5410u);
-#else
-            v.v[j] = k ? (lo >> 16) | (hi & 0xffff0000u) : (lo & 0xffffu) | (hi << 16);
-#endif
-          }
-          *reinterpret_cast<TcVec*>(buf + tc_cl_out_word(p + k, warp)) = v;
-        }
-      }
-    }
-  }
-  __syncthreads();
-  T* const dst = out + int64_t(row) * L.out_len * L.C;
-  const int o0 = static_cast<int>(q) * 256;
-  for (int u = tid; u < 256 * 4; u += kTcClThreads) {
-    const int ch = u % 4, p = u / 4, c = c0 + 8 * ch;
-    if (c < L.C && o0 + p < L.out_len)
-      *reinterpret_cast<TcVec*>(dst + int64_t(o0 + p) * L.C + c) = *reinterpret_cast<const TcVec*>(buf + tc_cl_out_word(p, ch));
-  }
-}
-
-// CL1D (temporary A/B knob CONVX_CL1D = tiles per block; 0 = tc_row1d_cl above): the same tile
-// computation, but a block runs L.tps consecutive tiles of its row, and the window of each tile
-// arrives by cp.async (16-byte global -> shared copies, no registers held) into a raw
-// [position][32 channels] area while the previous tile is transposed, multiplied and stored: a
-// whole window (18 KB for 31 taps) in flight per block. tc_row1d_cl keeps at most 32 bytes per
-// thread in flight and runs its phases (taps, loads, MMAs, stores) one after the other; the H100
-// ran it at 1.78 TB/s on Conformer k31 (NCL's tc_row1d: 2.65). The tap tables are built once per
-// block. Raw layout: 16-byte chunk ch of position p at chunk 8 (p / 2) + (4 ((p ^ p / 2) & 1) | ch):
-// the two positions of a pair sit in opposite 64-byte halves of a 128-byte line and consecutive
-// pairs swap halves, so the transposing reads (lanes: 2 pairs x 4 chunks per quarter-warp) and the
-// copies are conflict-free.
-__host__ __device__ constexpr int tc_clp_raw_chunk(int p, int ch) { return 8 * (p >> 1) + ((((p ^ (p >> 1)) & 1) << 2) | ch); }
-template <int KS>
-__host__ __device__ constexpr int tc_clp_smem_bytes() {  // tap tables + max(window rows, output tile) + raw window
-  return tc_cl_smem_bytes<KS>() + 64 * tc_win<KS>();
-}
-
-template <typename T, int KS>
-__global__ void __launch_bounds__(kTcClThreads)
-tc_row1d_clp(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
-             const TcRowCl L) {
-  constexpr int WIN = tc_win<KS>(), RW = tc_cl_row_words<KS>(), FT = tc_taps_halves<KS>();
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  uint16_t* const ft = reinterpret_cast<uint16_t*>(smem_raw);  // [32][FT]
-  uint32_t* const buf = reinterpret_cast<uint32_t*>(smem_raw) + 16 * FT;
-  TcVec* const raw = reinterpret_cast<TcVec*>(smem_raw + tc_cl_smem_bytes<KS>());
-  const int tid = static_cast<int>(threadIdx.x);
   uint32_t b = blockIdx.x;
   const uint32_t cg = b % L.cgroups;
   b /= L.cgroups;
@@ -611,12 +412,12 @@ tc_row1d_clp(const T* __restrict__ in, const T* __restrict__ w, const T* __restr
   const uint32_t q0 = seg * L.tps, q1 = q0 + L.tps < L.tiles ? q0 + L.tps : L.tiles;
   const T* const src = in + int64_t(row) * L.in_len * L.C;
 
-  auto issue = [&](uint32_t q) {  // tile q's window: chunk v = (position v / 4, channels 8 (v % 4))
+  auto issue = [&](uint32_t q) {  // tile q's window: chunk v = (position v / 4, channels c0 + 8 (v % 4))
     const int p0 = static_cast<int>(q) * 256 - L.pad0;
     for (int v = tid; v < WIN * 4; v += kTcClThreads) {
       const int p = v / 4, ch = v % 4, c = c0 + 8 * ch, pos = p0 + p;
       const bool ok = c < L.C && pos >= 0 && pos < L.in_len;
-      cp_async16(raw + tc_clp_raw_chunk(p, ch), ok ? src + int64_t(pos) * L.C + c : in, ok ? 16 : 0);
+      cp_async16(raw + tc_cl_raw_chunk(p, ch), ok ? src + int64_t(pos) * L.C + c : in, ok ? 16 : 0);
     }
     cp_async_commit();
   };
@@ -625,17 +426,80 @@ tc_row1d_clp(const T* __restrict__ in, const T* __restrict__ w, const T* __restr
     const int c = c0 + e / FT, tap = e % FT - kTcGuard;
     ft[e] = c < L.C && tap >= 0 && tap < L.K ? tc_bits(w[int64_t(c) * L.K + L.wbase + L.wstep * tap]) : uint16_t(0);
   }
+  T* const dst = out + int64_t(row) * L.out_len * L.C;
   for (uint32_t q = q0; q < q1; ++q) {
     cp_async_wait<0>();
     __syncthreads();  // the window is in raw; the previous tile's reads of buf are done
+    // Unit u = (position pair pp = u / 4, chunk ch = u % 4): channel 8 ch + e's word holds its
+    // values at positions 2 pp, 2 pp + 1.
     for (int u = tid; u < (WIN / 2) * 4; u += kTcClThreads) {
       const int ch = u % 4, pp = u / 4;
-      const TcVec x[2] = {raw[tc_clp_raw_chunk(2 * pp, ch)], raw[tc_clp_raw_chunk(2 * pp + 1, ch)]};
-      tc_cl_stage_unit(buf, RW, u, x);
+      const TcVec x0 = raw[tc_cl_raw_chunk(2 * pp, ch)], x1 = raw[tc_cl_raw_chunk(2 * pp + 1, ch)];
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        const uint32_t lo = x0.v[e / 2], hi = x1.v[e / 2];
+#if defined(__CUDA_ARCH__)
+        const uint32_t word = __byte_perm(lo, hi, e % 2 ? 0x7632u : 0x5410u);
+#else
+        const uint32_t word = e % 2 ? (lo >> 16) | (hi & 0xffff0000u) : (lo & 0xffffu) | (hi << 16);
+#endif
+        buf[(8 * ch + e) * RW + tc_phys(pp)] = word;
+      }
     }
     __syncthreads();  // raw is free, the rows are complete
     if (q + 1 < q1) issue(q + 1);
-    tc_cl_tile_out<T, KS>(buf, ft, bias, out, L, c0, row, q, tid);
+
+    // Warp `warp`: channels 8 warp + [0, 8). res[e][n][hh]: channel e's outputs at positions
+    // 16 (g + 8 hh) + 8 n + 2 t, + 1 (a packed pair).
+    uint32_t res[8][2][2];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      const int cl = 8 * warp + e;
+      uint32_t bf[KS][2][2];
+      tc_b_frags16<KS>(bf, ft + cl * FT, L.sh, lane);
+      float acc[2][4] = {};
+      tc_tile_lds<T, KS>(acc, buf + cl * RW, bf, lane);
+      const float b0 = bias && c0 + cl < L.C ? static_cast<float>(bias[c0 + cl]) : 0.f;
+#pragma unroll
+      for (int n = 0; n < 2; ++n) {
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh)
+          res[e][n][hh] = pack16x2<T>(static_cast<T>(acc[n][2 * hh] + b0), static_cast<T>(acc[n][2 * hh + 1] + b0));
+      }
+    }
+    __syncthreads();  // every warp's window reads are done: the tile reuses the rows
+    {
+      const int g = lane / 4, t = lane % 4;
+#pragma unroll
+      for (int n = 0; n < 2; ++n) {
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+          const int p = 16 * (g + 8 * hh) + 8 * n + 2 * t;
+#pragma unroll
+          for (int k = 0; k < 2; ++k) {  // position p + k: the low (k = 0) or high halves of the 8 channels
+            TcVec v;
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+              const uint32_t lo = res[2 * j][n][hh], hi = res[2 * j + 1][n][hh];
+#if defined(__CUDA_ARCH__)
+              v.v[j] = __byte_perm(lo, hi, k ? 0x7632u : 0x5410u);
+#else
+              v.v[j] = k ? (lo >> 16) | (hi & 0xffff0000u) : (lo & 0xffffu) | (hi << 16);
+#endif
+            }
+            *reinterpret_cast<TcVec*>(buf + tc_cl_out_word(p + k, warp)) = v;
+          }
+        }
+      }
+    }
+    __syncthreads();
+    const int o0 = static_cast<int>(q) * 256;
+    for (int u = tid; u < 256 * 4; u += kTcClThreads) {
+      const int ch = u % 4, p = u / 4, c = c0 + 8 * ch;
+      if (c < L.C && o0 + p < L.out_len)
+        *reinterpret_cast<TcVec*>(dst + int64_t(o0 + p) * L.C + c) =
+            *reinterpret_cast<const TcVec*>(buf + tc_cl_out_word(p, ch));
+    }
   }
 }
 
@@ -670,7 +534,7 @@ inline bool tc_row1d_items(TcRow& L, const Plan& P, int K, int wbase, int wstep,
 }
 
 // Channels-last: one phase at stride 1, multiplier 1, a 1 x K filter (rows: every sample and
-// leading position), channels a multiple of 8.
+// leading position), channels a multiple of 8; runs of at most tps_target tiles per block.
 inline bool tc_row1d_cl_blocks(TcRowCl& L, const Plan& P, int K, int wbase, int wstep, int tps_target, int& KS) {
   if (P.phases != 1 || P.in_div != 1 || P.J != 1 || P.out_c != P.in_c || P.S[2] != 1 || P.out_c % 8 != 0) return false;
   for (int d = 0; d < 2; ++d) {

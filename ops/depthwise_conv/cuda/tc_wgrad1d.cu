@@ -6,25 +6,19 @@
 
 #include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAException.h>
-#include <cuda_runtime_api.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAMacros.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
+#include <cuda_runtime_api.h>
 
-#include <algorithm>
+#include <array>
+#include <atomic>
 #include <cstdlib>
 #include <type_traits>
 
 namespace convx::cuda {
 namespace {
-
-// Blocks of the split (a constant: the chunks, and so the bits, depend on the shapes only); 2048
-// and 4096 measured the same on the Conformer rows and slower on k15 (NCL 0.100 -> 0.113 ms).
-constexpr int64_t kTcwTarget = 1024;
-// TCWT: temporary A/B knob CONVX_TCW_TARGET = blocks of the split (unset: kTcwTarget).
-int64_t tcw_target() {
-  const char* e = std::getenv("CONVX_TCW_TARGET");
-  return e ? std::atoll(e) : kTcwTarget;
-}
 
 // The partials [C][chunks][K] (fp32) and after them `counters` zeroed unsigned counts (the
 // kernels' last-block sums), when there are several chunks; nothing otherwise (the kernel writes gw).
@@ -47,21 +41,15 @@ TcwWork tcw_work(int64_t C, int64_t chunks, int K, int64_t counters, const at::T
 template <typename T, int K>
 bool run_rows(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
   TcwRows L{};
-  if (!tcw_rows_items(L, P, tcw_target())) return false;
+  if (!tcw_rows_items(L, P, kTcwRowsWave)) return false;
   const TcwWork w = tcw_work(P.out_c, L.chunks, K, P.out_c, like, stream);
-  const char* v = std::getenv("CONVX_TCWROWS");  // TCWROWS: temporary A/B knob (tc_wgrad1d.cuh)
-  if (v && std::atoi(v) == 1) {
-    static bool attr = [] {  // more than 48 KB of dynamic shared memory
-      C10_CUDA_CHECK(cudaFuncSetAttribute(tcw_rowsp<T, K>, cudaFuncAttributeMaxDynamicSharedMemorySize, tcw_rowsp_smem_bytes<K>()));
-      return true;
-    }();
-    (void)attr;
-    tcw_rowsp<T, K><<<static_cast<unsigned>(P.out_c * L.chunks), kTcwThreads, tcw_rowsp_smem_bytes<K>(), stream>>>(
+  const char* v = std::getenv("CONVX_TCWR4");  // TCWR4: temporary A/B knob (tc_wgrad1d.cuh)
+  if (v && std::atoi(v) == 1)
+    tcw_rows<T, K, true><<<static_cast<unsigned>(P.out_c * L.chunks), kTcwThreads, tcw_smem_bytes<K>(), stream>>>(
         x, gy, w.part, w.counters, gw, P, L);
-  } else {
+  else
     tcw_rows<T, K><<<static_cast<unsigned>(P.out_c * L.chunks), kTcwThreads, tcw_smem_bytes<K>(), stream>>>(
         x, gy, w.part, w.counters, gw, P, L);
-  }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return true;
 }
@@ -70,19 +58,16 @@ template <typename T, int K>
 bool run_cl(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
   TcwCl L{};
   if (reinterpret_cast<uintptr_t>(x) % 16 != 0 || reinterpret_cast<uintptr_t>(gy) % 16 != 0) return false;
-  if (!tcw_cl_items(L, P, tcw_target())) return false;
-  const TcwWork w = tcw_work(P.out_c, L.chunks, K, L.groups, like, stream);
-  const char* v = std::getenv("CONVX_TCWCL");  // TCWCL: temporary A/B knob (tc_wgrad1d.cuh)
-  if (v && std::atoi(v) == 1) {
-    static bool attr = [] {  // more than 48 KB of dynamic shared memory
-      C10_CUDA_CHECK(cudaFuncSetAttribute(tcw_clp<T, K>, cudaFuncAttributeMaxDynamicSharedMemorySize, tcw_clp_smem_bytes<K>()));
-      return true;
-    }();
-    (void)attr;
-    tcw_clp<T, K><<<L.groups * L.chunks, kTcwThreads, tcw_clp_smem_bytes<K>(), stream>>>(x, gy, w.part, w.counters, gw, L);
-  } else {
-    tcw_cl<T, K><<<L.groups * L.chunks, kTcwThreads, tcw_cl_smem_bytes<K>(), stream>>>(x, gy, w.part, w.counters, gw, L);
+  if (!tcw_cl_items(L, P, kTcwClWave)) return false;
+  // more than 48 KB of dynamic shared memory: allowed once per device
+  static std::array<std::atomic<bool>, C10_COMPILE_TIME_MAX_GPUS> allowed{};
+  const c10::DeviceIndex dev = c10::cuda::current_device();
+  if (!allowed[dev].load(std::memory_order_relaxed)) {
+    C10_CUDA_CHECK(cudaFuncSetAttribute(tcw_cl<T, K>, cudaFuncAttributeMaxDynamicSharedMemorySize, tcw_cl_smem_bytes<K>()));
+    allowed[dev].store(true, std::memory_order_relaxed);
   }
+  const TcwWork w = tcw_work(P.out_c, L.chunks, K, L.groups, like, stream);
+  tcw_cl<T, K><<<L.groups * L.chunks, kTcwThreads, tcw_cl_smem_bytes<K>(), stream>>>(x, gy, w.part, w.counters, gw, L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return true;
 }

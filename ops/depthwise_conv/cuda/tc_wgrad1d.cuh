@@ -34,6 +34,14 @@ namespace convx::cuda {
 
 constexpr int kTcwWarps = 8, kTcwThreads = 32 * kTcwWarps;
 
+// The split into blocks: as many chunks per channel (group) as one wave of resident blocks on an
+// H100 (132 SMs) allows, at least one. A constant, so that the chunks (and the bits of the result)
+// depend on the shapes only. Measured on the H100 (session 10, conf1d_call1.log), against the
+// earlier ~1024 blocks (2.6 waves NCL, 3.9 (N, L, C)): Conformer k31 NCL 37.4 -> 32.1 us (one
+// chunk: 512 blocks), (N, L, C) 55.3 -> 41.4 (8 chunks: 256 blocks); k15 NCL (one chunk) as before.
+// (the launchers, tc_wgrad1d.cu, pass these to tcw_rows_items / tcw_cl_items)
+constexpr int64_t kTcwRowsWave = 132 * 3, kTcwClWave = 132 * 2;
+
 // n8 column tiles of M: KW / 8 (15 + K columns used: j = i + k).
 template <int K>
 __host__ __device__ constexpr int tcw_tiles() {
@@ -180,13 +188,13 @@ inline bool tcw_row_plan(const Plan& P) {
   return P.pad[2][0] >= 0 && P.pad[2][0] < (1 << 29);
 }
 
-// Fills L: about `target` blocks in all (chunks from the shapes alone), each warp at least 4
-// items. false when not covered or the counts do not fit 31 bits.
-inline bool tcw_rows_items(TcwRows& L, const Plan& P, int64_t target) {
+// Fills L: at most `wave` blocks in all where the channels allow (chunks from the shapes alone),
+// each warp at least 4 items. false when not covered or the counts do not fit 31 bits.
+inline bool tcw_rows_items(TcwRows& L, const Plan& P, int64_t wave) {
   if (!tcw_row_plan(P)) return false;
   const int64_t segs = ceil_div(P.out[2], kTcwSeg), items_c = P.N * segs;
   if (items_c >= (int64_t(1) << 31)) return false;
-  int64_t chunks = std::clamp<int64_t>(ceil_div(target, P.out_c), 1, std::max<int64_t>(1, items_c / (4 * kTcwWarps)));
+  int64_t chunks = std::clamp<int64_t>(wave / P.out_c, 1, std::max<int64_t>(1, items_c / (4 * kTcwWarps)));
   const int64_t chunk = ceil_div(items_c, chunks);
   chunks = ceil_div(items_c, chunk);
   if (P.out_c * chunks >= (int64_t(1) << 31)) return false;
@@ -203,9 +211,10 @@ inline bool tcw_rows_items(TcwRows& L, const Plan& P, int64_t target) {
 // x: [N, C, in_w], gy: [N, C, out_w]. Writes gw [C][K]: directly when L.chunks == 1, else
 // through part [C][chunks][K] (fp32), summed by the channel's last block (counters: C, zeroed).
 // Grid: C * chunks blocks of kTcwThreads; dynamic shared memory tcw_smem_bytes<K>().
-// 31 taps: 3 resident blocks (79 registers; 4 blocks / SM spill and measured no faster).
-template <typename T, int K>
-__global__ void __launch_bounds__(kTcwThreads, K >= 31 ? 3 : 4)
+// 31 taps: 3 resident blocks (77 registers; 4 blocks / SM spill and measured no faster).
+// TCWR4 (temporary A/B knob CONVX_TCWR4=1 = B4): 4 blocks per SM for 31 taps too.
+template <typename T, int K, bool B4 = false>
+__global__ void __launch_bounds__(kTcwThreads, K >= 31 && !B4 ? 3 : 4)
 tcw_rows(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, unsigned* __restrict__ counters,
          T* __restrict__ gw, const Plan P, const TcwRows L) {
   constexpr int NT = tcw_tiles<K>(), NX = tcw_x_vecs<K>();
@@ -291,11 +300,14 @@ tcw_rows(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ 
 
 // ---------------------------------------------------------------------------------- (N, L, C)
 // Block: 16 channels (two 16-byte vectors per position: whole 32-byte sectors) x a fixed chunk of
-// (sample, 256-output segment) items. Per item the block loads the dy segment and the x window
-// (position-major, as stored) and stores them transposed into shared rows, one per channel (row
-// strides 4 mod 8 values: the two channel vectors of a position land 16 banks apart); then warp w
-// runs one step for its channels 2w and 2w + 1, while the next item's vectors are in flight.
-// Channels past C (C a multiple of 8, not of 16) are zeros and not written.
+// (sample, 256-output segment) items. Each item's dy segment and x window (position-major, as
+// stored) arrive by cp.async into one of two raw buffers; the block stores them transposed into
+// shared rows, one per channel (row strides 4 mod 8 values: the two channel vectors of a position
+// land 16 banks apart), starts the copies of the item after next into the buffer just read, and
+// warp w runs one step for its channels 2w and 2w + 1: two items in flight per block. (With the
+// vectors prefetched through registers, one item in flight, the H100 ran Conformer k31 at 42.8
+// us against 41.4 here, chunks as below; session 10, conf1d_call1.log.) Channels past C (C a
+// multiple of 8, not of 16) are zeros and not written.
 constexpr int kTcwClSeg = 256, kTcwClCh = 16;
 constexpr int kTcwClDyRow = kTcwClSeg + 4;  // shared row stride of dy (values)
 template <int K>
@@ -303,10 +315,14 @@ __host__ __device__ constexpr int tcw_cl_x_len() {  // x window positions: 240 +
   return kTcwClSeg - 16 + 8 * tcw_tiles<K>();
 }
 template <int K>
-__host__ __device__ constexpr int tcw_cl_smem_bytes() {  // staging, or (after the items) the warps' M
+__host__ __device__ constexpr int tcw_cl_rows_bytes() {  // the channel rows, or (after the items) the warps' M
   const int stage = kTcwClCh * (kTcwClDyRow + tcw_cl_x_len<K>() + 4) * 2;
   const int red = kTcwWarps * 16 * (8 * tcw_tiles<K>() + 1) * 4;
   return stage > red ? stage : red;
+}
+template <int K>
+__host__ __device__ constexpr int tcw_cl_smem_bytes() {  // + two raw items (dy and x vectors)
+  return tcw_cl_rows_bytes<K>() + 2 * 16 * (2 * kTcwClSeg + 2 * tcw_cl_x_len<K>());
 }
 
 struct TcwCl {
@@ -314,13 +330,13 @@ struct TcwCl {
   int in_w, out_w, pad, C;
 };
 
-// Fills L: about `target` blocks (chunks from the shapes alone), each at least 4 items; C a
-// multiple of 8 below 2^24. false otherwise.
-inline bool tcw_cl_items(TcwCl& L, const Plan& P, int64_t target) {
+// Fills L: at most `wave` blocks where the channel groups allow (chunks from the shapes alone),
+// each at least 4 items; C a multiple of 8 below 2^24. false otherwise.
+inline bool tcw_cl_items(TcwCl& L, const Plan& P, int64_t wave) {
   if (!tcw_row_plan(P) || P.out_c % 8 != 0 || P.out_c >= (int64_t(1) << 24)) return false;
   const int64_t segs = ceil_div(P.out[2], kTcwClSeg), items = P.N * segs, groups = ceil_div(P.out_c, kTcwClCh);
   if (items >= (int64_t(1) << 31)) return false;
-  int64_t chunks = std::clamp<int64_t>(ceil_div(target, groups), 1, std::max<int64_t>(1, items / 4));
+  int64_t chunks = std::clamp<int64_t>(wave / groups, 1, std::max<int64_t>(1, items / 4));
   const int64_t chunk = ceil_div(items, chunks);
   chunks = ceil_div(items, chunk);
   if (groups * chunks >= (int64_t(1) << 31)) return false;
@@ -338,113 +354,11 @@ inline bool tcw_cl_items(TcwCl& L, const Plan& P, int64_t target) {
 
 // x: [N, in_w, C], gy: [N, out_w, C], 16-byte aligned. Writes gw [C][K]: directly when L.chunks
 // == 1, else through part [C][chunks][K] (fp32), summed by the group's last block (counters:
-// groups, zeroed). Grid: groups * chunks blocks (group fastest: the blocks in
-// flight read whole positions) of kTcwThreads; dynamic shared memory tcw_cl_smem_bytes<K>().
+// groups, zeroed). Grid: groups * chunks blocks (group fastest: the blocks in flight read whole
+// positions) of kTcwThreads; dynamic shared memory tcw_cl_smem_bytes<K>() (> 48 KB).
 template <typename T, int K>
 __global__ void __launch_bounds__(kTcwThreads, 2)
 tcw_cl(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, unsigned* __restrict__ counters,
-       T* __restrict__ gw, const TcwCl L) {
-  constexpr int NT = tcw_tiles<K>(), XLEN = tcw_cl_x_len<K>(), XROW = XLEN + 4;
-  constexpr int ND = 2 * kTcwClSeg, NX = 2 * XLEN;  // vectors per item
-  constexpr int DL = ND / kTcwThreads, XL = (NX + kTcwThreads - 1) / kTcwThreads;
-  static_assert(ND % kTcwThreads == 0 && XLEN % 8 == 0, "whole rounds of dy vectors; x rows 4 mod 8");
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  T* const dys = reinterpret_cast<T*>(smem_raw);
-  T* const xs = dys + kTcwClCh * kTcwClDyRow;
-  const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
-  const uint32_t group = blockIdx.x % L.groups, chunk = blockIdx.x / L.groups;
-  const int c0 = static_cast<int>(group) * kTcwClCh;
-  const uint32_t t0 = chunk * L.chunk, t1 = t0 + L.chunk < L.items ? t0 + L.chunk : L.items;
-
-  // Vector r of thread tid: position (tid + 256 r) / 2 of the window, channels c0 + 8 ((tid + 256 r) % 2).
-  TcwVec pd[DL], px[XL];
-  const int half = tid & 1, ch = c0 + 8 * half;
-  auto fetch = [&](uint32_t t, bool live) {
-#pragma unroll
-    for (int i = 0; i < DL; ++i) pd[i] = TcwVec{};
-#pragma unroll
-    for (int i = 0; i < XL; ++i) px[i] = TcwVec{};
-    if (!live || ch >= L.C) return;
-    const uint32_t seg = t % L.segs, n = t / L.segs;
-    const int o0 = static_cast<int>(seg) * kTcwClSeg, x0 = o0 - L.pad;
-    const T* gr = gy + int64_t(n) * L.out_w * L.C + ch;
-    const T* xr = x + int64_t(n) * L.in_w * L.C + ch;
-#pragma unroll
-    for (int i = 0; i < DL; ++i) {
-      const int o = o0 + (tid + kTcwThreads * i) / 2;
-      if (o < L.out_w) pd[i] = *reinterpret_cast<const TcwVec*>(gr + int64_t(o) * L.C);
-    }
-#pragma unroll
-    for (int i = 0; i < XL; ++i) {
-      const int v = tid + kTcwThreads * i, xi = x0 + v / 2;
-      if (v < NX && xi >= 0 && xi < L.in_w) px[i] = *reinterpret_cast<const TcwVec*>(xr + int64_t(xi) * L.C);
-    }
-  };
-  auto stage = [](const TcwVec& v, T* row0, int rs, int p) {  // 8 channels' values of position p
-    T e[8];
-    std::memcpy(e, &v, 16);
-#pragma unroll
-    for (int i = 0; i < 8; ++i) row0[i * rs + p] = e[i];
-  };
-
-  float acc[2][NT][4];
-#pragma unroll
-  for (int c = 0; c < 2; ++c) {
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt) acc[c][nt][0] = acc[c][nt][1] = acc[c][nt][2] = acc[c][nt][3] = 0.f;
-  }
-  fetch(t0, t0 < t1);
-  for (uint32_t t = t0; t < t1; ++t) {
-    __syncthreads();  // the block's reads of the previous item are done
-#pragma unroll
-    for (int i = 0; i < DL; ++i) {
-      stage(pd[i], dys + 8 * half * kTcwClDyRow, kTcwClDyRow, (tid + kTcwThreads * i) / 2);
-    }
-#pragma unroll
-    for (int i = 0; i < XL; ++i) {
-      const int v = tid + kTcwThreads * i;
-      if (v < NX) stage(px[i], xs + 8 * half * XROW, XROW, v / 2);
-    }
-    __syncthreads();
-    fetch(t + 1, t + 1 < t1);
-#pragma unroll
-    for (int c = 0; c < 2; ++c) {
-      const int cl = 2 * warp + c;
-      tcw_step<T, NT>(dys + cl * kTcwClDyRow, xs + cl * XROW, acc[c], lane);
-    }
-  }
-
-  __syncthreads();  // staging done: the area holds the warps' M
-  float* const red = reinterpret_cast<float*>(smem_raw) + warp * 16 * (8 * NT + 1);
-#pragma unroll
-  for (int c = 0; c < 2; ++c) {
-    const float s = tcw_diagonal<K, NT>(acc[c], red, lane);
-    const int co = c0 + 2 * warp + c;
-    if (lane < K && co < L.C) {
-      if (L.chunks == 1) {
-        gw[int64_t(co) * K + lane] = static_cast<T>(s);
-      } else {
-        part[(int64_t(co) * L.chunks + chunk) * K + lane] = s;
-      }
-    }
-  }
-  if (L.chunks > 1 && tcw_last_block(counters + group, L.chunks, reinterpret_cast<int*>(smem_raw)))
-    tcw_sum_chunks<T, K>(part, gw, c0, (L.C - c0 < kTcwClCh ? L.C - c0 : kTcwClCh) * K, L.chunks);
-}
-
-// TCWCL (temporary A/B knob CONVX_TCWCL=1; unset = tcw_cl above): tcw_cl with the items' vectors
-// brought by cp.async into two raw [position][16 channels] buffers instead of registers, so two
-// items are in flight while one is multiplied (tcw_cl: one, whose loads start only after the
-// previous item is staged; ~35 KB in flight per SM, 1.27 TB/s on Conformer k31). The staging
-// then reads raw and stores the per-channel rows as tcw_cl does.
-template <int K>
-__host__ __device__ constexpr int tcw_clp_smem_bytes() {  // tcw_cl's + two raw items (dy + x vectors)
-  return tcw_cl_smem_bytes<K>() + 2 * 16 * (2 * kTcwClSeg + 2 * tcw_cl_x_len<K>());
-}
-
-template <typename T, int K>
-__global__ void __launch_bounds__(kTcwThreads, 2)
-tcw_clp(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, unsigned* __restrict__ counters,
         T* __restrict__ gw, const TcwCl L) {
   constexpr int NT = tcw_tiles<K>(), XLEN = tcw_cl_x_len<K>(), XROW = XLEN + 4;
   constexpr int ND = 2 * kTcwClSeg, NX = 2 * XLEN;  // vectors per item
@@ -452,7 +366,7 @@ tcw_clp(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ p
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* const dys = reinterpret_cast<T*>(smem_raw);
   T* const xs = dys + kTcwClCh * kTcwClDyRow;
-  TcwVec* const raw0 = reinterpret_cast<TcwVec*>(smem_raw + tcw_cl_smem_bytes<K>());  // [2][ND + NX]
+  TcwVec* const raw0 = reinterpret_cast<TcwVec*>(smem_raw + tcw_cl_rows_bytes<K>());  // [2][ND + NX]
   const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
   const uint32_t group = blockIdx.x % L.groups, chunk = blockIdx.x / L.groups;
   const int c0 = static_cast<int>(group) * kTcwClCh;
@@ -531,123 +445,6 @@ tcw_clp(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ p
   }
   if (L.chunks > 1 && tcw_last_block(counters + group, L.chunks, reinterpret_cast<int*>(smem_raw)))
     tcw_sum_chunks<T, K>(part, gw, c0, (L.C - c0 < kTcwClCh ? L.C - c0 : kTcwClCh) * K, L.chunks);
-}
-
-// TCWROWS (temporary A/B knob CONVX_TCWROWS=1; unset = tcw_rows above): tcw_rows with each warp's
-// items brought by cp.async into a ring of three staging areas (no prefetch registers), so two
-// items per warp are in flight while one is multiplied (tcw_rows: one), at 4 blocks per SM.
-// A vector that straddles the row's end is copied in part (the rest zero-filled); one that
-// straddles its start (a misaligned row's first vector) is loaded and stored by the lane.
-template <int K>
-__host__ __device__ constexpr int tcw_rowsp_stage_vecs() {
-  return kTcwDyVecs + tcw_x_vecs<K>();
-}
-template <int K>
-__host__ __device__ constexpr int tcw_rowsp_warp_bytes() {  // three stages, or the diagonal's M
-  const int stage = 3 * 16 * tcw_rowsp_stage_vecs<K>(), red = 16 * (8 * tcw_tiles<K>() + 1) * 4;
-  return stage > red ? stage : red;
-}
-template <int K>
-__host__ __device__ constexpr int tcw_rowsp_smem_bytes() {
-  return kTcwWarps * tcw_rowsp_warp_bytes<K>() + kTcwWarps * 32 * 4;
-}
-
-// dst = row[s .. s + 8) (16-byte aligned at row + s; zeros outside [0, n)).
-template <typename T>
-__device__ __forceinline__ void tcw_cp(TcwVec* dst, const T* row, int s, int n) {
-  if (s >= 0 && s + 8 <= n) {
-    cp_async16(dst, row + s, 16);
-  } else if (s >= 0 && s < n) {
-    cp_async16(dst, row + s, 2 * (n - s));
-  } else if (s + 8 > 0 && s < n) {
-    *dst = tcw_load(row, s, n);
-  } else {
-    cp_async16(dst, row, 0);
-  }
-}
-
-template <typename T, int K>
-__global__ void __launch_bounds__(kTcwThreads, 4)
-tcw_rowsp(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, unsigned* __restrict__ counters,
-          T* __restrict__ gw, const Plan P, const TcwRows L) {
-  constexpr int NT = tcw_tiles<K>(), NX = tcw_x_vecs<K>(), SV = tcw_rowsp_stage_vecs<K>();
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  const int lane = static_cast<int>(threadIdx.x % 32), warp = static_cast<int>(threadIdx.x / 32);
-  unsigned char* const area = smem_raw + warp * tcw_rowsp_warp_bytes<K>();
-  TcwVec* const stages = reinterpret_cast<TcwVec*>(area);  // [3][SV]: dy vectors, then x vectors
-  float* const sums = reinterpret_cast<float*>(smem_raw + kTcwWarps * tcw_rowsp_warp_bytes<K>());
-  const uint32_t co = blockIdx.x / L.chunks, chunk = blockIdx.x % L.chunks;
-  const uint32_t t0 = chunk * L.chunk, t1 = t0 + L.chunk < L.items_c ? t0 + L.chunk : L.items_c;
-
-  // Item t: its rows, first output, and how far before its windows the staged vectors start.
-  struct Item {
-    const T* gr;
-    const T* xr;
-    int o0, md, mx;
-  };
-  auto item = [&](uint32_t t) {
-    const uint32_t seg = t % L.segs, n = t / L.segs;
-    Item it;
-    it.xr = x + (int64_t(n) * P.in_c + co) * L.in_w;
-    it.gr = gy + (int64_t(n) * P.out_c + co) * L.out_w;
-    it.o0 = static_cast<int>(seg) * kTcwSeg;
-    it.md = static_cast<int>((reinterpret_cast<uintptr_t>(it.gr + it.o0) % 16) / sizeof(T));
-    it.mx = static_cast<int>((reinterpret_cast<uintptr_t>(it.xr + (it.o0 - L.pad)) % 16) / sizeof(T));
-    return it;
-  };
-  auto issue = [&](uint32_t t, int st) {  // item t (zeros when past the chunk) into stage st; one commit
-    TcwVec* const d = stages + st * SV;
-    if (t < t1) {
-      const Item it = item(t);
-      for (int v = lane; v < kTcwDyVecs; v += 32) tcw_cp(d + v, it.gr, it.o0 - it.md + 8 * v, L.out_w);
-      for (int v = lane; v < NX; v += 32) tcw_cp(d + kTcwDyVecs + v, it.xr, it.o0 - L.pad - it.mx + 8 * v, L.in_w);
-    } else {
-      for (int v = lane; v < SV; v += 32) cp_async16(d + v, gy, 0);
-    }
-    cp_async_commit();
-  };
-
-  float acc[NT][4];
-#pragma unroll
-  for (int nt = 0; nt < NT; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.f;
-  uint32_t t = t0 + warp;
-  issue(t, 0);
-  issue(t + kTcwWarps, 1);
-  int st = 0;
-  for (uint32_t first = t0; first < t1; first += kTcwWarps, t += kTcwWarps) {
-    __syncwarp();  // the warp's reads of stage st + 2 (the item before this one) are done
-    issue(t + 2 * kTcwWarps, st == 0 ? 2 : st - 1);
-    cp_async_wait<2>();  // this item's copies are done
-    __syncwarp();
-    int md = 0, mx = 0;
-    if (t < t1) {
-      const Item it = item(t);
-      md = it.md, mx = it.mx;
-    }
-    const T* dv = reinterpret_cast<const T*>(stages + st * SV) + md;
-    const T* xv = reinterpret_cast<const T*>(stages + st * SV + kTcwDyVecs) + mx;
-#pragma unroll
-    for (int s = 0; s < kTcwSeg / 256; ++s) tcw_step<T, NT>(dv + 256 * s, xv + 256 * s, acc, lane);
-    st = st == 2 ? 0 : st + 1;
-  }
-  cp_async_wait<0>();  // the zero-fills past the chunk land before the area holds M
-
-  // Diagonal sums per warp, then the warps in order.
-  const float s = tcw_diagonal<K, NT>(acc, reinterpret_cast<float*>(area), lane);
-  if (lane < K) sums[warp * 32 + lane] = s;
-  __syncthreads();
-  if (threadIdx.x < K) {
-    float sum = 0.f;
-#pragma unroll
-    for (int w = 0; w < kTcwWarps; ++w) sum += sums[w * 32 + threadIdx.x];
-    if (L.chunks == 1) {
-      gw[int64_t(co) * K + threadIdx.x] = static_cast<T>(sum);
-    } else {
-      part[(int64_t(co) * L.chunks + chunk) * K + threadIdx.x] = sum;
-    }
-  }
-  if (L.chunks > 1 && tcw_last_block(counters + co, L.chunks, reinterpret_cast<int*>(sums)))
-    tcw_sum_chunks<T, K>(part, gw, co, K, L.chunks);
 }
 
 }  // namespace convx::cuda
