@@ -14,7 +14,6 @@
 
 #include <array>
 #include <atomic>
-#include <cstdlib>
 #include <type_traits>
 
 namespace convx::cuda {
@@ -43,13 +42,8 @@ bool run_rows(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBas
   TcwRows L{};
   if (!tcw_rows_items(L, P, kTcwRowsWave)) return false;
   const TcwWork w = tcw_work(P.out_c, L.chunks, K, P.out_c, like, stream);
-  const char* v = std::getenv("CONVX_TCWR4");  // TCWR4: temporary A/B knob (tc_wgrad1d.cuh)
-  if (v && std::atoi(v) == 1)
-    tcw_rows<T, K, true><<<static_cast<unsigned>(P.out_c * L.chunks), kTcwThreads, tcw_smem_bytes<K>(), stream>>>(
-        x, gy, w.part, w.counters, gw, P, L);
-  else
-    tcw_rows<T, K><<<static_cast<unsigned>(P.out_c * L.chunks), kTcwThreads, tcw_smem_bytes<K>(), stream>>>(
-        x, gy, w.part, w.counters, gw, P, L);
+  tcw_rows<T, K><<<static_cast<unsigned>(P.out_c * L.chunks), kTcwThreads, tcw_smem_bytes<K>(), stream>>>(
+      x, gy, w.part, w.counters, gw, P, L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return true;
 }

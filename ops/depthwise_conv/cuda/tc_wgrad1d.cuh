@@ -39,8 +39,9 @@ constexpr int kTcwWarps = 8, kTcwThreads = 32 * kTcwWarps;
 // depend on the shapes only. Measured on the H100 (session 10, conf1d_call1.log), against the
 // earlier ~1024 blocks (2.6 waves NCL, 3.9 (N, L, C)): Conformer k31 NCL 37.4 -> 32.1 us (one
 // chunk: 512 blocks), (N, L, C) 55.3 -> 41.4 (8 chunks: 256 blocks); k15 NCL (one chunk) as before.
-// (the launchers, tc_wgrad1d.cu, pass these to tcw_rows_items / tcw_cl_items)
-constexpr int64_t kTcwRowsWave = 132 * 3, kTcwClWave = 132 * 2;
+// tcw_rows runs 4 blocks per SM, tcw_cl 2. (The launchers, tc_wgrad1d.cu, pass these to
+// tcw_rows_items / tcw_cl_items.)
+constexpr int64_t kTcwRowsWave = 132 * 4, kTcwClWave = 132 * 2;
 
 // n8 column tiles of M: KW / 8 (15 + K columns used: j = i + k).
 template <int K>
@@ -211,10 +212,12 @@ inline bool tcw_rows_items(TcwRows& L, const Plan& P, int64_t wave) {
 // x: [N, C, in_w], gy: [N, C, out_w]. Writes gw [C][K]: directly when L.chunks == 1, else
 // through part [C][chunks][K] (fp32), summed by the channel's last block (counters: C, zeroed).
 // Grid: C * chunks blocks of kTcwThreads; dynamic shared memory tcw_smem_bytes<K>().
-// 31 taps: 3 resident blocks (77 registers; 4 blocks / SM spill and measured no faster).
-// TCWR4 (temporary A/B knob CONVX_TCWR4=1 = B4): 4 blocks per SM for 31 taps too.
-template <typename T, int K, bool B4 = false>
-__global__ void __launch_bounds__(kTcwThreads, K >= 31 && !B4 ? 3 : 4)
+// 4 resident blocks (31 taps: 64 registers, 20 bytes spilled; at 3 blocks 77 registers and no
+// spills): with the one-wave split the H100 ran Conformer k31 at 32.0 us against 32.8 at 3 blocks,
+// its backward 0.065 ms against 0.069 (session 10, conf1d_call2.log; at session 9's 2.6 waves 4
+// blocks had measured slower).
+template <typename T, int K>
+__global__ void __launch_bounds__(kTcwThreads, 4)
 tcw_rows(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, unsigned* __restrict__ counters,
          T* __restrict__ gw, const Plan P, const TcwRows L) {
   constexpr int NT = tcw_tiles<K>(), NX = tcw_x_vecs<K>();
