@@ -1,5 +1,5 @@
 // cp.async (sm_80+): 16-byte global -> shared copies that hold no registers while in flight, for
-// kernels that keep whole windows in flight (tc_row1d_clp, tcw_clp). Outside nvcc (the CPU
+// kernels that keep whole windows in flight (tc_row1d_cl, tcw_cl). Outside nvcc (the CPU
 // harness, cpp_tests/cuda_on_cpu/shim.h) a copy happens at once and the waits do nothing.
 #pragma once
 
