@@ -905,7 +905,8 @@ def test_depthwise_row_warp(dtype, misaligned):
 # partial), k15 causal on odd lengths (every row misaligned differently) and on long rows, rows
 # shorter than a block of 16 and than the filter, padding beyond the filter (negative data-grad
 # padding), 9, 21 and 47 taps (2, 3 and 4 k-steps), 40 channels (channels-last: a partial group of
-# 32), 12 channels (channels-last: not a multiple of 8, declines), batch 0.
+# 32), 12 channels (channels-last: not a multiple of 8, declines), batch 0, rows of 3 tiles
+# (channels-last: runs of 2 tiles per block, the last of 1).
 TC_ROW_CASES = [
     (2, 64, 1000, 31, 15, True),
     (2, 64, 1029, 15, "causal", False),
@@ -917,6 +918,7 @@ TC_ROW_CASES = [
     (1, 16, 517, 21, 10, False),
     (2, 12, 99, 15, 7, True),
     (0, 16, 40, 31, 15, True),
+    (3, 40, 700, 31, 15, False),
 ]
 
 
@@ -1000,8 +1002,10 @@ def test_depthwise_tc_rows_beyond_2_pow_31_elements(layout):
 # Conformer-like 'same' 31 taps, odd lengths (staged windows start mid-vector), causal 15 taps
 # (output L + 14), rows shorter than 16, no padding, padding beyond the filter, a channel count of
 # 8 mod 16 ((N, L, C): a half-empty channel group), channels not a multiple of 8 ((N, L, C):
-# declined), many short rows (NCL in chunks), the bench rows' sizes (NCL: 2 chunks; k15: one),
-# (N, L, C) in 16 chunks. (N, L, C) 15-tap rows go to cl_wgrad_partial's two-channel tile.
+# declined), many short rows (NCL in chunks), the bench rows' sizes (NCL: one chunk; (N, L, C): 4),
+# (N, L, C) in 16 chunks, many samples of 8 channels (NCL 6 chunks, (N, L, C) 100: the last
+# block's ordered sum over many partials). (N, L, C) 15-tap rows go to cl_wgrad_partial's
+# two-channel tile.
 TC_WGRAD_CASES = [  # (N, C, L, k, padding)
     (3, 16, 1000, 31, 15),
     (2, 8, 333, 31, 15),
@@ -1015,6 +1019,7 @@ TC_WGRAD_CASES = [  # (N, C, L, k, padding)
     (4, 512, 1000, 31, 15),
     (2, 2048, 4096, 15, 14),
     (8, 64, 2000, 31, 15),
+    (200, 8, 300, 31, 15),
 ]
 
 

@@ -1068,19 +1068,24 @@ void tc_check(const char* what, const Plan& P, const Prep& Q, const Tensor& src,
     }
   }
   if (P.out_c % 8 != 0) return;
-  TcRowCl L{};
-  int KS = 0;
-  if (!tc_row1d_cl_blocks(L, P, K, wbase, wstep, KS)) {
-    std::printf("%-44s %-34s cl declined\n", name.c_str(), what);
-    return;
+  Tensor xc = to_cl(src);
+  // runs of 1, 2 (the launcher's), 3 tiles per block
+  for (int tps : {1, kTcClTilesPerBlock, 3}) {
+    TcRowCl L{};
+    int KS = 0;
+    if (!tc_row1d_cl_blocks(L, P, K, wbase, wstep, tps, KS)) {
+      std::printf("%-44s %-34s cl declined\n", name.c_str(), what);
+      return;
+    }
+    Tensor oc = at::full(to_cl(ref).sizes(), NAN, opts);
+    if (KS == 2) tc_cl_run<T, 2>(xc.data_ptr<T>(), wp, bp, oc.data_ptr<T>(), L);
+    else if (KS == 3) tc_cl_run<T, 3>(xc.data_ptr<T>(), wp, bp, oc.data_ptr<T>(), L);
+    else if (KS == 4) tc_cl_run<T, 4>(xc.data_ptr<T>(), wp, bp, oc.data_ptr<T>(), L);
+    else { ++failures; return; }
+    ++tc_taken;
+    check((std::string(what) + " tc cl KS" + std::to_string(KS) + " tps" + std::to_string(tps)).c_str(), from_cl(oc),
+          ref, name, tol);
   }
-  Tensor xc = to_cl(src), oc = at::full(to_cl(ref).sizes(), NAN, opts);
-  if (KS == 2) tc_cl_run<T, 2>(xc.data_ptr<T>(), wp, bp, oc.data_ptr<T>(), L);
-  else if (KS == 3) tc_cl_run<T, 3>(xc.data_ptr<T>(), wp, bp, oc.data_ptr<T>(), L);
-  else if (KS == 4) tc_cl_run<T, 4>(xc.data_ptr<T>(), wp, bp, oc.data_ptr<T>(), L);
-  else { ++failures; return; }
-  ++tc_taken;
-  check((std::string(what) + " tc cl KS" + std::to_string(KS)).c_str(), from_cl(oc), ref, name, tol);
 }
 // One 1-D problem: N x C rows of length Lx, K taps, padding p (forward and data-grad).
 template <typename T>
@@ -1108,12 +1113,12 @@ void tc_case(int64_t N, int64_t C, int64_t Lx, int64_t K, int64_t p, double tol)
 
 // ---- tc_wgrad1d.cu's tensor-core weight-grads (15 / 31-tap 1-D rows, fp16 / bf16) ----
 static int tcw_taken = 0;
-// The launcher's kernel and (several chunks) sum_slots, on poisoned partials and gw; `target`
+// The launcher's kernel (several chunks: the last block of each channel / group sums), on poisoned partials and gw; `target`
 // blocks (so one and several chunks are both walked). Undefined when it declines.
 template <typename T, int K>
 Tensor tcw_run(const T* x, const T* gy, const Plan& P, bool cl, int64_t target, int64_t* chunks) {
   Tensor gw = at::full({P.out_c * K}, NAN, c10::CppTypeToScalarType<T>::value);
-  Tensor part;
+  Tensor part, counters;
   if (cl) {
     if constexpr (K != 31) {
       return Tensor();  // the launcher takes 31-tap (N, L, C) rows only
@@ -1123,30 +1128,35 @@ Tensor tcw_run(const T* x, const T* gy, const Plan& P, bool cl, int64_t target, 
           !tcw_cl_items(L, P, target)) return Tensor();
       *chunks = L.chunks;
       part = at::full({P.out_c * L.chunks * K}, NAN, at::kFloat);
+      counters = at::zeros({int64_t(L.groups)}, at::kInt);
       g_smem_bytes = tcw_cl_smem_bytes<K>();
-      launch(dim3{L.groups * L.chunks}, dim3{kTcwThreads},
-             [&] { tcw_cl<T, K>(x, gy, part.data_ptr<float>(), gw.data_ptr<T>(), L); });
+      launch(dim3{L.groups * L.chunks}, dim3{kTcwThreads}, [&] {
+        tcw_cl<T, K>(x, gy, part.data_ptr<float>(), reinterpret_cast<unsigned*>(counters.data_ptr<int>()), gw.data_ptr<T>(), L);
+      });
     }
   } else {
     TcwRows L{};
     if (!tcw_rows_items(L, P, target)) return Tensor();
     *chunks = L.chunks;
     part = at::full({P.out_c * L.chunks * K}, NAN, at::kFloat);
+    counters = at::zeros({P.out_c}, at::kInt);
     g_smem_bytes = tcw_smem_bytes<K>();
-    launch(dim3{unsigned(P.out_c * L.chunks)}, dim3{kTcwThreads},
-           [&] { tcw_rows<T, K>(x, gy, part.data_ptr<float>(), gw.data_ptr<T>(), P, L); });
+    launch(dim3{unsigned(P.out_c * L.chunks)}, dim3{kTcwThreads}, [&] {
+      tcw_rows<T, K>(x, gy, part.data_ptr<float>(), reinterpret_cast<unsigned*>(counters.data_ptr<int>()), gw.data_ptr<T>(), P, L);
+    });
   }
-  if (*chunks > 1) {
-    launch(dim3{unsigned(ceil_div(P.out_c * K, 256))}, dim3{256},
-           [&] { sum_slots<T>(part.data_ptr<float>(), gw.data_ptr<T>(), P.out_c, *chunks, K); });
+  // every block counted itself once: each channel's (group's) counter ends at the chunk count
+  if (*chunks > 1 && counters.ne(int(*chunks)).any().item<bool>()) {
+    ++failures;
+    std::printf("tcw: a counter is not %lld after the launch\n", static_cast<long long>(*chunks));
   }
   return gw;
 }
 // One 1-D problem (N, C, L, K, padding) in both layouts and both 16-bit types, against float64 on
 // the same rounded data; NCL also on copies one element past a 16-byte boundary (windows staged
 // from mid-vector), (N, L, C) there must decline (and for 15 taps: the launcher leaves those to
-// cl_wgrad_partial). Targets 1 and 4096 blocks: one chunk (gw
-// written by the kernel) and the most chunks.
+// cl_wgrad_partial). Waves of 1, the launcher's and 4096 blocks: one chunk (gw written by the
+// kernel), the launcher's split and the most chunks.
 template <typename T>
 void tcw_case(int64_t N, int64_t C, int64_t Lx, int K, int pad, double tol) {
   at::manual_seed(7);
@@ -1173,7 +1183,7 @@ void tcw_case(int64_t N, int64_t C, int64_t Lx, int K, int pad, double tol) {
       g1.narrow(0, 1, gm.numel()).copy_(gm.flatten());
       const T* xp = off ? x1.data_ptr<T>() + 1 : xm.data_ptr<T>();
       const T* gp = off ? g1.data_ptr<T>() + 1 : gm.data_ptr<T>();
-      for (int64_t target : {1, 4096}) {
+      for (int64_t target : {int64_t(1), cl ? kTcwClWave : kTcwRowsWave, int64_t(4096)}) {
         int64_t chunks = 0;
         const Tensor r = K == 15 ? tcw_run<T, 15>(xp, gp, P, cl, target, &chunks) : tcw_run<T, 31>(xp, gp, P, cl, target, &chunks);
         const std::string tag = std::string("wgrad tc ") + (cl ? "nlc" : "ncl") + (off ? " off1" : "") + " chunks " +
@@ -1206,6 +1216,7 @@ void tcw_cases() {
   tcw_case<at::Half>(2, 8, 530, 15, 14, 2e-3);
   tcw_case<at::Half>(2, 3, 77, 31, 15, 2e-3);
   tcw_case<at::BFloat16>(66, 2, 20, 15, 7, 1e-2);  // 66 items per channel: NCL in 2 chunks
+  tcw_case<at::BFloat16>(40, 8, 60, 31, 15, 1e-2);  // (N, L, C) in 10 chunks: the last block's sum, 8 + 2
   std::printf("tc_wgrad1d: %d launches checked\n", tcw_taken);
 }
 int main() {

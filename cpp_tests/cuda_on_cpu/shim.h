@@ -28,6 +28,15 @@ inline std::barrier<>* g_bar = nullptr;
 inline void __syncthreads() { g_bar->arrive_and_wait(); }
 // A block barrier stands in for the warp's: callers keep the count of __syncwarp block-uniform.
 inline void __syncwarp(unsigned = 0xffffffffu) { __syncthreads(); }
+// Blocks run one after another: a fence has nothing to order, an atomic nothing to race with.
+inline void __threadfence() {}
+inline unsigned atomicAdd(unsigned* p, unsigned v) {
+  const unsigned old = *p;
+  *p = old + v;
+  return old;
+}
+template <typename V>
+V __ldcg(const V* p) { return *p; }
 inline unsigned char* g_smem = nullptr; inline size_t g_smem_bytes = 0;
 alignas(16) inline double g_shfl[256];
 template <typename V>

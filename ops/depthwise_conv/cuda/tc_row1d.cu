@@ -59,7 +59,7 @@ bool launch_tc_row1d(const T* in, const T* w, int wbase, int wstep, const T* bia
   int KS = 0;
   if (cl) {
     TcRowCl L{};
-    if (!tc_row1d_cl_blocks(L, P, K, wbase, wstep, KS)) return false;
+    if (!tc_row1d_cl_blocks(L, P, K, wbase, wstep, kTcClTilesPerBlock, KS)) return false;
     switch (KS) {
       case 2: run_cl<T, 2>(in, w, bias, out, L, stream); return true;
       case 3: run_cl<T, 3>(in, w, bias, out, L, stream); return true;

@@ -27,6 +27,7 @@
 // every 32 (tc_phys), so the D fragments' stores (rows 0-7 and 8-15) are conflict-free.
 #pragma once
 
+#include "ops/depthwise_conv/cuda/cp_async.cuh"
 #include "ops/depthwise_conv/cuda/mma16.cuh"
 #include "ops/depthwise_conv/cuda/plan.cuh"
 
@@ -170,6 +171,8 @@ __host__ __device__ constexpr int tc_smem_bytes(int warps) {
 }
 
 // in: [rows][in_w]; out: [rows][out_w]; w: [out_c][K] (the layer's filter); bias: out_c or null.
+// 4 blocks per SM (64 registers): at 5 (48 registers, spills) the H100 ran Conformer k31 at 0.032
+// ms against 0.029 (session 10, bench/results/h100/session10/meas_ab.log, CONVX_TUNE1D=2).
 template <typename T, int KS>
 __global__ void __launch_bounds__(32 * kTcWarps, 4)
 tc_row1d(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
@@ -300,20 +303,28 @@ tc_row1d(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict_
 }
 
 // ------------------------------------------------------------------------- channels-last
-// A block (kTcClWarps warps) owns 32 channels x one tile of 256 positions of one row (sample):
-// the threads load the window (16 (15 + KS) positions x 32 channels) as 16-byte vectors along
-// the channels, two positions at a time, and store it transposed, one word per channel holding
-// both positions, into per-channel rows (an odd number of words apart: the 8 channels of a
-// vector hit different banks). Each warp then runs the MMAs of 8 channels in turn, packs each
-// channel's 16-bit outputs, and byte-permutes them into 16-byte vectors of 8 channels per
-// position, which it stores (over the window, after a block barrier) into a [position][32
-// channels] tile whose 16-byte chunks are XOR-swizzled by position; the block then writes the
-// tile as 16-byte vectors along the channels. Channels must be a multiple of 8 (vectors), the
-// tensors 16-byte aligned; channel groups past C compute on zeros and are not stored.
-// The channels-last kernel keeps the B taps as a 16-bit table per channel and reads A by 32-bit
-// loads: measured faster there than the NCL kernel's pair tables and ldmatrix (H100, session 9:
-// Conformer k31 bf16 0.039 against 0.050 ms, bench/results/h100/session9/req*_bench_ab.log; a
-// block builds 32 channels' tables, which as pairs took twice the loads and shared memory).
+// A block (kTcClWarps warps) owns 32 channels x a run of L.tps consecutive tiles of 256
+// positions of one row (sample). Per tile, the window (16 (15 + KS) positions x 32 channels)
+// arrives by cp.async (16-byte copies that hold no registers) into a raw [position][32 channels]
+// area while the previous tile is computed; the threads then transpose it, one word per channel
+// holding two positions, into per-channel rows (an odd number of words apart: the 8 channels of a
+// vector hit different banks), and the raw area takes the next tile's copies. Each warp runs the
+// MMAs of 8 channels in turn, packs each channel's 16-bit outputs, and byte-permutes them into
+// 16-byte vectors of 8 channels per position, which it stores (over the rows, after a block
+// barrier) into a [position][32 channels] tile whose 16-byte chunks are XOR-swizzled by position;
+// the block then writes the tile as 16-byte vectors along the channels. The tap tables are built
+// once per block. Channels must be a multiple of 8 (vectors), the tensors 16-byte aligned; channel
+// groups past C compute on zeros and are not stored.
+//
+// Measured on the H100 (session 10, bench/results/h100/session10/conf1d_call1.log): the earlier
+// kernel, one tile per block with its window loaded through registers (at most 32 bytes per
+// thread in flight) and its phases (tap tables, loads, MMAs, stores) one after the other, ran
+// Conformer k31 bf16 at 38.7 us (56% of copy bandwidth); this one at 36.0 (2 tiles per block; 1:
+// 43.7, 4: 35.7) and k15 causal at 111.8 against 113.4 (4 tiles: 115.6).
+// B: a 16-bit tap table per channel, each B register from two 16-bit loads (measured faster than
+// the NCL kernel's pair tables with one tile per block: Conformer 0.039 against 0.050 ms, session
+// 9, req*_bench_ab.log; a block builds 32 channels' tables).
+constexpr int kTcClTilesPerBlock = 2;
 
 // Guard of the per-channel 16-bit tap table: Tw reads taps -15 - sh ... 16 KS - 1.
 template <int KS>
@@ -356,7 +367,8 @@ constexpr int kTcClWarps = 4;
 constexpr int kTcClThreads = 32 * kTcClWarps;
 
 struct TcRowCl {
-  uint32_t blocks, cgroups, tiles;  // blocks = rows * tiles * cgroups
+  uint32_t blocks, cgroups, tiles;  // blocks = rows * segs * cgroups; tiles per row
+  uint32_t segs, tps;               // runs of at most tps tiles per row
   int in_len, out_len, C;
   int pad0, sh;
   int K, wbase, wstep;
@@ -366,10 +378,15 @@ template <int KS>
 __host__ __device__ constexpr int tc_cl_row_words() {  // words per channel row of the window: odd
   return tc_padded_words(tc_win<KS>() / 2) | 1;
 }
+// Raw window: 16-byte chunk ch (channels 8 ch ...) of position p at chunk 8 (p / 2) + (4 ((p ^ p /
+// 2) & 1) | ch): the two positions of a pair sit in opposite 64-byte halves of a 128-byte line and
+// consecutive pairs swap halves, so the copies (a quarter-warp: 2 positions x 4 chunks) and the
+// transposing reads (2 pairs x 4 chunks) are conflict-free.
+__host__ __device__ constexpr int tc_cl_raw_chunk(int p, int ch) { return 8 * (p >> 1) + ((((p ^ (p >> 1)) & 1) << 2) | ch); }
 template <int KS>
-__host__ __device__ constexpr int tc_cl_smem_bytes() {  // 32 tap tables + max(window, output tile)
+__host__ __device__ constexpr int tc_cl_smem_bytes() {  // 32 tap tables, max(rows, output tile), raw window
   constexpr int win = 32 * tc_cl_row_words<KS>(), outw = 256 * 16;
-  return 4 * (16 * tc_taps_halves<KS>() + (win > outw ? win : outw));
+  return 4 * (16 * tc_taps_halves<KS>() + (win > outw ? win : outw)) + 64 * tc_win<KS>();
 }
 
 // Swizzled word of (position p, 8-channel chunk c) in the output tile: 16 words per position.
@@ -384,92 +401,105 @@ tc_row1d_cl(const T* __restrict__ in, const T* __restrict__ w, const T* __restri
   extern __shared__ __align__(16) unsigned char smem_raw[];
   uint16_t* const ft = reinterpret_cast<uint16_t*>(smem_raw);  // [32][FT]
   uint32_t* const buf = reinterpret_cast<uint32_t*>(smem_raw) + 16 * FT;
+  constexpr int win_words = 32 * tc_cl_row_words<KS>(), out_words = 256 * 16;
+  TcVec* const raw = reinterpret_cast<TcVec*>(buf + (win_words > out_words ? win_words : out_words));
   const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
   uint32_t b = blockIdx.x;
   const uint32_t cg = b % L.cgroups;
   b /= L.cgroups;
-  const uint32_t q = b % L.tiles, row = b / L.tiles;
+  const uint32_t seg = b % L.segs, row = b / L.segs;
   const int c0 = static_cast<int>(cg) * 32;
-  const int p0 = static_cast<int>(q) * 256 - L.pad0;
+  const uint32_t q0 = seg * L.tps, q1 = q0 + L.tps < L.tiles ? q0 + L.tps : L.tiles;
+  const T* const src = in + int64_t(row) * L.in_len * L.C;
 
-  for (int e = tid; e < 32 * FT; e += kTcClThreads) {
+  auto issue = [&](uint32_t q) {  // tile q's window: chunk v = (position v / 4, channels c0 + 8 (v % 4))
+    const int p0 = static_cast<int>(q) * 256 - L.pad0;
+    for (int v = tid; v < WIN * 4; v += kTcClThreads) {
+      const int p = v / 4, ch = v % 4, c = c0 + 8 * ch, pos = p0 + p;
+      const bool ok = c < L.C && pos >= 0 && pos < L.in_len;
+      cp_async16(raw + tc_cl_raw_chunk(p, ch), ok ? src + int64_t(pos) * L.C + c : in, ok ? 16 : 0);
+    }
+    cp_async_commit();
+  };
+  issue(q0);
+  for (int e = tid; e < 32 * FT; e += kTcClThreads) {  // while the first window is in flight
     const int c = c0 + e / FT, tap = e % FT - kTcGuard;
     ft[e] = c < L.C && tap >= 0 && tap < L.K ? tc_bits(w[int64_t(c) * L.K + L.wbase + L.wstep * tap]) : uint16_t(0);
   }
-  // Window: units of (position pair, 8-channel chunk), chunk fastest.
-  const T* const src = in + int64_t(row) * L.in_len * L.C;
-  for (int u = tid; u < (WIN / 2) * 4; u += kTcClThreads) {
-    const int ch = u % 4, pp = u / 4, c = c0 + 8 * ch;
-    TcVec x[2] = {};
+  T* const dst = out + int64_t(row) * L.out_len * L.C;
+  for (uint32_t q = q0; q < q1; ++q) {
+    cp_async_wait<0>();
+    __syncthreads();  // the window is in raw; the previous tile's reads of buf are done
+    // Unit u = (position pair pp = u / 4, chunk ch = u % 4): channel 8 ch + e's word holds its
+    // values at positions 2 pp, 2 pp + 1.
+    for (int u = tid; u < (WIN / 2) * 4; u += kTcClThreads) {
+      const int ch = u % 4, pp = u / 4;
+      const TcVec x0 = raw[tc_cl_raw_chunk(2 * pp, ch)], x1 = raw[tc_cl_raw_chunk(2 * pp + 1, ch)];
 #pragma unroll
-    for (int k = 0; k < 2; ++k) {
-      const int p = p0 + 2 * pp + k;
-      if (c < L.C && p >= 0 && p < L.in_len) x[k] = *reinterpret_cast<const TcVec*>(src + int64_t(p) * L.C + c);
-    }
-#pragma unroll
-    for (int e = 0; e < 8; ++e) {  // channel 8 ch + e: its values at positions 2 pp, 2 pp + 1
-      const uint32_t sel = e % 2 ? 0x7632u : 0x5410u;
-      const uint32_t lo = x[0].v[e / 2], hi = x[1].v[e / 2];
+      for (int e = 0; e < 8; ++e) {
+        const uint32_t lo = x0.v[e / 2], hi = x1.v[e / 2];
 #if defined(__CUDA_ARCH__)
-      const uint32_t word = __byte_perm(lo, hi, sel);
+        const uint32_t word = __byte_perm(lo, hi, e % 2 ? 0x7632u : 0x5410u);
 #else
-      const uint32_t word = sel == 0x5410u ? (lo & 0xffffu) | (hi << 16) : (lo >> 16) | (hi & 0xffff0000u);
+        const uint32_t word = e % 2 ? (lo >> 16) | (hi & 0xffff0000u) : (lo & 0xffffu) | (hi << 16);
 #endif
-      buf[(8 * ch + e) * RW + tc_phys(pp)] = word;
+        buf[(8 * ch + e) * RW + tc_phys(pp)] = word;
+      }
     }
-  }
-  __syncthreads();
+    __syncthreads();  // raw is free, the rows are complete
+    if (q + 1 < q1) issue(q + 1);
 
-  // Warp `warp`: channels 8 warp + [0, 8). res[e][n][hh]: channel e's outputs at positions
-  // 16 (g + 8 hh) + 8 n + 2 t, + 1 (a packed pair).
-  uint32_t res[8][2][2];
+    // Warp `warp`: channels 8 warp + [0, 8). res[e][n][hh]: channel e's outputs at positions
+    // 16 (g + 8 hh) + 8 n + 2 t, + 1 (a packed pair).
+    uint32_t res[8][2][2];
 #pragma unroll
-  for (int e = 0; e < 8; ++e) {
-    const int cl = 8 * warp + e;
-    uint32_t bf[KS][2][2];
-    tc_b_frags16<KS>(bf, ft + cl * FT, L.sh, lane);
-    float acc[2][4] = {};
-    tc_tile_lds<T, KS>(acc, buf + cl * RW, bf, lane);
-    const float b0 = bias && c0 + cl < L.C ? static_cast<float>(bias[c0 + cl]) : 0.f;
+    for (int e = 0; e < 8; ++e) {
+      const int cl = 8 * warp + e;
+      uint32_t bf[KS][2][2];
+      tc_b_frags16<KS>(bf, ft + cl * FT, L.sh, lane);
+      float acc[2][4] = {};
+      tc_tile_lds<T, KS>(acc, buf + cl * RW, bf, lane);
+      const float b0 = bias && c0 + cl < L.C ? static_cast<float>(bias[c0 + cl]) : 0.f;
 #pragma unroll
-    for (int n = 0; n < 2; ++n) {
+      for (int n = 0; n < 2; ++n) {
 #pragma unroll
-      for (int hh = 0; hh < 2; ++hh)
-        res[e][n][hh] = pack16x2<T>(static_cast<T>(acc[n][2 * hh] + b0), static_cast<T>(acc[n][2 * hh + 1] + b0));
+        for (int hh = 0; hh < 2; ++hh)
+          res[e][n][hh] = pack16x2<T>(static_cast<T>(acc[n][2 * hh] + b0), static_cast<T>(acc[n][2 * hh + 1] + b0));
+      }
     }
-  }
-  __syncthreads();  // every warp's window reads are done: the tile reuses the buffer
-  {
-    const int g = lane / 4, t = lane % 4;
+    __syncthreads();  // every warp's window reads are done: the tile reuses the rows
+    {
+      const int g = lane / 4, t = lane % 4;
 #pragma unroll
-    for (int n = 0; n < 2; ++n) {
+      for (int n = 0; n < 2; ++n) {
 #pragma unroll
-      for (int hh = 0; hh < 2; ++hh) {
-        const int p = 16 * (g + 8 * hh) + 8 * n + 2 * t;
+        for (int hh = 0; hh < 2; ++hh) {
+          const int p = 16 * (g + 8 * hh) + 8 * n + 2 * t;
 #pragma unroll
-        for (int k = 0; k < 2; ++k) {  // position p + k: the low (k = 0) or high halves of the 8 channels
-          TcVec v;
+          for (int k = 0; k < 2; ++k) {  // position p + k: the low (k = 0) or high halves of the 8 channels
+            TcVec v;
 #pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            const uint32_t lo = res[2 * j][n][hh], hi = res[2 * j + 1][n][hh];
+            for (int j = 0; j < 4; ++j) {
+              const uint32_t lo = res[2 * j][n][hh], hi = res[2 * j + 1][n][hh];
 #if defined(__CUDA_ARCH__)
-            v.v[j] = __byte_perm(lo, hi, k ? 0x7632u : 0x5410u);
+              v.v[j] = __byte_perm(lo, hi, k ? 0x7632u : 0x5410u);
 #else
-            v.v[j] = k ? (lo >> 16) | (hi & 0xffff0000u) : (lo & 0xffffu) | (hi << 16);
+              v.v[j] = k ? (lo >> 16) | (hi & 0xffff0000u) : (lo & 0xffffu) | (hi << 16);
 #endif
+            }
+            *reinterpret_cast<TcVec*>(buf + tc_cl_out_word(p + k, warp)) = v;
           }
-          *reinterpret_cast<TcVec*>(buf + tc_cl_out_word(p + k, warp)) = v;
         }
       }
     }
-  }
-  __syncthreads();
-  T* const dst = out + int64_t(row) * L.out_len * L.C;
-  const int o0 = static_cast<int>(q) * 256;
-  for (int u = tid; u < 256 * 4; u += kTcClThreads) {
-    const int ch = u % 4, p = u / 4, c = c0 + 8 * ch;
-    if (c < L.C && o0 + p < L.out_len)
-      *reinterpret_cast<TcVec*>(dst + int64_t(o0 + p) * L.C + c) = *reinterpret_cast<const TcVec*>(buf + tc_cl_out_word(p, ch));
+    __syncthreads();
+    const int o0 = static_cast<int>(q) * 256;
+    for (int u = tid; u < 256 * 4; u += kTcClThreads) {
+      const int ch = u % 4, p = u / 4, c = c0 + 8 * ch;
+      if (c < L.C && o0 + p < L.out_len)
+        *reinterpret_cast<TcVec*>(dst + int64_t(o0 + p) * L.C + c) =
+            *reinterpret_cast<const TcVec*>(buf + tc_cl_out_word(p, ch));
+    }
   }
 }
 
@@ -504,8 +534,8 @@ inline bool tc_row1d_items(TcRow& L, const Plan& P, int K, int wbase, int wstep,
 }
 
 // Channels-last: one phase at stride 1, multiplier 1, a 1 x K filter (rows: every sample and
-// leading position), channels a multiple of 8.
-inline bool tc_row1d_cl_blocks(TcRowCl& L, const Plan& P, int K, int wbase, int wstep, int& KS) {
+// leading position), channels a multiple of 8; runs of at most tps_target tiles per block.
+inline bool tc_row1d_cl_blocks(TcRowCl& L, const Plan& P, int K, int wbase, int wstep, int tps_target, int& KS) {
   if (P.phases != 1 || P.in_div != 1 || P.J != 1 || P.out_c != P.in_c || P.S[2] != 1 || P.out_c % 8 != 0) return false;
   for (int d = 0; d < 2; ++d) {
     if (P.k[d] != 1 || P.S[d] != 1 || P.pad[d][0] != 0 || P.in[d] != P.out[d]) return false;
@@ -514,11 +544,14 @@ inline bool tc_row1d_cl_blocks(TcRowCl& L, const Plan& P, int K, int wbase, int 
   if (P.pad[2][0] <= -(1 << 20) || P.pad[2][0] >= (1 << 20)) return false;
   tc_window(K, P.pad[2][0], L.pad0, L.sh, KS);
   const int64_t rows = P.N * P.in[0] * P.in[1], tiles = ceil_div(P.out[2], 256), cgroups = ceil_div(P.out_c, 32);
-  const int64_t blocks = rows * tiles * cgroups;
+  const int64_t segs = ceil_div(tiles, std::max(tps_target, 1));
+  const int64_t blocks = rows * segs * cgroups;
   if (blocks <= 0 || blocks >= (int64_t(1) << 31)) return false;
   L.blocks = static_cast<uint32_t>(blocks);
   L.cgroups = static_cast<uint32_t>(cgroups);
   L.tiles = static_cast<uint32_t>(tiles);
+  L.segs = static_cast<uint32_t>(segs);
+  L.tps = static_cast<uint32_t>(ceil_div(tiles, segs));
   L.in_len = static_cast<int>(P.in[2]);
   L.out_len = static_cast<int>(P.out[2]);
   L.C = static_cast<int>(P.out_c);

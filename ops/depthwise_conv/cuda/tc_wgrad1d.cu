@@ -3,39 +3,48 @@
 // before cl_wgrad_partial), on sm_80 and newer.
 #include "ops/depthwise_conv/cuda/launch.h"
 #include "ops/depthwise_conv/cuda/tc_wgrad1d.cuh"
-#include "ops/depthwise_conv/cuda/wgrad_sum.cuh"
 
 #include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAMacros.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
+#include <cuda_runtime_api.h>
 
-#include <algorithm>
+#include <array>
+#include <atomic>
 #include <type_traits>
 
 namespace convx::cuda {
 namespace {
 
-// Blocks of the split (a constant: the chunks, and so the bits, depend on the shapes only); 2048
-// and 4096 measured the same on the Conformer rows and slower on k15 (NCL 0.100 -> 0.113 ms).
-constexpr int64_t kTcwTarget = 1024;
-
-// The sum over the chunks when there are several (one chunk: the kernel wrote gw).
-template <typename T>
-void sum_chunks_if_any(const at::Tensor& part, T* gw, int64_t C, int64_t chunks, int K, cudaStream_t stream) {
-  if (chunks == 1) return;
-  launch_sum_slots<T>(part.const_data_ptr<float>(), gw, C, chunks, K, stream);
+// The partials [C][chunks][K] (fp32) and after them `counters` zeroed unsigned counts (the
+// kernels' last-block sums), when there are several chunks; nothing otherwise (the kernel writes gw).
+struct TcwWork {
+  at::Tensor buf;
+  float* part = nullptr;
+  unsigned* counters = nullptr;
+};
+TcwWork tcw_work(int64_t C, int64_t chunks, int K, int64_t counters, const at::TensorBase& like, cudaStream_t stream) {
+  TcwWork w;
+  if (chunks == 1) return w;
+  const int64_t nf = C * chunks * K;
+  w.buf = at::empty({nf + counters}, like.options().dtype(at::kFloat));
+  w.part = w.buf.mutable_data_ptr<float>();
+  w.counters = reinterpret_cast<unsigned*>(w.part + nf);
+  C10_CUDA_CHECK(cudaMemsetAsync(w.counters, 0, counters * sizeof(unsigned), stream));
+  return w;
 }
 
 template <typename T, int K>
 bool run_rows(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
   TcwRows L{};
-  if (!tcw_rows_items(L, P, kTcwTarget)) return false;
-  const at::Tensor part = at::empty({L.chunks > 1 ? P.out_c * L.chunks * K : 0}, like.options().dtype(at::kFloat));
+  if (!tcw_rows_items(L, P, kTcwRowsWave)) return false;
+  const TcwWork w = tcw_work(P.out_c, L.chunks, K, P.out_c, like, stream);
   tcw_rows<T, K><<<static_cast<unsigned>(P.out_c * L.chunks), kTcwThreads, tcw_smem_bytes<K>(), stream>>>(
-      x, gy, part.mutable_data_ptr<float>(), gw, P, L);
+      x, gy, w.part, w.counters, gw, P, L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  sum_chunks_if_any<T>(part, gw, P.out_c, L.chunks, K, stream);
   return true;
 }
 
@@ -43,12 +52,17 @@ template <typename T, int K>
 bool run_cl(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
   TcwCl L{};
   if (reinterpret_cast<uintptr_t>(x) % 16 != 0 || reinterpret_cast<uintptr_t>(gy) % 16 != 0) return false;
-  if (!tcw_cl_items(L, P, kTcwTarget)) return false;
-  const at::Tensor part = at::empty({L.chunks > 1 ? P.out_c * L.chunks * K : 0}, like.options().dtype(at::kFloat));
-  tcw_cl<T, K><<<L.groups * L.chunks, kTcwThreads, tcw_cl_smem_bytes<K>(), stream>>>(
-      x, gy, part.mutable_data_ptr<float>(), gw, L);
+  if (!tcw_cl_items(L, P, kTcwClWave)) return false;
+  // more than 48 KB of dynamic shared memory: allowed once per device
+  static std::array<std::atomic<bool>, C10_COMPILE_TIME_MAX_GPUS> allowed{};
+  const c10::DeviceIndex dev = c10::cuda::current_device();
+  if (!allowed[dev].load(std::memory_order_relaxed)) {
+    C10_CUDA_CHECK(cudaFuncSetAttribute(tcw_cl<T, K>, cudaFuncAttributeMaxDynamicSharedMemorySize, tcw_cl_smem_bytes<K>()));
+    allowed[dev].store(true, std::memory_order_relaxed);
+  }
+  const TcwWork w = tcw_work(P.out_c, L.chunks, K, L.groups, like, stream);
+  tcw_cl<T, K><<<L.groups * L.chunks, kTcwThreads, tcw_cl_smem_bytes<K>(), stream>>>(x, gy, w.part, w.counters, gw, L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  sum_chunks_if_any<T>(part, gw, P.out_c, L.chunks, K, stream);
   return true;
 }
 

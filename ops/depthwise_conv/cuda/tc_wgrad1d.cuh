@@ -10,17 +10,19 @@
 //     gw[k] = sum over segments of sum_i M[i][i + k]
 // (dy[o] meets x[o + k - pad]: the diagonal sums, done once per warp at the end, on M summed over
 // all its segments). Both operands are read from a row segment staged in shared memory in its
-// natural order: the fragments' register pairs (two consecutive blocks b, 16 apart in the row) are
-// built from 16-bit shared loads (A: 8, B: 2 (KW / 8 + 2) per 256 outputs), so the staged window
+// natural order: the fragments' register pairs (blocks b and b + 4, 64 values apart in the row,
+// tcw_step) are built from 16-bit shared loads (A: 8, B: 4 KW / 8 per 256 outputs), so the staged window
 // may start at any element: the staging needs no alignment and the loads from global memory are
 // aligned 16-byte vectors wherever they lie inside the row.
 //
 // Deterministic: every sum is in a fixed order (the MMA's within a warp's segment, segments in the
 // warp's order, the 16 diagonal terms in order, the block's warps in order, then the blocks'
-// partials [channel][chunk][tap] in chunk order by sum_slots), and the split into warps and
-// blocks depends on the shapes only.
+// partials [channel][chunk][tap] in chunk order, by the last block of the channel (group) to
+// finish: an int counter, no float atomics), and the split into warps and blocks depends on the
+// shapes only.
 #pragma once
 
+#include "ops/depthwise_conv/cuda/cp_async.cuh"
 #include "ops/depthwise_conv/cuda/mma16.cuh"
 #include "ops/depthwise_conv/cuda/plan.cuh"
 
@@ -31,6 +33,15 @@
 namespace convx::cuda {
 
 constexpr int kTcwWarps = 8, kTcwThreads = 32 * kTcwWarps;
+
+// The split into blocks: as many chunks per channel (group) as one wave of resident blocks on an
+// H100 (132 SMs) allows, at least one. A constant, so that the chunks (and the bits of the result)
+// depend on the shapes only. Measured on the H100 (session 10, conf1d_call1.log), against the
+// earlier ~1024 blocks (2.6 waves NCL, 3.9 (N, L, C)): Conformer k31 NCL 37.4 -> 32.1 us (one
+// chunk: 512 blocks), (N, L, C) 55.3 -> 41.4 (8 chunks: 256 blocks); k15 NCL (one chunk) as before.
+// tcw_rows runs 4 blocks per SM, tcw_cl 2. (The launchers, tc_wgrad1d.cu, pass these to
+// tcw_rows_items / tcw_cl_items.)
+constexpr int64_t kTcwRowsWave = 132 * 4, kTcwClWave = 132 * 2;
 
 // n8 column tiles of M: KW / 8 (15 + K columns used: j = i + k).
 template <int K>
@@ -45,25 +56,22 @@ struct alignas(16) TcwVec {
 
 // acc[nt] (M's columns 8nt .. 8nt + 7, fragment layout of mma16.cuh) += the 256 outputs' terms:
 // dy[16b + i] = dy[e] for e < 256, x[16b + j - pad] = xw[16b + j] (xw: 240 + 8 NT values).
-// A = DY^T (A[i][b] = dy[16b + i]), B = XW (B[b][j] = xw[16b + j]); lane (g, t)'s pairs of
-// consecutive b are 16 values apart, and B's tile nt + 2 repeats tile nt's value of the next
-// block, so the lane loads NT + 2 values per half.
+// A = DY^T (A[i][b] = dy[16b + i]), B = XW (B[b][j] = xw[16b + j]). The MMA's reduction row
+// 2t + e (+ 8) takes block t + 4e (+ 8) (any block order gives the same M): a load's four lane
+// groups t then read 16 values (32 bytes) apart, so every 16-bit shared load is one wavefront for
+// any window alignment (blocks 2t + e put groups 0 / 2 and 1 / 3 on the same banks: 2-way
+// conflicts). 8 + 4 NT loads per step; measured on the H100 (session 10, meas_ab.log): k15 NCL
+// weight-grad 0.101 -> 0.097 ms, Conformer (N, L, C) 0.060 -> 0.056, Conformer NCL the same.
 template <typename T, int NT>
 __device__ __forceinline__ void tcw_step(const T* dy, const T* xw, float (&acc)[NT][4], int lane) {
   const int g = lane >> 2, t = lane & 3;
-  const T* d = dy + 32 * t + g;
-  const uint32_t a[4] = {pack16x2(d[0], d[16]), pack16x2(d[8], d[24]), pack16x2(d[128], d[144]),
-                         pack16x2(d[136], d[152])};
-  const T* xp = xw + 32 * t + g;
-  T lo[NT + 2], hi[NT + 2];
-#pragma unroll
-  for (int u = 0; u < NT + 2; ++u) {
-    lo[u] = xp[8 * u];
-    hi[u] = xp[128 + 8 * u];
-  }
+  const T* d = dy + 16 * t + g;
+  const uint32_t a[4] = {pack16x2(d[0], d[64]), pack16x2(d[8], d[72]), pack16x2(d[128], d[192]),
+                         pack16x2(d[136], d[200])};
+  const T* xp = xw + 16 * t + g;
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt) {
-    const uint32_t b[2] = {pack16x2(lo[nt], lo[nt + 2]), pack16x2(hi[nt], hi[nt + 2])};
+    const uint32_t b[2] = {pack16x2(xp[8 * nt], xp[64 + 8 * nt]), pack16x2(xp[128 + 8 * nt], xp[192 + 8 * nt])};
     mma16816<T>(acc[nt], a, b);
   }
 }
@@ -110,6 +118,41 @@ __device__ __forceinline__ TcwVec tcw_load(const T* row, int s, int n) {
   return v;
 }
 
+// Folded chunk sum (no second launch): a block that wrote its partials counts itself in
+// `counter` (zeroed by the launcher); the block that arrives last -- it sees every other block's
+// partials -- gets true. Block-uniform; flag: a shared int.
+__device__ __forceinline__ bool tcw_last_block(unsigned* counter, unsigned chunks, int* flag) {
+  __threadfence();  // this thread's partials are visible device-wide before the block counts
+  __syncthreads();
+  if (threadIdx.x == 0) *flag = atomicAdd(counter, 1u) == chunks - 1;
+  __syncthreads();
+  const bool last = *flag != 0;
+  if (last) __threadfence();
+  return last;
+}
+
+// gw[c * K + k] = sum over chunks, in chunk order, of part[c][chunk][k] for the n = channels * K
+// outputs from channel c0 (read through L2: other blocks wrote them). The order is sum_slots'
+// (wgrad_sum.cuh), so the bits do not depend on which block sums.
+template <typename T, int K>
+__device__ __forceinline__ void tcw_sum_chunks(const float* part, T* gw, int64_t c0, int n, uint32_t chunks) {
+  for (int i = static_cast<int>(threadIdx.x); i < n; i += static_cast<int>(blockDim.x)) {
+    const int64_t c = c0 + i / K;
+    const float* p = part + c * chunks * K + i % K;
+    float s = 0.f;
+    uint32_t j = 0;
+    for (; j + 8 <= chunks; j += 8) {  // eight loads in flight, added in order
+      float v[8];
+#pragma unroll
+      for (int u = 0; u < 8; ++u) v[u] = __ldcg(p + int64_t(j + u) * K);
+#pragma unroll
+      for (int u = 0; u < 8; ++u) s += v[u];
+    }
+    for (; j < chunks; ++j) s += __ldcg(p + int64_t(j) * K);
+    gw[c * K + i % K] = static_cast<T>(s);
+  }
+}
+
 // ------------------------------------------------------------------------------------------ NCL
 // Work item: a segment of kTcwSeg outputs of one row (sample n, channel c), two 256-output steps.
 // Block: one channel x a fixed chunk of its (sample, segment) items; warp w takes the chunk's
@@ -146,13 +189,13 @@ inline bool tcw_row_plan(const Plan& P) {
   return P.pad[2][0] >= 0 && P.pad[2][0] < (1 << 29);
 }
 
-// Fills L: about `target` blocks in all (chunks from the shapes alone), each warp at least 4
-// items. false when not covered or the counts do not fit 31 bits.
-inline bool tcw_rows_items(TcwRows& L, const Plan& P, int64_t target) {
+// Fills L: at most `wave` blocks in all where the channels allow (chunks from the shapes alone),
+// each warp at least 4 items. false when not covered or the counts do not fit 31 bits.
+inline bool tcw_rows_items(TcwRows& L, const Plan& P, int64_t wave) {
   if (!tcw_row_plan(P)) return false;
   const int64_t segs = ceil_div(P.out[2], kTcwSeg), items_c = P.N * segs;
   if (items_c >= (int64_t(1) << 31)) return false;
-  int64_t chunks = std::clamp<int64_t>(ceil_div(target, P.out_c), 1, std::max<int64_t>(1, items_c / (4 * kTcwWarps)));
+  int64_t chunks = std::clamp<int64_t>(wave / P.out_c, 1, std::max<int64_t>(1, items_c / (4 * kTcwWarps)));
   const int64_t chunk = ceil_div(items_c, chunks);
   chunks = ceil_div(items_c, chunk);
   if (P.out_c * chunks >= (int64_t(1) << 31)) return false;
@@ -166,14 +209,17 @@ inline bool tcw_rows_items(TcwRows& L, const Plan& P, int64_t target) {
   return true;
 }
 
-// x: [N, C, in_w], gy: [N, C, out_w]. Writes gw [C][K] when L.chunks == 1, else part
-// [C][chunks][K] (fp32). Grid: C * chunks blocks of kTcwThreads; dynamic shared memory
-// tcw_smem_bytes<K>().
-// 31 taps: 3 resident blocks (80 registers; at 4, 64 registers spill).
+// x: [N, C, in_w], gy: [N, C, out_w]. Writes gw [C][K]: directly when L.chunks == 1, else
+// through part [C][chunks][K] (fp32), summed by the channel's last block (counters: C, zeroed).
+// Grid: C * chunks blocks of kTcwThreads; dynamic shared memory tcw_smem_bytes<K>().
+// 4 resident blocks (31 taps: 64 registers, 20 bytes spilled; at 3 blocks 77 registers and no
+// spills): with the one-wave split the H100 ran Conformer k31 at 32.0 us against 32.8 at 3 blocks,
+// its backward 0.065 ms against 0.069 (session 10, conf1d_call2.log; at session 9's 2.6 waves 4
+// blocks had measured slower).
 template <typename T, int K>
-__global__ void __launch_bounds__(kTcwThreads, K >= 31 ? 3 : 4)
-tcw_rows(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, T* __restrict__ gw,
-         const Plan P, const TcwRows L) {
+__global__ void __launch_bounds__(kTcwThreads, 4)
+tcw_rows(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, unsigned* __restrict__ counters,
+         T* __restrict__ gw, const Plan P, const TcwRows L) {
   constexpr int NT = tcw_tiles<K>(), NX = tcw_x_vecs<K>();
   constexpr int DL = (kTcwDyVecs + 31) / 32, XL = (NX + 31) / 32;  // vectors per lane
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -251,15 +297,20 @@ tcw_rows(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ 
       part[(int64_t(co) * L.chunks + chunk) * K + threadIdx.x] = sum;
     }
   }
+  if (L.chunks > 1 && tcw_last_block(counters + co, L.chunks, reinterpret_cast<int*>(sums)))
+    tcw_sum_chunks<T, K>(part, gw, co, K, L.chunks);
 }
 
 // ---------------------------------------------------------------------------------- (N, L, C)
 // Block: 16 channels (two 16-byte vectors per position: whole 32-byte sectors) x a fixed chunk of
-// (sample, 256-output segment) items. Per item the block loads the dy segment and the x window
-// (position-major, as stored) and stores them transposed into shared rows, one per channel (row
-// strides 4 mod 8 values: the two channel vectors of a position land 16 banks apart); then warp w
-// runs one step for its channels 2w and 2w + 1, while the next item's vectors are in flight.
-// Channels past C (C a multiple of 8, not of 16) are zeros and not written.
+// (sample, 256-output segment) items. Each item's dy segment and x window (position-major, as
+// stored) arrive by cp.async into one of two raw buffers; the block stores them transposed into
+// shared rows, one per channel (row strides 4 mod 8 values: the two channel vectors of a position
+// land 16 banks apart), starts the copies of the item after next into the buffer just read, and
+// warp w runs one step for its channels 2w and 2w + 1: two items in flight per block. (With the
+// vectors prefetched through registers, one item in flight, the H100 ran Conformer k31 at 42.8
+// us against 41.4 here, chunks as below; session 10, conf1d_call1.log.) Channels past C (C a
+// multiple of 8, not of 16) are zeros and not written.
 constexpr int kTcwClSeg = 256, kTcwClCh = 16;
 constexpr int kTcwClDyRow = kTcwClSeg + 4;  // shared row stride of dy (values)
 template <int K>
@@ -267,10 +318,14 @@ __host__ __device__ constexpr int tcw_cl_x_len() {  // x window positions: 240 +
   return kTcwClSeg - 16 + 8 * tcw_tiles<K>();
 }
 template <int K>
-__host__ __device__ constexpr int tcw_cl_smem_bytes() {  // staging, or (after the items) the warps' M
+__host__ __device__ constexpr int tcw_cl_rows_bytes() {  // the channel rows, or (after the items) the warps' M
   const int stage = kTcwClCh * (kTcwClDyRow + tcw_cl_x_len<K>() + 4) * 2;
   const int red = kTcwWarps * 16 * (8 * tcw_tiles<K>() + 1) * 4;
   return stage > red ? stage : red;
+}
+template <int K>
+__host__ __device__ constexpr int tcw_cl_smem_bytes() {  // + two raw items (dy and x vectors)
+  return tcw_cl_rows_bytes<K>() + 2 * 16 * (2 * kTcwClSeg + 2 * tcw_cl_x_len<K>());
 }
 
 struct TcwCl {
@@ -278,13 +333,13 @@ struct TcwCl {
   int in_w, out_w, pad, C;
 };
 
-// Fills L: about `target` blocks (chunks from the shapes alone), each at least 4 items; C a
-// multiple of 8 below 2^24. false otherwise.
-inline bool tcw_cl_items(TcwCl& L, const Plan& P, int64_t target) {
+// Fills L: at most `wave` blocks where the channel groups allow (chunks from the shapes alone),
+// each at least 4 items; C a multiple of 8 below 2^24. false otherwise.
+inline bool tcw_cl_items(TcwCl& L, const Plan& P, int64_t wave) {
   if (!tcw_row_plan(P) || P.out_c % 8 != 0 || P.out_c >= (int64_t(1) << 24)) return false;
   const int64_t segs = ceil_div(P.out[2], kTcwClSeg), items = P.N * segs, groups = ceil_div(P.out_c, kTcwClCh);
   if (items >= (int64_t(1) << 31)) return false;
-  int64_t chunks = std::clamp<int64_t>(ceil_div(target, groups), 1, std::max<int64_t>(1, items / 4));
+  int64_t chunks = std::clamp<int64_t>(wave / groups, 1, std::max<int64_t>(1, items / 4));
   const int64_t chunk = ceil_div(items, chunks);
   chunks = ceil_div(items, chunk);
   if (groups * chunks >= (int64_t(1) << 31)) return false;
@@ -300,48 +355,51 @@ inline bool tcw_cl_items(TcwCl& L, const Plan& P, int64_t target) {
   return true;
 }
 
-// x: [N, in_w, C], gy: [N, out_w, C], 16-byte aligned. Writes gw [C][K] when L.chunks == 1,
-// else part [C][chunks][K] (fp32). Grid: groups * chunks blocks (group fastest: the blocks in
-// flight read whole positions) of kTcwThreads; dynamic shared memory tcw_cl_smem_bytes<K>().
+// x: [N, in_w, C], gy: [N, out_w, C], 16-byte aligned. Writes gw [C][K]: directly when L.chunks
+// == 1, else through part [C][chunks][K] (fp32), summed by the group's last block (counters:
+// groups, zeroed). Grid: groups * chunks blocks (group fastest: the blocks in flight read whole
+// positions) of kTcwThreads; dynamic shared memory tcw_cl_smem_bytes<K>() (> 48 KB).
 template <typename T, int K>
 __global__ void __launch_bounds__(kTcwThreads, 2)
-tcw_cl(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, T* __restrict__ gw,
-       const TcwCl L) {
+tcw_cl(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, unsigned* __restrict__ counters,
+        T* __restrict__ gw, const TcwCl L) {
   constexpr int NT = tcw_tiles<K>(), XLEN = tcw_cl_x_len<K>(), XROW = XLEN + 4;
   constexpr int ND = 2 * kTcwClSeg, NX = 2 * XLEN;  // vectors per item
-  constexpr int DL = ND / kTcwThreads, XL = (NX + kTcwThreads - 1) / kTcwThreads;
   static_assert(ND % kTcwThreads == 0 && XLEN % 8 == 0, "whole rounds of dy vectors; x rows 4 mod 8");
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* const dys = reinterpret_cast<T*>(smem_raw);
   T* const xs = dys + kTcwClCh * kTcwClDyRow;
+  TcwVec* const raw0 = reinterpret_cast<TcwVec*>(smem_raw + tcw_cl_rows_bytes<K>());  // [2][ND + NX]
   const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
   const uint32_t group = blockIdx.x % L.groups, chunk = blockIdx.x / L.groups;
   const int c0 = static_cast<int>(group) * kTcwClCh;
   const uint32_t t0 = chunk * L.chunk, t1 = t0 + L.chunk < L.items ? t0 + L.chunk : L.items;
 
-  // Vector r of thread tid: position (tid + 256 r) / 2 of the window, channels c0 + 8 ((tid + 256 r) % 2).
-  TcwVec pd[DL], px[XL];
-  const int half = tid & 1, ch = c0 + 8 * half;
-  auto fetch = [&](uint32_t t, bool live) {
-#pragma unroll
-    for (int i = 0; i < DL; ++i) pd[i] = TcwVec{};
-#pragma unroll
-    for (int i = 0; i < XL; ++i) px[i] = TcwVec{};
-    if (!live || ch >= L.C) return;
-    const uint32_t seg = t % L.segs, n = t / L.segs;
-    const int o0 = static_cast<int>(seg) * kTcwClSeg, x0 = o0 - L.pad;
-    const T* gr = gy + int64_t(n) * L.out_w * L.C + ch;
-    const T* xr = x + int64_t(n) * L.in_w * L.C + ch;
-#pragma unroll
-    for (int i = 0; i < DL; ++i) {
-      const int o = o0 + (tid + kTcwThreads * i) / 2;
-      if (o < L.out_w) pd[i] = *reinterpret_cast<const TcwVec*>(gr + int64_t(o) * L.C);
+  // Vector v of an item: position v / 2 (dy: v < ND; x: v - ND), channels c0 + 8 (v % 2).
+  auto issue = [&](uint32_t t) {  // item t (if any) into raw buffer t % 2; one commit either way
+    if (t < t1) {
+      TcwVec* const raw = raw0 + (t & 1) * (ND + NX);
+      const uint32_t seg = t % L.segs, n = t / L.segs;
+      const int o0 = static_cast<int>(seg) * kTcwClSeg, x0 = o0 - L.pad;
+      const T* gr = gy + int64_t(n) * L.out_w * L.C + c0;
+      const T* xr = x + int64_t(n) * L.in_w * L.C + c0;
+      for (int v = tid; v < ND + NX; v += kTcwThreads) {
+        const int ch = 8 * (v & 1);
+        bool ok = c0 + ch < L.C;
+        const T* p = gy;
+        if (v < ND) {
+          const int o = o0 + v / 2;
+          ok = ok && o < L.out_w;
+          if (ok) p = gr + int64_t(o) * L.C + ch;
+        } else {
+          const int xi = x0 + (v - ND) / 2;
+          ok = ok && xi >= 0 && xi < L.in_w;
+          if (ok) p = xr + int64_t(xi) * L.C + ch;
+        }
+        cp_async16(raw + v, p, ok ? 16 : 0);
+      }
     }
-#pragma unroll
-    for (int i = 0; i < XL; ++i) {
-      const int v = tid + kTcwThreads * i, xi = x0 + v / 2;
-      if (v < NX && xi >= 0 && xi < L.in_w) px[i] = *reinterpret_cast<const TcwVec*>(xr + int64_t(xi) * L.C);
-    }
+    cp_async_commit();
   };
   auto stage = [](const TcwVec& v, T* row0, int rs, int p) {  // 8 channels' values of position p
     T e[8];
@@ -356,26 +414,23 @@ tcw_cl(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ pa
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) acc[c][nt][0] = acc[c][nt][1] = acc[c][nt][2] = acc[c][nt][3] = 0.f;
   }
-  fetch(t0, t0 < t1);
+  issue(t0);
+  issue(t0 + 1);
   for (uint32_t t = t0; t < t1; ++t) {
-    __syncthreads();  // the block's reads of the previous item are done
-#pragma unroll
-    for (int i = 0; i < DL; ++i) {
-      stage(pd[i], dys + 8 * half * kTcwClDyRow, kTcwClDyRow, (tid + kTcwThreads * i) / 2);
-    }
-#pragma unroll
-    for (int i = 0; i < XL; ++i) {
-      const int v = tid + kTcwThreads * i;
-      if (v < NX) stage(px[i], xs + 8 * half * XROW, XROW, v / 2);
-    }
-    __syncthreads();
-    fetch(t + 1, t + 1 < t1);
+    cp_async_wait<1>();  // item t's copies are done (t + 1's may be in flight)
+    __syncthreads();     // ... every thread's; the block's reads of the previous item's rows are done
+    const TcwVec* const raw = raw0 + (t & 1) * (ND + NX);
+    for (int v = tid; v < ND; v += kTcwThreads) stage(raw[v], dys + 8 * (v & 1) * kTcwClDyRow, kTcwClDyRow, v / 2);
+    for (int v = tid; v < NX; v += kTcwThreads) stage(raw[ND + v], xs + 8 * (v & 1) * XROW, XROW, v / 2);
+    __syncthreads();  // raw buffer t % 2 is free
+    issue(t + 2);
 #pragma unroll
     for (int c = 0; c < 2; ++c) {
       const int cl = 2 * warp + c;
       tcw_step<T, NT>(dys + cl * kTcwClDyRow, xs + cl * XROW, acc[c], lane);
     }
   }
+  cp_async_wait<0>();
 
   __syncthreads();  // staging done: the area holds the warps' M
   float* const red = reinterpret_cast<float*>(smem_raw) + warp * 16 * (8 * NT + 1);
@@ -391,7 +446,8 @@ tcw_cl(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ pa
       }
     }
   }
+  if (L.chunks > 1 && tcw_last_block(counters + group, L.chunks, reinterpret_cast<int*>(smem_raw)))
+    tcw_sum_chunks<T, K>(part, gw, c0, (L.C - c0 < kTcwClCh ? L.C - c0 : kTcwClCh) * K, L.chunks);
 }
-
 
 }  // namespace convx::cuda

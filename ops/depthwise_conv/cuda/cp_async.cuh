@@ -1,0 +1,46 @@
+// cp.async (sm_80+): 16-byte global -> shared copies that hold no registers while in flight, for
+// kernels that keep whole windows in flight (tc_row1d_cl, tcw_cl). Outside nvcc (the CPU
+// harness, cpp_tests/cuda_on_cpu/shim.h) a copy happens at once and the waits do nothing.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+namespace convx::cuda {
+
+#if defined(__CUDACC__)
+// dst (shared, 16-byte aligned) = the first `bytes` (0-16) bytes at src (16-byte aligned; not
+// read when bytes == 0), the rest of the 16 zeros.
+__device__ __forceinline__ void cp_async16(void* dst, const void* src, int bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(bytes) : "memory");
+#else
+  __trap();  // the launchers take these kernels on sm_80 and newer only
+#endif
+}
+// Closes the thread's group of copies issued since the last commit.
+__device__ __forceinline__ void cp_async_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+// Waits until at most N of the thread's committed groups are still in flight (then a block
+// barrier makes every thread's copies visible to the block).
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
+}
+#else
+inline void cp_async16(void* dst, const void* src, int bytes) {
+  std::memset(dst, 0, 16);
+  if (bytes > 0) std::memcpy(dst, src, bytes);
+}
+inline void cp_async_commit() {}
+template <int N>
+void cp_async_wait() {}
+#endif
+
+}  // namespace convx::cuda
