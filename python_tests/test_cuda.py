@@ -975,6 +975,104 @@ def test_depthwise_tc_rows(dtype, layout):
         close(tr, tr_ref, what + " transposed")
 
 
+# Tensor-core 16-bit NC(D)HW rows (tc_rows_nc.cuh), forward and stride-1 data-grad: (N, C,
+# spatial, kernel, padding, bias). X3D's 5x3x3 (its padding, a depth longer than the filter,
+# odd widths: single-element staging; no padding; padding beyond the filter: negative data-grad
+# padding), 3x3x3, 1x3x3 (one-plane-deep 3-D filter), 2-D 3/5/7/31 squares at 'same' on widths
+# giving each staging vector (56: 16 bytes, 28: 8, 14: 4, odd: elements), rectangles, heights not
+# a multiple of 16, several chunks per row (W 150), 'same' with an even width (the functional
+# layer's extra end padding: asymmetric), batch 0 and 1.
+TC_NC_CASES = [
+    (2, 8, (7, 19, 56), (5, 3, 3), (2, 1, 1), True),
+    (1, 16, (16, 30, 56), (5, 3, 3), (2, 1, 1), False),
+    (1, 3, (23, 5, 21), (5, 3, 3), (0, 0, 0), True),
+    (1, 2, (3, 9, 14), (5, 3, 3), (3, 2, 4), True),
+    (1, 6, (5, 17, 28), (3, 3, 3), (1, 1, 1), True),
+    (1, 4, (3, 20, 40), (1, 3, 3), (0, 1, 1), True),
+    (0, 4, (4, 8, 8), (5, 3, 3), (2, 1, 1), True),
+    (2, 16, (56, 56), (3, 3), (1, 1), True),
+    (2, 8, (28, 28), (5, 5), (2, 2), True),
+    (1, 12, (14, 14), (7, 7), (3, 3), False),
+    (1, 4, (40, 45), (31, 31), (15, 15), True),
+    (1, 3, (33, 150), (3, 5), (4, 0), True),
+    (1, 5, (17, 9), (5, 7), (0, 6), False),
+    (1, 4, (20, 33), (3, 4), "same", True),
+    (0, 4, (16, 16), (3, 3), (1, 1), True),
+]
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "off1", "strided"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+def test_depthwise_tc_rows_nc(dtype, layout):
+    """Forward (operator and autograd), input-grad and the depthwise transposed conv of 16-bit
+    2-D / 3-D depthwise filters in NC(D)HW (tensor-core kernel) against float64 on the same 16-bit
+    data, on poisoned memory. `off1`: input and gradient one element past a 16-byte boundary;
+    `strided`: a non-contiguous input (every other element of a wider last dim)."""
+    import torch.nn.functional as F
+
+    import convx
+
+    tol = {torch.float16: 4e-3, torch.bfloat16: 2e-2}[dtype]
+    ops = torch.ops.convx
+
+    def held(t):
+        if layout == "off1":
+            flat = torch.empty(t.numel() + 1, device=DEV, dtype=dtype)[1:]
+            return flat.view(t.shape).copy_(t)
+        if layout == "strided":
+            return to_dev(t.unsqueeze(-1).expand(*t.shape, 2).flatten(-2)[..., ::2], dtype=dtype)
+        return t.to(DEV, dtype)
+
+    def close(out, ref, what):
+        scale = max(1.0, float(ref.abs().max())) if ref.numel() else 1.0
+        assert not torch.isnan(out).any(), f"{what}: NaN (unwritten element)"
+        torch.testing.assert_close(out.double() / scale, ref / scale, rtol=tol, atol=tol, msg=lambda m: f"{what}\n{m}")
+
+    for i, (N, C, sp, k, p, has_bias) in enumerate(TC_NC_CASES):
+        n = len(sp)
+        conv = {2: F.conv2d, 3: F.conv3d}[n]
+        conv_t = {2: F.conv_transpose2d, 3: F.conv_transpose3d}[n]
+        gen = torch.Generator().manual_seed(410 + i)
+        x = held(torch.randn(N, C, *sp, generator=gen))
+        if layout == "strided" and N > 0:
+            assert not x.is_contiguous()
+        w = torch.randn(C, 1, *k, generator=gen).to(DEV, dtype)
+        b = torch.randn(C, generator=gen).to(DEV, dtype) if has_bias else None
+        bd = None if b is None else b.double()
+        xr = x.double().requires_grad_()
+        ref = conv(xr, w.double(), bd, 1, p, 1, C)
+        gy = held(torch.randn(ref.shape, generator=gen))
+        (gx_ref,) = torch.autograd.grad(ref, (xr,), gy.double())
+        what = f"case {i} {dtype} {layout}"
+        dw = getattr(convx.functional, f"depthwise_conv{n}d")
+        if p == "same":
+            poison()
+            y = dw(x, w, b, padding="same")
+            close(y, ref.detach(), what + " forward 'same'")
+            xa = x.detach().clone().requires_grad_()
+            poison()
+            ya = dw(xa, w, b, padding="same")
+            ya.backward(gy)
+            close(xa.grad, gx_ref, what + " autograd input-grad 'same'")
+            continue
+        one, pad = [1] * n, list(p)
+        poison()
+        y = getattr(ops, f"depthwise_conv{n}d")(x, w, b, one, pad, one)
+        gx = getattr(ops, f"conv{n}d_input_grad")(list(x.shape), w, gy, one, pad, one, C)
+        close(y, ref.detach(), what + " forward")
+        close(gx, gx_ref, what + " input-grad")
+        xa = x.detach().clone().requires_grad_()
+        poison()
+        ya = getattr(ops, f"depthwise_conv{n}d")(xa, w, b, one, pad, one)
+        ya.backward(gy)
+        close(ya.detach(), ref.detach(), what + " autograd forward")
+        close(xa.grad, gx_ref, what + " autograd input-grad")
+        tr_ref = conv_t(gy.double(), w.double(), bd, 1, pad, 0, C)
+        poison()
+        tr = getattr(ops, f"conv_transpose{n}d")(gy, w, b, one, pad, [0] * n, C, one)
+        close(tr, tr_ref, what + " transposed")
+
+
 @pytest.mark.parametrize("layout", ["ncl", "nlc"])
 def test_depthwise_tc_rows_beyond_2_pow_31_elements(layout):
     """A bf16 k31 'same' row tensor of more than 2**31 elements on the tensor-core kernels: the

@@ -69,6 +69,12 @@ template <typename T>
 bool launch_tc_row1d(const T* in, const T* w, int wbase, int wstep, const T* bias, T* out, const Plan& P, bool cl,
                      cudaStream_t stream);
 
+// fp16 / bf16 NCHW / NCDHW forward and stride-1 data-grad (flip: the filter rotated 180 degrees)
+// of 2-D and 3-D filters at stride 1, multiplier 1, on tensor cores (tc_rows_nc.cuh); w is the
+// layer's 16-bit filter [C][KD][KH][KW]. false when not covered (or sm < 80).
+template <typename T>
+bool launch_tc_rows_nc(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, cudaStream_t stream);
+
 // Channels-last 1-D rows (the (N, L, C) layout; 1 x K filters on NHWC / NDHWC rows): forward and
 // stride-1 data-grad with 2, 3, 4, 15 or 31 taps, multiplier 1 (cl_row1d.cuh); w as
 // launch_cl_gather's. false otherwise (then launch_cl_gather).
