@@ -981,7 +981,8 @@ def test_depthwise_tc_rows(dtype, layout):
 # padding), 3x3x3, 1x3x3 (one-plane-deep 3-D filter), 2-D 3/5/7/31 squares at 'same' on widths
 # giving each staging vector (56: 16 bytes, 28: 8, 14: 4, odd: elements), rectangles, heights not
 # a multiple of 16, several chunks per row (W 150), 'same' with an even width (the functional
-# layer's extra end padding: asymmetric), batch 0 and 1.
+# layer's extra end padding: asymmetric), batch 0 and 1, and two with several samples per block
+# (few channels x many samples: a block walks 2 columns).
 TC_NC_CASES = [
     (2, 8, (7, 19, 56), (5, 3, 3), (2, 1, 1), True),
     (1, 16, (16, 30, 56), (5, 3, 3), (2, 1, 1), False),
@@ -998,6 +999,8 @@ TC_NC_CASES = [
     (1, 5, (17, 9), (5, 7), (0, 6), False),
     (1, 4, (20, 33), (3, 4), "same", True),
     (0, 4, (16, 16), (3, 3), (1, 1), True),
+    (1200, 4, (5, 16, 16), (5, 3, 3), (2, 1, 1), True),
+    (64, 128, (14, 14), (7, 7), (3, 3), False),
 ]
 
 

@@ -1505,7 +1505,7 @@ int main() {
   std::printf("tc_row1d launches checked: %d\n", tc_taken);
   if (tc_taken == 0) ++failures;
   // tensor-core 2-D / 3-D rows (tc_rows_nc.cuh): X3D's 5x3x3 (its padding, zero padding, depth
-  // longer than two segments), 3x3x3, 2-D 3, 5, 7 and 31 squares at 'same' and other paddings
+  // longer than two segments, three samples in one block: columns of 24 steps rounded to 25), 3x3x3, 2-D 3, 5, 7 and 31 squares at 'same' and other paddings
   // (beyond the filter: negative data-grad padding), widths giving every staging vector (56: 16
   // bytes, 28: 8, 14: 4, odd: elements), heights not a multiple of 16, blocks of 8 cut by the
   // row's ends, several chunks per row (W 150)
@@ -1517,6 +1517,7 @@ int main() {
     };
     one(1, 2, 7, 19, 56, 5, 3, 3, 2, 1, 1);
     one(1, 1, 23, 5, 21, 5, 3, 3, 2, 1, 1);
+    one(3, 1, 20, 5, 16, 5, 3, 3, 2, 1, 1);
     one(2, 1, 6, 9, 14, 5, 3, 3, 0, 0, 0);
     one(1, 2, 5, 17, 28, 3, 3, 3, 1, 1, 1);
     one(2, 2, 0, 18, 56, 1, 3, 3, 0, 1, 1);

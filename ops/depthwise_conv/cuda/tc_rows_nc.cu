@@ -18,17 +18,17 @@ namespace convx::cuda {
 
 namespace {
 
-template <typename T, int KD, int KH, int KS>
+template <typename T, int KD, int KH, int KS, int MINB = (KD > 1 ? 3 : 4)>
 void run(const T* in, const T* w, const T* bias, T* out, const TcRowsNc& L, cudaStream_t stream) {
   const int bytes = tcn_smem_bytes<KD, KH, KS>(L.kw, L.pitch);
   if (bytes > 48 * 1024) {  // above the default limit: opt in once per size reached
     static std::atomic<int> opted{0};
     if (opted.load(std::memory_order_relaxed) < bytes) {
-      C10_CUDA_CHECK(cudaFuncSetAttribute(tc_rows_nc<T, KD, KH, KS>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+      C10_CUDA_CHECK(cudaFuncSetAttribute(tc_rows_nc<T, KD, KH, KS, MINB>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
       opted.store(bytes, std::memory_order_relaxed);
     }
   }
-  tc_rows_nc<T, KD, KH, KS><<<L.items, 32 * L.nw, bytes, stream>>>(in, w, bias, out, L);
+  tc_rows_nc<T, KD, KH, KS, MINB><<<L.items, 32 * L.nw, bytes, stream>>>(in, w, bias, out, L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
@@ -43,9 +43,17 @@ bool launch_tc_rows_nc(const T* in, const T* w, bool flip, const T* bias, T* out
     return e != nullptr && e[0] == '0';
   }();
   if (ab_off) return false;
+  static const int ab_t = [] {  // TEMPORARY A/B knob: target blocks per SM
+    const char* e = std::getenv("CONVX_TCNC_T");
+    return e != nullptr ? std::atoi(e) : 32;
+  }();
+  static const bool ab_minb2 = [] {  // TEMPORARY A/B knob: 5x3xw with 2 blocks per SM (no register cap)
+    const char* e = std::getenv("CONVX_TCNC_MINB");
+    return e != nullptr && e[0] == '2';
+  }();
   TcRowsNc L{};
   int KD = 0, KH = 0, KS = 0;
-  if (!tc_rows_nc_plan(L, P, flip, in, 8 * sm_count(), KD, KH, KS)) return false;
+  if (!tc_rows_nc_plan(L, P, flip, in, ab_t * sm_count(), KD, KH, KS)) return false;
   if (KD == 1 && KS == 1) {
     switch (KH) {
       case 3: run<T, 1, 3, 1>(in, w, bias, out, L, stream); return true;
@@ -61,7 +69,10 @@ bool launch_tc_rows_nc(const T* in, const T* w, bool flip, const T* bias, T* out
   if (KH == 3 && KS == 1) {
     switch (KD) {
       case 3: run<T, 3, 3, 1>(in, w, bias, out, L, stream); return true;
-      case 5: run<T, 5, 3, 1>(in, w, bias, out, L, stream); return true;
+      case 5:
+        if (ab_minb2) run<T, 5, 3, 1, 2>(in, w, bias, out, L, stream);
+        else run<T, 5, 3, 1>(in, w, bias, out, L, stream);
+        return true;
       default: return false;
     }
   }

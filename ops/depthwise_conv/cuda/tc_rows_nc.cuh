@@ -48,8 +48,9 @@ constexpr int kTcnStages = 6;  // staged bricks in the ring (5 loading while one
 constexpr int kTcnMaxWarps = 8;
 
 struct TcRowsNc {
-  uint32_t items;           // blocks = nc * na * nb * chunks
-  uint32_t na, nb, chunks;  // KD > 1: na depth segments, nb h-tiles; KD == 1: na planes, nb h-segments
+  uint32_t items;           // blocks = C * na * nb * chunks * ngroups
+  uint32_t na, nb, chunks, ngroups;  // KD > 1: na depth segments, nb h-tiles; KD == 1: na planes, nb h-segments
+  int N, nper;              // samples; samples (columns) per block
   int D, H, W;              // input spatial sizes (D = 1 for 2-D)
   int OD, OH, OW;           // output spatial sizes
   int padD, padH;
@@ -115,9 +116,9 @@ template <int N>
 inline void tcn_cp_wait() {}
 #endif
 
-// in: [N*C][D][H][W]; out: [N*C][OD][OH][OW]; w: [C][KD][KH][kw] (the layer's filter); bias: C or null.
-template <typename T, int KD, int KH, int KS>
-__global__ void __launch_bounds__(32 * kTcnMaxWarps)
+// in: [N][C][D][H][W]; out: [N][C][OD][OH][OW]; w: [C][KD][KH][kw] (the layer's filter); bias: C or null.
+template <typename T, int KD, int KH, int KS, int MINB = (KD > 1 ? 3 : 4)>
+__global__ void __launch_bounds__(32 * kTcnMaxWarps, MINB)
 tc_rows_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
            const TcRowsNc L) {
   constexpr int F = tcn_frags<KD, KH, KS>(), BR = tcn_brick_rows(KH);
@@ -129,14 +130,18 @@ tc_rows_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restric
   const int tid = static_cast<int>(threadIdx.x), nthr = static_cast<int>(blockDim.x);
   const int lane = tid % 32, warp = tid / 32, g = lane / 4, t = lane % 4;
 
+  // Block: channel c, chunk ck, (KD > 1) depth segment ia and h-tile ib or (KD == 1) plane ia
+  // and h-segment ib, samples [n0, n1) -- its columns, walked one after another.
   uint32_t item = blockIdx.x;
+  const int ng = static_cast<int>(item % L.ngroups);
+  item /= L.ngroups;
   const int ck = static_cast<int>(item % L.chunks);
   item /= L.chunks;
   const int ib = static_cast<int>(item % L.nb);
   item /= L.nb;
   const int ia = static_cast<int>(item % L.na);
-  const uint32_t nc = item / L.na;
-  const int c = static_cast<int>(nc % static_cast<uint32_t>(L.C));
+  const int c = static_cast<int>(item / L.na);
+  const int n0 = ng * L.nper, ncols = std::min(L.nper, L.N - n0);
 
   // The channel's filter, rotated for the data-grad, then its B fragments.
   const int ftaps = KD * KH * L.kw;
@@ -164,83 +169,95 @@ tc_rows_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restric
   for (int f = 0; f < (kBReg ? F : 1); ++f) bf[f] = btab[f * 32 + lane];
   const float b0 = bias ? static_cast<float>(bias[c]) : 0.f;
 
-  // The block's steps: KD > 1: input planes od0 - padD + i of the depth segment [od0, od1), one
-  // h-tile; KD == 1: h-tiles ht0 + i of plane `plane`.
-  int nsteps, od0 = 0, plane = 0, ht0 = 0;
+  // Steps of a column: KD > 1: input planes od0 - padD + i, i < nl + KD - 1 (rounded up to a
+  // multiple of KD: the extra steps only store), of h-tile ib; KD == 1: h-tiles ht0 + i of plane ia.
+  int spc, nreal, od0 = 0, od1 = 1, ht0;
   if constexpr (KD > 1) {
     od0 = ia * L.seg;
-    const int od1 = std::min(od0 + L.seg, L.OD);
-    nsteps = od1 - od0 + KD - 1;
+    od1 = std::min(od0 + L.seg, L.OD);
+    nreal = od1 - od0 + KD - 1;
+    spc = (nreal + KD - 1) / KD * KD;
     ht0 = ib;
   } else {
-    plane = ia;
     ht0 = ib * L.seg;
-    nsteps = std::min(L.seg, (L.OH + kTcnRows - 1) / kTcnRows - ht0);
+    nreal = spc = std::min(L.seg, (L.OH + kTcnRows - 1) / kTcnRows - ht0);
   }
+  const int nsteps = ncols * spc;
+  const int64_t plane_in = int64_t(L.H) * L.W, plane_out = int64_t(L.OH) * L.OW;
   const int wic = L.wi0 + 8 * L.nw * ck;  // staged column 0 of this chunk
-  const int vw = L.vw, upr = vw / L.vec;
-  const T* const src_nc = in + int64_t(nc) * L.D * L.H * L.W;
-  auto step_plane = [&](int i) { return KD > 1 ? od0 - L.padD + i : plane - L.padD; };
-  auto step_h0 = [&](int i) { return kTcnRows * (KD > 1 ? ht0 : ht0 + i); };
-  // Brick of step i into ring slot i % kTcnStages (no-op when the plane is off the input).
-  auto stage = [&](int i) {
-    const int id = step_plane(i);
-    if (id < 0 || id >= L.D) return;
-    uint16_t* const dst = ring + (i % kTcnStages) * BR * L.pitch;
-    const int hb = step_h0(i) - L.padH;
-    const T* const src = src_nc + int64_t(id) * L.H * L.W;
-    for (int u = tid; u < BR * upr; u += nthr) {
-      const int j = u / upr, v = (u % upr) * L.vec;
-      const int ih = hb + j, iw = wic + v;
-      uint16_t* const d = dst + j * L.pitch + v;
-      const bool row_in = ih >= 0 && ih < L.H;
-      if (row_in && iw >= 0 && iw + L.vec <= L.W && L.vec > 1) {
-        tcn_cp_async(d, src + int64_t(ih) * L.W + iw, 2 * L.vec);
-      } else {
-        for (int e = 0; e < L.vec; ++e)
-          d[e] = row_in && iw + e >= 0 && iw + e < L.W ? tc_bits(src[int64_t(ih) * L.W + iw + e]) : uint16_t(0);
+  // This thread's share of a brick: column units cu0 + k cs (units of vec values), rows
+  // j0 + k rs; threads past cs * rs stage nothing.
+  const int upr = L.vw / L.vec, cs = std::min(upr, nthr), rs = nthr / cs;
+  const int cu0 = tid % cs, j0 = tid / cs < rs ? tid / cs : BR;
+
+  // Staging cursor: column scol, step si (the step gi = scol * spc + si).
+  int scol = 0, si = 0, sgi = 0;
+  auto stage_next = [&] {
+    const int id = KD > 1 ? od0 - L.padD + si : ia - L.padD;
+    if (si < nreal && id >= 0 && id < L.D) {
+      uint16_t* const dst = ring + (sgi % kTcnStages) * BR * L.pitch;
+      const int hb = kTcnRows * (KD > 1 ? ht0 : ht0 + si) - L.padH;
+      const T* const src = in + ((int64_t(n0 + scol) * L.C + c) * L.D + id) * plane_in;
+      for (int j = j0; j < BR; j += rs) {
+        const int ih = hb + j;
+        const bool row_in = ih >= 0 && ih < L.H;
+        const T* const srow = src + int64_t(ih) * L.W;
+        for (int cu = cu0; cu < upr; cu += cs) {
+          const int v = cu * L.vec, iw = wic + v;
+          uint16_t* const d = dst + j * L.pitch + v;
+          if (row_in && iw >= 0 && iw + L.vec <= L.W && L.vec > 1) {
+            tcn_cp_async(d, srow + iw, 2 * L.vec);
+          } else {
+            for (int e = 0; e < L.vec; ++e)
+              d[e] = row_in && iw + e >= 0 && iw + e < L.W ? tc_bits(srow[iw + e]) : uint16_t(0);
+          }
+        }
       }
     }
+    ++sgi;
+    if (++si == spc) si = 0, ++scol;
   };
 
   // This lane's ldmatrix offset (16-bit values) in a brick: row lane % 8 + 8 (lane / 8 % 2),
   // column 8 (lane / 16) of the warp's block.
   const int aoff = (lane % 8 + 8 * (lane / 8 % 2)) * L.pitch + 8 * warp + 8 * (lane / 16);
   const int oc = L.ob0 + 8 * (L.nw * ck + warp) + 2 * t;  // this lane's first output column
-  T* const out_nc = out + int64_t(nc) * L.OD * L.OH * L.OW;
-  auto store = [&](const float (&acc)[4], int od, int oh0) {
+  const bool oc0 = oc >= 0 && oc < L.OW, oc1 = oc + 1 >= 0 && oc + 1 < L.OW;
+  auto store = [&](const float (&acc)[4], int n, int od, int oh0) {
+    T* const prow = out + ((int64_t(n) * L.C + c) * L.OD + od) * plane_out + oc;
 #pragma unroll
     for (int hh = 0; hh < 2; ++hh) {
       const int oh = oh0 + g + 8 * hh;
       if (oh >= L.OH) continue;
-      T* const p = out_nc + (int64_t(od) * L.OH + oh) * L.OW + oc;
+      T* const p = prow + int64_t(oh) * L.OW;
       const T v0 = static_cast<T>(acc[2 * hh] + b0), v1 = static_cast<T>(acc[2 * hh + 1] + b0);
-      if (oc >= 0 && oc + 1 < L.OW && reinterpret_cast<uintptr_t>(p) % 4 == 0) {
+      if (oc0 && oc1 && reinterpret_cast<uintptr_t>(p) % 4 == 0) {
         *reinterpret_cast<uint32_t*>(p) = pack16x2<T>(v0, v1);
       } else {
-        if (oc >= 0 && oc < L.OW) p[0] = v0;
-        if (oc + 1 >= 0 && oc + 1 < L.OW) p[1] = v1;
+        if (oc0) p[0] = v0;
+        if (oc1) p[1] = v1;
       }
     }
   };
 
-  for (int i = 0; i < kTcnStages - 1; ++i) {
-    if (i < nsteps) stage(i);
+  for (int k = 0; k < kTcnStages - 1; ++k) {
+    if (k < nsteps) stage_next();
     tcn_cp_commit();
   }
   float acc[KD][4] = {};
-  for (int i0 = 0; i0 < nsteps; i0 += KD) {
+  int col = 0;
+  for (int gi0 = 0; gi0 < nsteps; gi0 += spc, ++col) {
+    for (int i0 = 0; i0 < spc; i0 += KD) {
 #pragma unroll
-    for (int jj = 0; jj < KD; ++jj) {
-      const int i = i0 + jj;
-      if (i < nsteps) {  // block-uniform
+      for (int jj = 0; jj < KD; ++jj) {
+        const int i = i0 + jj, gi = gi0 + i;
         tcn_cp_wait<kTcnStages - 2>();
-        __syncthreads();  // brick i is in; every warp is done with brick i - 1, whose slot is refilled next
-        if (i + kTcnStages - 1 < nsteps) stage(i + kTcnStages - 1);
+        __syncthreads();  // brick gi is in; every warp is done with brick gi - 1, whose slot is refilled next
+        if (gi + kTcnStages - 1 < nsteps) stage_next();
         tcn_cp_commit();
-        const int id = step_plane(i);
-        if (id >= 0 && id < L.D) {  // block-uniform
-          const uint16_t* const brick = ring + (i % kTcnStages) * BR * L.pitch + aoff;
+        const int id = KD > 1 ? od0 - L.padD + i : ia - L.padD;
+        if (i < nreal && id >= 0 && id < L.D) {  // block-uniform
+          const uint16_t* const brick = ring + (gi % kTcnStages) * BR * L.pitch + aoff;
           if constexpr (kBReg) {
 #pragma unroll
             for (int kh = 0; kh < KH; ++kh) {
@@ -274,7 +291,10 @@ tc_rows_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restric
         }
         // Output plane od0 + i - (KD - 1) (KD == 1: this step's h-tile) is complete.
         const int done = (jj + 1) % KD;
-        if (i >= KD - 1) store(acc[done], KD > 1 ? od0 + i - (KD - 1) : plane, step_h0(i));
+        if (i >= KD - 1 && i < nreal) {
+          if constexpr (KD > 1) store(acc[done], n0 + col, od0 + i - (KD - 1), kTcnRows * ht0);
+          else store(acc[done], n0 + col, ia, kTcnRows * (ht0 + i));
+        }
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[done][e] = 0.f;
       }
@@ -333,21 +353,29 @@ inline bool tc_rows_nc_plan(TcRowsNc& L, const Plan& P, bool flip, const void* i
   L.flip = flip ? 1 : 0;
   const uintptr_t a = reinterpret_cast<uintptr_t>(in);
   L.vec = L.W % 8 == 0 && a % 16 == 0 ? 8 : L.W % 4 == 0 && a % 8 == 0 ? 4 : L.W % 2 == 0 && a % 4 == 0 ? 2 : 1;
-  const int64_t nc = P.N * P.out_c, htiles = ceil_div(P.out[1], kTcnRows);
+  const int64_t htiles = ceil_div(P.out[1], kTcnRows), per_n = P.out_c * chunks;
   int64_t na, nb;
   if (KD > 1) {
     int64_t segs, dl;
-    depth_segments(P.out[0], KD, nc * htiles * chunks, target, segs, dl);
+    depth_segments(P.out[0], KD, P.N * htiles * per_n, target, segs, dl);
     na = segs, nb = htiles, L.seg = static_cast<int>(dl);
   } else {
-    const int64_t segs = std::clamp<int64_t>(ceil_div(target, std::max<int64_t>(nc * P.out[0] * chunks, 1)), 1, htiles);
+    const int64_t segs = std::clamp<int64_t>(ceil_div(target, std::max<int64_t>(P.N * P.out[0] * per_n, 1)), 1, htiles);
     const int64_t hl = ceil_div(htiles, segs);
     na = P.out[0], nb = ceil_div(htiles, hl), L.seg = static_cast<int>(hl);
   }
-  const int64_t items = nc * na * nb * chunks;
-  if (items <= 0 || items >= (int64_t(1) << 31)) return false;
+  // Samples per block: as many as leave `target` blocks (the filter's B fragments are built once
+  // per block, and a block's bricks stream through the ring without a break).
+  const int64_t others = per_n * na * nb;
+  const int64_t groups = std::clamp<int64_t>(ceil_div(target, others), 1, std::max<int64_t>(P.N, 1));
+  const int64_t nper = ceil_div(P.N, groups);
+  const int64_t ngroups = ceil_div(P.N, nper);
+  const int64_t items = others * ngroups;
+  if (P.N <= 0 || P.N >= (int64_t(1) << 30) || items <= 0 || items >= (int64_t(1) << 31)) return false;
+  if (nper * (P.out[0] + 2 * KD) * htiles >= (int64_t(1) << 30)) return false;  // a block's step count fits int
   L.items = static_cast<uint32_t>(items);
-  L.na = static_cast<uint32_t>(na), L.nb = static_cast<uint32_t>(nb);
+  L.na = static_cast<uint32_t>(na), L.nb = static_cast<uint32_t>(nb), L.ngroups = static_cast<uint32_t>(ngroups);
+  L.N = static_cast<int>(P.N), L.nper = static_cast<int>(nper);
   return true;
 }
 
