@@ -975,32 +975,31 @@ def test_depthwise_tc_rows(dtype, layout):
         close(tr, tr_ref, what + " transposed")
 
 
-# Tensor-core 16-bit NC(D)HW rows (tc_rows_nc.cuh), forward and stride-1 data-grad: (N, C,
-# spatial, kernel, padding, bias). X3D's 5x3x3 (its padding, a depth longer than the filter,
-# odd widths: single-element staging; no padding; padding beyond the filter: negative data-grad
-# padding), 3x3x3, 1x3x3 (one-plane-deep 3-D filter), 2-D 3/5/7/31 squares at 'same' on widths
-# giving each staging vector (56: 16 bytes, 28: 8, 14: 4, odd: elements), rectangles, heights not
-# a multiple of 16, several chunks per row (W 150), 'same' with an even width (the functional
-# layer's extra end padding: asymmetric), batch 0 and 1, and two with several samples per block
-# (few channels x many samples: a block walks 2 columns).
+# Tensor-core 16-bit NC(D)HW rows (tc_rows_nc.cuh), forward and stride-1 data-grad, the filters
+# its launcher takes: (N, C, spatial, kernel, padding, bias). X3D's 5x3x3 (its padding, a depth
+# longer than the filter, odd widths: single-element staging; no padding; padding beyond the
+# filter: negative data-grad padding), 5x3x5 and 5x3x7, 2-D 7x7 / 7x5 / 7x8 on planes of 56 and
+# more (widths giving 16-byte, 4-byte and single-element staging, several chunks per row at W
+# 150, 'same' with an even width: the functional layer's extra end padding, asymmetric) and
+# 31x31 (RepLKNet), batch 0 and 1, and two with several samples per block (few channels x many
+# samples: a block walks 2 or more columns).
 TC_NC_CASES = [
     (2, 8, (7, 19, 56), (5, 3, 3), (2, 1, 1), True),
     (1, 16, (16, 30, 56), (5, 3, 3), (2, 1, 1), False),
     (1, 3, (23, 5, 21), (5, 3, 3), (0, 0, 0), True),
     (1, 2, (3, 9, 14), (5, 3, 3), (3, 2, 4), True),
-    (1, 6, (5, 17, 28), (3, 3, 3), (1, 1, 1), True),
-    (1, 4, (3, 20, 40), (1, 3, 3), (0, 1, 1), True),
+    (1, 6, (5, 17, 28), (5, 3, 5), (2, 1, 2), True),
+    (1, 4, (4, 20, 40), (5, 3, 7), (2, 1, 3), True),
     (0, 4, (4, 8, 8), (5, 3, 3), (2, 1, 1), True),
-    (2, 16, (56, 56), (3, 3), (1, 1), True),
-    (2, 8, (28, 28), (5, 5), (2, 2), True),
-    (1, 12, (14, 14), (7, 7), (3, 3), False),
-    (1, 4, (40, 45), (31, 31), (15, 15), True),
-    (1, 3, (33, 150), (3, 5), (4, 0), True),
-    (1, 5, (17, 9), (5, 7), (0, 6), False),
-    (1, 4, (20, 33), (3, 4), "same", True),
-    (0, 4, (16, 16), (3, 3), (1, 1), True),
     (1200, 4, (5, 16, 16), (5, 3, 3), (2, 1, 1), True),
-    (64, 128, (14, 14), (7, 7), (3, 3), False),
+    (2, 4, (56, 56), (7, 7), (3, 3), True),
+    (1, 3, (60, 150), (7, 5), (3, 2), True),
+    (1, 2, (57, 61), (7, 7), (0, 6), False),
+    (1, 4, (56, 57), (7, 8), "same", True),
+    (0, 4, (56, 56), (7, 7), (3, 3), True),
+    (1, 4, (40, 45), (31, 31), (15, 15), True),
+    (1, 5, (17, 9), (31, 31), (15, 15), False),
+    (64, 128, (14, 14), (31, 31), (15, 15), False),
 ]
 
 

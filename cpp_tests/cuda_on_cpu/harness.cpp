@@ -1137,12 +1137,9 @@ void tcn_check(const char* what, const Plan& P, bool flip, const Tensor& src, co
       Tensor o = at::full(ref.sizes(), NAN, opts);
       T* op = o.data_ptr<T>();
       const T* wp = w16.data_ptr<T>();
-      if (KD == 1 && KH == 3 && KS == 1) tcn_run<T, 1, 3, 1>(ip, wp, bp, op, L);
-      else if (KD == 1 && KH == 5 && KS == 1) tcn_run<T, 1, 5, 1>(ip, wp, bp, op, L);
+      if (KD == 5 && KH == 3 && KS == 1) tcn_run<T, 5, 3, 1>(ip, wp, bp, op, L);
       else if (KD == 1 && KH == 7 && KS == 1) tcn_run<T, 1, 7, 1>(ip, wp, bp, op, L);
       else if (KD == 1 && KH == 31 && KS == 3) tcn_run<T, 1, 31, 3>(ip, wp, bp, op, L);
-      else if (KD == 3 && KH == 3 && KS == 1) tcn_run<T, 3, 3, 1>(ip, wp, bp, op, L);
-      else if (KD == 5 && KH == 3 && KS == 1) tcn_run<T, 5, 3, 1>(ip, wp, bp, op, L);
       else { std::printf("%-44s %-34s not built FAIL\n", name.c_str(), what); ++failures; return; }
       ++tcn_taken;
       check((std::string(what) + " tcn vec" + std::to_string(L.vec) + " nw" + std::to_string(L.nw) + " ch" +
@@ -1504,11 +1501,12 @@ int main() {
   }
   std::printf("tc_row1d launches checked: %d\n", tc_taken);
   if (tc_taken == 0) ++failures;
-  // tensor-core 2-D / 3-D rows (tc_rows_nc.cuh): X3D's 5x3x3 (its padding, zero padding, depth
-  // longer than two segments, three samples in one block: columns of 24 steps rounded to 25), 3x3x3, 2-D 3, 5, 7 and 31 squares at 'same' and other paddings
-  // (beyond the filter: negative data-grad padding), widths giving every staging vector (56: 16
-  // bytes, 28: 8, 14: 4, odd: elements), heights not a multiple of 16, blocks of 8 cut by the
-  // row's ends, several chunks per row (W 150)
+  // tensor-core 2-D / 3-D rows (tc_rows_nc.cuh), the filters its launcher takes: X3D's 5x3x3
+  // (its padding, zero padding, padding beyond the filter: negative data-grad padding, a depth
+  // longer than two segments, three samples in one block: columns of 24 steps rounded to 25),
+  // 5x3x5 and 5x3x7, 2-D 7x7 / 7x5 and 31x31, widths giving every staging vector (56: 16 bytes,
+  // 28: 8, 14: 4 / 2, odd: elements), heights not a multiple of 16, blocks of 8 cut by the row's
+  // ends, several chunks per row (W 150)
   for (int dt = 0; dt < 2; ++dt) {
     auto one = [&](int64_t N, int64_t C, int64_t D, int64_t H, int64_t W, int64_t kd, int64_t kh, int64_t kw, int64_t pd,
                    int64_t ph, int64_t pw) {
@@ -1519,13 +1517,14 @@ int main() {
     one(1, 1, 23, 5, 21, 5, 3, 3, 2, 1, 1);
     one(3, 1, 20, 5, 16, 5, 3, 3, 2, 1, 1);
     one(2, 1, 6, 9, 14, 5, 3, 3, 0, 0, 0);
-    one(1, 2, 5, 17, 28, 3, 3, 3, 1, 1, 1);
-    one(2, 2, 0, 18, 56, 1, 3, 3, 0, 1, 1);
-    one(1, 3, 0, 9, 28, 1, 5, 5, 0, 2, 2);
-    one(1, 2, 0, 14, 14, 1, 7, 7, 0, 3, 3);
+    one(1, 1, 3, 9, 14, 5, 3, 3, 3, 2, 4);
+    one(1, 2, 5, 17, 28, 5, 3, 5, 2, 1, 2);
+    one(1, 1, 4, 6, 40, 5, 3, 7, 2, 1, 3);
+    one(1, 2, 0, 18, 56, 1, 7, 7, 0, 3, 3);
+    one(1, 1, 0, 33, 150, 1, 7, 5, 0, 4, 0);
+    one(1, 1, 0, 7, 9, 1, 7, 7, 0, 0, 6);
     one(1, 1, 0, 20, 45, 1, 31, 31, 0, 15, 15);
-    one(1, 1, 0, 33, 150, 1, 3, 5, 0, 4, 0);
-    one(1, 1, 0, 7, 9, 1, 5, 7, 0, 0, 6);
+    one(2, 1, 0, 5, 14, 1, 31, 31, 0, 15, 15);
   }
   std::printf("tc_rows_nc launches checked: %d\n", tcn_taken);
   if (tcn_taken == 0) ++failures;

@@ -70,8 +70,9 @@ bool launch_tc_row1d(const T* in, const T* w, int wbase, int wstep, const T* bia
                      cudaStream_t stream);
 
 // fp16 / bf16 NCHW / NCDHW forward and stride-1 data-grad (flip: the filter rotated 180 degrees)
-// of 2-D and 3-D filters at stride 1, multiplier 1, on tensor cores (tc_rows_nc.cuh); w is the
-// layer's 16-bit filter [C][KD][KH][KW]. false when not covered (or sm < 80).
+// at stride 1, multiplier 1, on tensor cores (tc_rows_nc.cuh): 5 x 3 x w 3-D filters (w <= 9),
+// 31 x 26-41 and (planes of 56 x 56 or more) 7 x w (w <= 9) 2-D filters; w is the layer's 16-bit
+// filter [C][KD][KH][KW]. false when not covered (or sm < 80).
 template <typename T>
 bool launch_tc_rows_nc(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, cudaStream_t stream);
 
