@@ -14,7 +14,9 @@
 // wb = the block's window start, 16-byte aligned in the staged brick, sh = the block's output
 // start minus padW minus wb, in [0, 16 KS - 7 - KW] (chosen to waste the fewest blocks). One
 // MMA covers 128 outputs and, for KW <= 9, one filter row (an eighth to a half of its
-// products are taps; measured MMA throughput is not the limit, the bytes are).
+// products are taps). Measured on the H100 (session 10, docs/performance.md) this is issue-bound,
+// not memory-bound: X3D 0.711 ms against the CUDA-core kernel's 0.743, so the launcher takes only
+// the filters where it measured faster.
 // The A fragment (16 rows, one window each) is one ldmatrix.x4 over 16 consecutive staged
 // rows; the staged rows are an odd number of 16-byte units apart, so each 8x8 matrix's rows sit
 // in 8 different bank groups.
@@ -28,7 +30,8 @@
 // Staging: the brick of a step (16 + KH - 1 input rows x the chunk's windows) goes to shared
 // memory by cp.async in vectors as wide as the rows' alignment allows (16, 8, 4 bytes; single
 // elements for odd widths), kTcnStages bricks in flight (the next steps load while this one
-// computes); zeros where rows / columns fall off the input.
+// computes); zeros where rows / columns fall off the input. A block walks several samples of
+// its channel one after another (columns), so the B fragments are built once per block.
 //
 // Weights: the layer's own 16-bit filter (no prepared copy): the block copies its channel's
 // filter (rotated for the data-grad) to shared memory and builds the B fragments of every
