@@ -977,6 +977,106 @@ def test_depthwise_tc_rows(dtype, layout):
         close(tr, tr_ref, what + " transposed")
 
 
+# Tensor-core 16-bit NC(D)HW rows (tc_rows_nc.cuh), forward and stride-1 data-grad, the filters
+# its launcher takes: (N, C, spatial, kernel, padding, bias). X3D's 5x3x3 (its padding, a depth
+# longer than the filter, odd widths: single-element staging; no padding; padding beyond the
+# filter: negative data-grad padding), 5x3x5 and 5x3x7, 2-D 7x7 / 7x5 / 7x8 on planes of 56 and
+# more (widths giving 16-byte, 4-byte and single-element staging, several chunks per row at W
+# 150, 'same' with an even width: the functional layer's extra end padding, asymmetric) and
+# 31x31 (RepLKNet), batch 0 and 1, and two with several samples per block (few channels x many
+# samples: a block walks 2 or more columns).
+TC_NC_CASES = [
+    (2, 8, (7, 19, 56), (5, 3, 3), (2, 1, 1), True),
+    (1, 16, (16, 30, 56), (5, 3, 3), (2, 1, 1), False),
+    (1, 3, (23, 5, 21), (5, 3, 3), (0, 0, 0), True),
+    (1, 2, (3, 9, 14), (5, 3, 3), (3, 2, 4), True),
+    (1, 6, (5, 17, 28), (5, 3, 5), (2, 1, 2), True),
+    (1, 4, (4, 20, 40), (5, 3, 7), (2, 1, 3), True),
+    (0, 4, (4, 8, 8), (5, 3, 3), (2, 1, 1), True),
+    (1200, 4, (5, 16, 16), (5, 3, 3), (2, 1, 1), True),
+    (2, 4, (56, 56), (7, 7), (3, 3), True),
+    (1, 3, (60, 150), (7, 5), (3, 2), True),
+    (1, 2, (57, 61), (7, 7), (0, 6), False),
+    (1, 4, (56, 57), (7, 8), "same", True),
+    (0, 4, (56, 56), (7, 7), (3, 3), True),
+    (1, 4, (40, 45), (31, 31), (15, 15), True),
+    (1, 5, (17, 9), (31, 31), (15, 15), False),
+    (64, 128, (14, 14), (31, 31), (15, 15), False),
+]
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "off1", "strided"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+def test_depthwise_tc_rows_nc(dtype, layout):
+    """Forward (operator and autograd), input-grad and the depthwise transposed conv of 16-bit
+    2-D / 3-D depthwise filters in NC(D)HW (tensor-core kernel) against float64 on the same 16-bit
+    data, on poisoned memory. `off1`: input and gradient one element past a 16-byte boundary;
+    `strided`: a non-contiguous input (every other element of a wider last dim)."""
+    import torch.nn.functional as F
+
+    import convx
+
+    tol = {torch.float16: 4e-3, torch.bfloat16: 2e-2}[dtype]
+    ops = torch.ops.convx
+
+    def held(t):
+        if layout == "off1":
+            flat = torch.empty(t.numel() + 1, device=DEV, dtype=dtype)[1:]
+            return flat.view(t.shape).copy_(t)
+        if layout == "strided":
+            return to_dev(t.unsqueeze(-1).expand(*t.shape, 2).flatten(-2)[..., ::2], dtype=dtype)
+        return t.to(DEV, dtype)
+
+    def close(out, ref, what):
+        scale = max(1.0, float(ref.abs().max())) if ref.numel() else 1.0
+        assert not torch.isnan(out).any(), f"{what}: NaN (unwritten element)"
+        torch.testing.assert_close(out.double() / scale, ref / scale, rtol=tol, atol=tol, msg=lambda m: f"{what}\n{m}")
+
+    for i, (N, C, sp, k, p, has_bias) in enumerate(TC_NC_CASES):
+        n = len(sp)
+        conv = {2: F.conv2d, 3: F.conv3d}[n]
+        conv_t = {2: F.conv_transpose2d, 3: F.conv_transpose3d}[n]
+        gen = torch.Generator().manual_seed(410 + i)
+        x = held(torch.randn(N, C, *sp, generator=gen))
+        if layout == "strided" and N > 0:
+            assert not x.is_contiguous()
+        w = torch.randn(C, 1, *k, generator=gen).to(DEV, dtype)
+        b = torch.randn(C, generator=gen).to(DEV, dtype) if has_bias else None
+        bd = None if b is None else b.double()
+        xr = x.double().requires_grad_()
+        ref = conv(xr, w.double(), bd, 1, p, 1, C)
+        gy = held(torch.randn(ref.shape, generator=gen))
+        (gx_ref,) = torch.autograd.grad(ref, (xr,), gy.double())
+        what = f"case {i} {dtype} {layout}"
+        dw = getattr(convx.functional, f"depthwise_conv{n}d")
+        if p == "same":
+            poison()
+            y = dw(x, w, b, padding="same")
+            close(y, ref.detach(), what + " forward 'same'")
+            xa = x.detach().clone().requires_grad_()
+            poison()
+            ya = dw(xa, w, b, padding="same")
+            ya.backward(gy)
+            close(xa.grad, gx_ref, what + " autograd input-grad 'same'")
+            continue
+        one, pad = [1] * n, list(p)
+        poison()
+        y = getattr(ops, f"depthwise_conv{n}d")(x, w, b, one, pad, one)
+        gx = getattr(ops, f"conv{n}d_input_grad")(list(x.shape), w, gy, one, pad, one, C)
+        close(y, ref.detach(), what + " forward")
+        close(gx, gx_ref, what + " input-grad")
+        xa = x.detach().clone().requires_grad_()
+        poison()
+        ya = getattr(ops, f"depthwise_conv{n}d")(xa, w, b, one, pad, one)
+        ya.backward(gy)
+        close(ya.detach(), ref.detach(), what + " autograd forward")
+        close(xa.grad, gx_ref, what + " autograd input-grad")
+        tr_ref = conv_t(gy.double(), w.double(), bd, 1, pad, 0, C)
+        poison()
+        tr = getattr(ops, f"conv_transpose{n}d")(gy, w, b, one, pad, [0] * n, C, one)
+        close(tr, tr_ref, what + " transposed")
+
+
 @pytest.mark.parametrize("layout", ["ncl", "nlc"])
 def test_depthwise_tc_rows_beyond_2_pow_31_elements(layout):
     """A bf16 k31 'same' row tensor of more than 2**31 elements on the tensor-core kernels: the

@@ -1,4 +1,4 @@
-// The depthwise CUDA kernels' sources (nc_stream.cuh, nc_stride2_dgrad.cuh, nc_plane.cuh, nc_depth3d.cuh, cl_depth3d.cuh, cl_row1d.cuh, tc_row1d.cuh, row1d.cuh, row_warp.cuh, tc_wgrad1d.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu (both weight-grads), the plans of
+// The depthwise CUDA kernels' sources (nc_stream.cuh, nc_stride2_dgrad.cuh, nc_plane.cuh, nc_depth3d.cuh, cl_depth3d.cuh, cl_row1d.cuh, tc_row1d.cuh, tc_rows_nc.cuh, row1d.cuh, row_warp.cuh, tc_wgrad1d.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu (both weight-grads), the plans of
 // depthwise_conv.cu) run on the CPU through shim.h and compared with aten in float64, with
 // poisoned outputs and workspaces: the index arithmetic, tiles, phases, shared-memory layout,
 // barriers and fixed-order reductions of every specialisation, without a GPU. The launch glue
@@ -23,6 +23,7 @@
 #include "nc_stride2_dgrad.cuh"
 #include "tc_row1d.cuh"
 #include "tc_wgrad1d.cuh"
+#include "tc_rows_nc.cuh"
 #include "ops/depthwise_conv/cuda/wgrad_sum.cuh"
 namespace convx::cuda {
 namespace {
@@ -1111,6 +1112,86 @@ void tc_case(int64_t N, int64_t C, int64_t Lx, int64_t K, int64_t p, double tol)
   if (data_grad_plan(g, P, Q)) tc_check<T>("dgrad", P, Q, gy, w, Tensor(), gx, name, tol);
 }
 
+// tc_rows_nc.cuh (tensor-core 2-D / 3-D NC(D)HW rows, 16-bit): forward and data-grad of one
+// problem in fp16 and bf16 against float64 on the same rounded data, input as allocated and one
+// element past a 16-byte boundary (single-element staging), block targets 1 and 4096 (one and
+// several depth / h segments per column).
+static int tcn_taken = 0;
+template <typename T, int KD, int KH, int KS>
+void tcn_run(const T* in, const T* w, const T* bias, T* out, const TcRowsNc& L) {
+  g_smem_bytes = tcn_smem_bytes<KD, KH, KS>(L.kw, L.pitch);
+  launch(dim3{L.items}, dim3{unsigned(32 * L.nw)}, [&] { tc_rows_nc<T, KD, KH, KS>(in, w, bias, out, L); });
+}
+template <typename T>
+void tcn_check(const char* what, const Plan& P, bool flip, const Tensor& src, const Tensor& w16, const Tensor& bias,
+               const Tensor& ref, const std::string& name, double tol) {
+  const auto opts = src.options();
+  const T* bp = bias.defined() ? bias.data_ptr<T>() : nullptr;
+  Tensor src1 = at::full({src.numel() + 1}, NAN, opts);
+  src1.narrow(0, 1, src.numel()).copy_(src.flatten());
+  for (int64_t target : {1, 4096}) {
+    for (int off : {0, 1}) {
+      const T* ip = off ? src1.data_ptr<T>() + 1 : src.data_ptr<T>();
+      TcRowsNc L{};
+      int KD = 0, KH = 0, KS = 0;
+      if (!tc_rows_nc_plan(L, P, flip, ip, target, KD, KH, KS)) {
+        std::printf("%-44s %-34s declined FAIL\n", name.c_str(), what);
+        ++failures;
+        return;
+      }
+      Tensor o = at::full(ref.sizes(), NAN, opts);
+      T* op = o.data_ptr<T>();
+      const T* wp = w16.data_ptr<T>();
+      if (KD == 5 && KH == 3 && KS == 1) tcn_run<T, 5, 3, 1>(ip, wp, bp, op, L);
+      else if (KD == 1 && KH == 7 && KS == 1) tcn_run<T, 1, 7, 1>(ip, wp, bp, op, L);
+      else if (KD == 1 && KH == 31 && KS == 3) tcn_run<T, 1, 31, 3>(ip, wp, bp, op, L);
+      else { std::printf("%-44s %-34s not built FAIL\n", name.c_str(), what); ++failures; return; }
+      ++tcn_taken;
+      check((std::string(what) + " tcn vec" + std::to_string(L.vec) + " nw" + std::to_string(L.nw) + " ch" +
+             std::to_string(L.chunks) + " items" + std::to_string(L.items) + (off ? " off1" : "")).c_str(),
+            o, ref, name, tol);
+    }
+  }
+}
+// One 2-D (D = 0) or 3-D problem: N x C, spatial sizes, kernel, padding (forward and data-grad).
+template <typename T>
+void tcn_case(int64_t N, int64_t C, int64_t D, int64_t H, int64_t W, int64_t kd, int64_t kh, int64_t kw, int64_t pd,
+              int64_t ph, int64_t pw, double tol) {
+  at::manual_seed(3);
+  const auto dt = c10::CppTypeToScalarType<T>::value;
+  const bool three = D > 0;
+  std::vector<int64_t> xs{N, C}, ws{C, 1}, pad, one;
+  if (three) xs.push_back(D), ws.push_back(kd), pad.push_back(pd), one.push_back(1);
+  xs.insert(xs.end(), {H, W});
+  ws.insert(ws.end(), {kh, kw});
+  pad.insert(pad.end(), {ph, pw});
+  one.insert(one.end(), {1, 1});
+  std::vector<int64_t> zero(one.size(), 0);
+  Tensor x = at::randn(xs).to(dt), w = at::randn(ws).to(dt), b = at::randn({C}).to(dt);
+  Tensor y = at::convolution(x.to(at::kDouble), w.to(at::kDouble), b.to(at::kDouble), one, pad, one, false, zero, C);
+  Tensor gy = at::randn(y.sizes()).to(dt);
+  Tensor gx = std::get<0>(at::convolution_backward(gy.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble), std::nullopt,
+                                                   one, pad, one, false, zero, C, {true, false, false}));
+  Geometry g;
+  g.batch = N, g.in_channels = C, g.out_channels = C, g.groups = C;
+  const int o = three ? 0 : 1;
+  for (int d = o; d < 3; ++d) {
+    g.input[d] = x.size(2 + d - o), g.output[d] = y.size(2 + d - o), g.kernel[d] = w.size(2 + d - o);
+    g.padding[d] = pad[d - o];
+  }
+  const std::string name = std::string(dt == at::kHalf ? "tcn fp16" : "tcn bf16") + " N" + std::to_string(N) + " C" +
+                           std::to_string(C) + " " + std::to_string(D) + "x" + std::to_string(H) + "x" +
+                           std::to_string(W) + " k" + std::to_string(kd) + std::to_string(kh) + "x" + std::to_string(kw) +
+                           " p" + std::to_string(pd) + std::to_string(ph) + "," + std::to_string(pw);
+  {
+    Plan P{}; Prep Q{};
+    forward_plan(g, P, Q);
+    tcn_check<T>("fwd", P, false, x, w, b, y, name, tol);
+  }
+  Plan P{}; Prep Q{};
+  if (data_grad_plan(g, P, Q)) tcn_check<T>("dgrad", P, true, gy, w, Tensor(), gx, name, tol);
+}
+
 // ---- tc_wgrad1d.cu's tensor-core weight-grads (15 / 31-tap 1-D rows, fp16 / bf16) ----
 static int tcw_taken = 0;
 // The launcher's kernel (several chunks: the last block of each channel / group sums), on poisoned partials and gw; `target`
@@ -1431,6 +1512,33 @@ int main() {
   }
   std::printf("tc_row1d launches checked: %d\n", tc_taken);
   if (tc_taken == 0) ++failures;
+  // tensor-core 2-D / 3-D rows (tc_rows_nc.cuh), the filters its launcher takes: X3D's 5x3x3
+  // (its padding, zero padding, padding beyond the filter: negative data-grad padding, a depth
+  // longer than two segments, three samples in one block: columns of 24 steps rounded to 25),
+  // 5x3x5 and 5x3x7, 2-D 7x7 / 7x5 and 31x31, widths giving every staging vector (56: 16 bytes,
+  // 28: 8, 14: 4 / 2, odd: elements), heights not a multiple of 16, blocks of 8 cut by the row's
+  // ends, several chunks per row (W 150)
+  for (int dt = 0; dt < 2; ++dt) {
+    auto one = [&](int64_t N, int64_t C, int64_t D, int64_t H, int64_t W, int64_t kd, int64_t kh, int64_t kw, int64_t pd,
+                   int64_t ph, int64_t pw) {
+      if (dt == 0) tcn_case<at::Half>(N, C, D, H, W, kd, kh, kw, pd, ph, pw, 2e-3);
+      else tcn_case<at::BFloat16>(N, C, D, H, W, kd, kh, kw, pd, ph, pw, 1e-2);
+    };
+    one(1, 2, 7, 19, 56, 5, 3, 3, 2, 1, 1);
+    one(1, 1, 23, 5, 21, 5, 3, 3, 2, 1, 1);
+    one(3, 1, 20, 5, 16, 5, 3, 3, 2, 1, 1);
+    one(2, 1, 6, 9, 14, 5, 3, 3, 0, 0, 0);
+    one(1, 1, 3, 9, 14, 5, 3, 3, 3, 2, 4);
+    one(1, 2, 5, 17, 28, 5, 3, 5, 2, 1, 2);
+    one(1, 1, 4, 6, 40, 5, 3, 7, 2, 1, 3);
+    one(1, 2, 0, 18, 56, 1, 7, 7, 0, 3, 3);
+    one(1, 1, 0, 33, 150, 1, 7, 5, 0, 4, 0);
+    one(1, 1, 0, 7, 9, 1, 7, 7, 0, 0, 6);
+    one(1, 1, 0, 20, 45, 1, 31, 31, 0, 15, 15);
+    one(2, 1, 0, 5, 14, 1, 31, 31, 0, 15, 15);
+  }
+  std::printf("tc_rows_nc launches checked: %d\n", tcn_taken);
+  if (tcn_taken == 0) ++failures;
   std::printf("failures: %d\n", failures);
   return failures != 0;
 }

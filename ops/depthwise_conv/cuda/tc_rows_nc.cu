@@ -1,0 +1,67 @@
+// Launcher of the tensor-core NC(D)HW rows kernel (tc_rows_nc.cuh): fp16 / bf16 forward and
+// stride-1 data-grad of 2-D and 3-D depthwise filters, multiplier 1, tried before the CUDA-core
+// kernels (which need a prepared fp32 copy of the filter; this one reads the layer's own).
+//
+// Taken only where the H100 measured it faster than the kernel it replaces (session 10,
+// bench/results/h100/session10/tcnc_req2_bench.log; ms, forward, before -> after):
+//   5 x 3 x w, w <= 9 (X3D k5x3 bf16 N16 C192 16x56x56: nc_depth3d 0.743 -> 0.711);
+//   31 x 26-41 2-D (RepLKNet k31 N32 C128 56^2: nc_gather 1.155 -> 0.374-0.40);
+//   7 x w 2-D, w <= 9, on planes of at least 56 x 56 (ConvNeXt k7 N64 C96 56^2: nc_plane 0.110 ->
+//   0.099-0.100).
+// Declined, because slower there: 7x7 on 14 x 14 planes (0.070 against nc_plane's 0.035), 3x3
+// and 5x5 (MobileNetV2 56^2 bf16 0.126 against 0.095, EfficientNet 28^2 0.077 against 0.064).
+#include "ops/depthwise_conv/cuda/launch.h"
+#include "ops/depthwise_conv/cuda/tc_rows_nc.cuh"
+
+#include <c10/cuda/CUDAException.h>
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
+#include <atomic>
+
+namespace convx::cuda {
+
+namespace {
+
+template <typename T, int KD, int KH, int KS>
+void run(const T* in, const T* w, const T* bias, T* out, const TcRowsNc& L, cudaStream_t stream) {
+  const int bytes = tcn_smem_bytes<KD, KH, KS>(L.kw, L.pitch);
+  if (bytes > 48 * 1024) {  // above the default limit: opt in once per size reached
+    static std::atomic<int> opted{0};
+    if (opted.load(std::memory_order_relaxed) < bytes) {
+      C10_CUDA_CHECK(cudaFuncSetAttribute(tc_rows_nc<T, KD, KH, KS>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+      opted.store(bytes, std::memory_order_relaxed);
+    }
+  }
+  tc_rows_nc<T, KD, KH, KS><<<L.items, 32 * L.nw, bytes, stream>>>(in, w, bias, out, L);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+}  // namespace
+
+template <typename T>
+bool launch_tc_rows_nc(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, cudaStream_t stream) {
+  static_assert(sizeof(T) == 2, "tensor-core rows: fp16 / bf16");
+  const int KD = P.k[0], KH = P.k[1], KW = P.k[2];
+  const bool x3d = KD == 5 && KH == 3 && KW <= 9;
+  const bool k31 = KD == 1 && KH == 31 && KW >= 26 && KW <= 41;
+  const bool k7 = KD == 1 && KH == 7 && KW <= 9 && P.out[1] >= 56 && P.out[2] >= 56;
+  if (!(x3d || k31 || k7) || !mma16_supported()) return false;
+  // Blocks wanted per SM (H100, tcnc_req2_bench.log): 32 for X3D (0.711 ms against 0.797 at 8),
+  // 8 for 2-D (RepLKNet 0.374 against 0.402 at 32; ConvNeXt 0.099 / 0.100).
+  TcRowsNc L{};
+  int kd = 0, kh = 0, KS = 0;
+  if (!tc_rows_nc_plan(L, P, flip, in, (KD > 1 ? 32 : 8) * sm_count(), kd, kh, KS)) return false;
+  if (x3d && KS == 1) run<T, 5, 3, 1>(in, w, bias, out, L, stream);
+  else if (k31 && KS == 3) run<T, 1, 31, 3>(in, w, bias, out, L, stream);
+  else if (k7 && KS == 1) run<T, 1, 7, 1>(in, w, bias, out, L, stream);
+  else return false;
+  return true;
+}
+
+template bool launch_tc_rows_nc<c10::Half>(const c10::Half*, const c10::Half*, bool, const c10::Half*, c10::Half*,
+                                           const Plan&, cudaStream_t);
+template bool launch_tc_rows_nc<c10::BFloat16>(const c10::BFloat16*, const c10::BFloat16*, bool, const c10::BFloat16*,
+                                               c10::BFloat16*, const Plan&, cudaStream_t);
+
+}  // namespace convx::cuda

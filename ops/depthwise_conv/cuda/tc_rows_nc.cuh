@@ -1,0 +1,387 @@
+// Tensor-core 2-D / 3-D depthwise correlation for fp16 / bf16 in NCHW / NCDHW (forward and the
+// stride-1 data-grad, which is the forward with the filter rotated), channel multiplier 1,
+// stride 1, one kernel family over the spatial rank (2-D is the 3-D case with one plane and a
+// filter one plane deep).
+//
+// Why: the CUDA-core kernels spend KD*KH*KW fp32 FMAs per 16-bit output (45 for X3D's 5x3x3) and
+// stay instruction-bound far below the copy bandwidth. A correlation at stride 1 is a sum over
+// the filter's KD*KH rows of 1-D Toeplitz products along W, which tc_row1d.cuh runs on
+// m16n8k16 MMAs (mma16.cuh: products exact, sums fp32). Here the MMA's M is 16 output rows
+// (consecutive h of one plane), its N a block of 8 consecutive outputs along W, its K a window
+// of 16 (KS k-steps: 16 KS) inputs of the input row: for filter row (kd, kh) and block b
+//     D[m][n] += sum_j  X[id][h0 + m + kh - padH][wb + j] * Tw[kd][kh][j][n],
+//     Tw[j][n] = w[kd][kh][j - n - sh] (0 off the filter),
+// wb = the block's window start, 16-byte aligned in the staged brick, sh = the block's output
+// start minus padW minus wb, in [0, 16 KS - 7 - KW] (chosen to waste the fewest blocks). One
+// MMA covers 128 outputs and, for KW <= 9, one filter row (an eighth to a half of its
+// products are taps). Measured on the H100 (session 10, docs/performance.md) this is issue-bound,
+// not memory-bound: X3D 0.711 ms against the CUDA-core kernel's 0.743, so the launcher takes only
+// the filters where it measured faster.
+// The A fragment (16 rows, one window each) is one ldmatrix.x4 over 16 consecutive staged
+// rows; the staged rows are an odd number of 16-byte units apart, so each 8x8 matrix's rows sit
+// in 8 different bank groups.
+//
+// Depth (3-D, KD > 1): a block walks the input planes of its output depths once: plane id feeds
+// output planes id + padD - kd for every kd, so each A fragment serves KD MMAs into KD rolling
+// accumulators (the loop is unrolled by KD so the slots are registers), and output plane od is
+// stored once its last input plane (od - padD + KD - 1) is done. With KD = 1 (2-D, or 1 x KH x
+// KW 3-D filters) a block walks h-tiles of one plane instead.
+//
+// Staging: the brick of a step (16 + KH - 1 input rows x the chunk's windows) goes to shared
+// memory by cp.async in vectors as wide as the rows' alignment allows (16, 8, 4 bytes; single
+// elements for odd widths), kTcnStages bricks in flight (the next steps load while this one
+// computes); zeros where rows / columns fall off the input. A block walks several samples of
+// its channel one after another (columns), so the B fragments are built once per block.
+//
+// Weights: the layer's own 16-bit filter (no prepared copy): the block copies its channel's
+// filter (rotated for the data-grad) to shared memory and builds the B fragments of every
+// (kd, kh, k-step) there, kept in registers when few enough (KD KH KS <= 16), else read per MMA.
+#pragma once
+
+#include "ops/depthwise_conv/cuda/tc_row1d.cuh"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+namespace convx::cuda {
+
+constexpr int kTcnRows = 16;   // output rows per M-tile
+constexpr int kTcnStages = 6;  // staged bricks in the ring (5 loading while one computes)
+constexpr int kTcnMaxWarps = 8;
+
+struct TcRowsNc {
+  uint32_t items;           // blocks = C * na * nb * chunks * ngroups
+  uint32_t na, nb, chunks, ngroups;  // KD > 1: na depth segments, nb h-tiles; KD == 1: na planes, nb h-segments
+  int N, nper;              // samples; samples (columns) per block
+  int D, H, W;              // input spatial sizes (D = 1 for 2-D)
+  int OD, OH, OW;           // output spatial sizes
+  int padD, padH;
+  int wi0, ob0, sh;         // chunk 0: staged column 0 is input column wi0, its first block's outputs start at ob0
+  int nw, pitch, vw;        // warps (blocks of 8 outputs) per chunk, staged row pitch and width (16-bit values)
+  int kw, seg, C;           // filter width; output planes (KD > 1) or h-tiles (KD == 1) per segment; channels
+  int vec;                  // staging vector in elements: 8, 4, 2 or 1
+  int flip;                 // data-grad: the filter rotated 180 degrees
+};
+
+struct alignas(8) TcnPair {  // one lane's B fragment (two registers)
+  uint32_t x, y;
+};
+
+template <int KD, int KH, int KS>
+__host__ __device__ constexpr int tcn_frags() {
+  return KD * KH * KS;
+}
+__host__ __device__ constexpr int tcn_brick_rows(int KH) { return kTcnRows + KH - 1; }
+// Shared memory: B fragments (two words per lane), the channel's filter (16-bit, 16-byte rounded),
+// the ring of bricks.
+template <int KD, int KH, int KS>
+__host__ __device__ constexpr int tcn_filter_bytes(int kw) {
+  return (KD * KH * kw * 2 + 15) / 16 * 16;
+}
+template <int KD, int KH, int KS>
+__host__ __device__ constexpr int tcn_smem_bytes(int kw, int pitch) {
+  return 8 * 32 * tcn_frags<KD, KH, KS>() + tcn_filter_bytes<KD, KH, KS>(kw) + kTcnStages * tcn_brick_rows(KH) * pitch * 2;
+}
+
+// cp.async of `bytes` (16, 8 or 4; both addresses aligned to it), committed per step and waited
+// for with N groups still in flight. The CPU harness copies at once.
+#if defined(__CUDACC__)
+__device__ __forceinline__ void tcn_cp_async(void* dst, const void* src, int bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
+  if (bytes == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(src) : "memory");
+  } else if (bytes == 8) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(s), "l"(src) : "memory");
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(src) : "memory");
+  }
+#else
+  __trap();  // launchers take the tensor-core kernels on sm_80 and newer only
+#endif
+}
+__device__ __forceinline__ void tcn_cp_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+template <int N>
+__device__ __forceinline__ void tcn_cp_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
+}
+#else
+inline void tcn_cp_async(void* dst, const void* src, int bytes) { std::memcpy(dst, src, bytes); }
+inline void tcn_cp_commit() {}
+template <int N>
+inline void tcn_cp_wait() {}
+#endif
+
+// in: [N][C][D][H][W]; out: [N][C][OD][OH][OW]; w: [C][KD][KH][kw] (the layer's filter); bias: C or null.
+// 3 blocks per SM for 3-D (80 registers, 16 bytes spilled: X3D 0.711 ms against 0.847 with 124
+// registers and 2 blocks, H100, tcnc_req2_bench.log); 4 for 2-D (at most 64 registers, no spill).
+template <typename T, int KD, int KH, int KS>
+__global__ void __launch_bounds__(32 * kTcnMaxWarps, KD > 1 ? 3 : 4)
+tc_rows_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
+           const TcRowsNc L) {
+  constexpr int F = tcn_frags<KD, KH, KS>(), BR = tcn_brick_rows(KH);
+  constexpr bool kBReg = F <= 16;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  TcnPair* const btab = reinterpret_cast<TcnPair*>(smem_raw);  // [F][32]
+  uint16_t* const fs = reinterpret_cast<uint16_t*>(smem_raw + 8 * 32 * F);
+  uint16_t* const ring = reinterpret_cast<uint16_t*>(smem_raw + 8 * 32 * F + tcn_filter_bytes<KD, KH, KS>(L.kw));
+  const int tid = static_cast<int>(threadIdx.x), nthr = static_cast<int>(blockDim.x);
+  const int lane = tid % 32, warp = tid / 32, g = lane / 4, t = lane % 4;
+
+  // Block: channel c, chunk ck, (KD > 1) depth segment ia and h-tile ib or (KD == 1) plane ia
+  // and h-segment ib, samples [n0, n1) -- its columns, walked one after another.
+  uint32_t item = blockIdx.x;
+  const int ng = static_cast<int>(item % L.ngroups);
+  item /= L.ngroups;
+  const int ck = static_cast<int>(item % L.chunks);
+  item /= L.chunks;
+  const int ib = static_cast<int>(item % L.nb);
+  item /= L.nb;
+  const int ia = static_cast<int>(item % L.na);
+  const int c = static_cast<int>(item / L.na);
+  const int n0 = ng * L.nper, ncols = std::min(L.nper, L.N - n0);
+
+  // The channel's filter, rotated for the data-grad, then its B fragments.
+  const int ftaps = KD * KH * L.kw;
+  for (int e = tid; e < ftaps; e += nthr) {
+    const int src = L.flip ? ftaps - 1 - e : e;
+    fs[e] = tc_bits(w[int64_t(c) * ftaps + src]);
+  }
+  __syncthreads();
+  for (int e = tid; e < F * 32; e += nthr) {
+    const int f = e / 32, l = e % 32, s = f % KS, r = f / KS;  // r = kd * KH + kh
+    const int gg = l / 4, tt = l % 4;
+    uint32_t v[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int tap = 16 * s + 2 * tt + 8 * h - gg - L.sh;  // Tw[j][n], j = 16 s + 2 t + 8 h (and j + 1), n = g
+      const uint32_t lo = tap >= 0 && tap < L.kw ? fs[r * L.kw + tap] : 0u;
+      const uint32_t hi = tap + 1 >= 0 && tap + 1 < L.kw ? fs[r * L.kw + tap + 1] : 0u;
+      v[h] = lo | (hi << 16);
+    }
+    btab[e] = TcnPair{v[0], v[1]};
+  }
+  __syncthreads();
+  TcnPair bf[kBReg ? F : 1];
+#pragma unroll
+  for (int f = 0; f < (kBReg ? F : 1); ++f) bf[f] = btab[f * 32 + lane];
+  const float b0 = bias ? static_cast<float>(bias[c]) : 0.f;
+
+  // Steps of a column: KD > 1: input planes od0 - padD + i, i < nl + KD - 1 (rounded up to a
+  // multiple of KD: the extra steps only store), of h-tile ib; KD == 1: h-tiles ht0 + i of plane ia.
+  int spc, nreal, od0 = 0, od1 = 1, ht0;
+  if constexpr (KD > 1) {
+    od0 = ia * L.seg;
+    od1 = std::min(od0 + L.seg, L.OD);
+    nreal = od1 - od0 + KD - 1;
+    spc = (nreal + KD - 1) / KD * KD;
+    ht0 = ib;
+  } else {
+    ht0 = ib * L.seg;
+    nreal = spc = std::min(L.seg, (L.OH + kTcnRows - 1) / kTcnRows - ht0);
+  }
+  const int nsteps = ncols * spc;
+  const int64_t plane_in = int64_t(L.H) * L.W, plane_out = int64_t(L.OH) * L.OW;
+  const int wic = L.wi0 + 8 * L.nw * ck;  // staged column 0 of this chunk
+  // This thread's share of a brick: column units cu0 + k cs (units of vec values), rows
+  // j0 + k rs; threads past cs * rs stage nothing.
+  const int upr = L.vw / L.vec, cs = std::min(upr, nthr), rs = nthr / cs;
+  const int cu0 = tid % cs, j0 = tid / cs < rs ? tid / cs : BR;
+
+  // Staging cursor: column scol, step si (the step gi = scol * spc + si).
+  int scol = 0, si = 0, sgi = 0;
+  auto stage_next = [&] {
+    const int id = KD > 1 ? od0 - L.padD + si : ia - L.padD;
+    if (si < nreal && id >= 0 && id < L.D) {
+      uint16_t* const dst = ring + (sgi % kTcnStages) * BR * L.pitch;
+      const int hb = kTcnRows * (KD > 1 ? ht0 : ht0 + si) - L.padH;
+      const T* const src = in + ((int64_t(n0 + scol) * L.C + c) * L.D + id) * plane_in;
+      for (int j = j0; j < BR; j += rs) {
+        const int ih = hb + j;
+        const bool row_in = ih >= 0 && ih < L.H;
+        const T* const srow = src + int64_t(ih) * L.W;
+        for (int cu = cu0; cu < upr; cu += cs) {
+          const int v = cu * L.vec, iw = wic + v;
+          uint16_t* const d = dst + j * L.pitch + v;
+          if (row_in && iw >= 0 && iw + L.vec <= L.W && L.vec > 1) {
+            tcn_cp_async(d, srow + iw, 2 * L.vec);
+          } else {
+            for (int e = 0; e < L.vec; ++e)
+              d[e] = row_in && iw + e >= 0 && iw + e < L.W ? tc_bits(srow[iw + e]) : uint16_t(0);
+          }
+        }
+      }
+    }
+    ++sgi;
+    if (++si == spc) si = 0, ++scol;
+  };
+
+  // This lane's ldmatrix offset (16-bit values) in a brick: row lane % 8 + 8 (lane / 8 % 2),
+  // column 8 (lane / 16) of the warp's block.
+  const int aoff = (lane % 8 + 8 * (lane / 8 % 2)) * L.pitch + 8 * warp + 8 * (lane / 16);
+  const int oc = L.ob0 + 8 * (L.nw * ck + warp) + 2 * t;  // this lane's first output column
+  const bool oc0 = oc >= 0 && oc < L.OW, oc1 = oc + 1 >= 0 && oc + 1 < L.OW;
+  auto store = [&](const float (&acc)[4], int n, int od, int oh0) {
+    T* const prow = out + ((int64_t(n) * L.C + c) * L.OD + od) * plane_out + oc;
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      const int oh = oh0 + g + 8 * hh;
+      if (oh >= L.OH) continue;
+      T* const p = prow + int64_t(oh) * L.OW;
+      const T v0 = static_cast<T>(acc[2 * hh] + b0), v1 = static_cast<T>(acc[2 * hh + 1] + b0);
+      if (oc0 && oc1 && reinterpret_cast<uintptr_t>(p) % 4 == 0) {
+        *reinterpret_cast<uint32_t*>(p) = pack16x2<T>(v0, v1);
+      } else {
+        if (oc0) p[0] = v0;
+        if (oc1) p[1] = v1;
+      }
+    }
+  };
+
+  for (int k = 0; k < kTcnStages - 1; ++k) {
+    if (k < nsteps) stage_next();
+    tcn_cp_commit();
+  }
+  float acc[KD][4] = {};
+  int col = 0;
+  for (int gi0 = 0; gi0 < nsteps; gi0 += spc, ++col) {
+    for (int i0 = 0; i0 < spc; i0 += KD) {
+#pragma unroll
+      for (int jj = 0; jj < KD; ++jj) {
+        const int i = i0 + jj, gi = gi0 + i;
+        tcn_cp_wait<kTcnStages - 2>();
+        __syncthreads();  // brick gi is in; every warp is done with brick gi - 1, whose slot is refilled next
+        if (gi + kTcnStages - 1 < nsteps) stage_next();
+        tcn_cp_commit();
+        const int id = KD > 1 ? od0 - L.padD + i : ia - L.padD;
+        if (i < nreal && id >= 0 && id < L.D) {  // block-uniform
+          const uint16_t* const brick = ring + (gi % kTcnStages) * BR * L.pitch + aoff;
+          if constexpr (kBReg) {
+#pragma unroll
+            for (int kh = 0; kh < KH; ++kh) {
+#pragma unroll
+              for (int s = 0; s < KS; ++s) {
+                uint32_t a[4];
+                tc_ldsm_x4(a, reinterpret_cast<const uint32_t*>(brick + kh * L.pitch + 16 * s));
+#pragma unroll
+                for (int kd = 0; kd < KD; ++kd) {
+                  const uint32_t b[2] = {bf[(kd * KH + kh) * KS + s].x, bf[(kd * KH + kh) * KS + s].y};
+                  mma16816<T>(acc[(jj - kd + KD) % KD], a, b);
+                }
+              }
+            }
+          } else {
+#pragma unroll 1
+            for (int kh = 0; kh < KH; ++kh) {
+#pragma unroll
+              for (int s = 0; s < KS; ++s) {
+                uint32_t a[4];
+                tc_ldsm_x4(a, reinterpret_cast<const uint32_t*>(brick + kh * L.pitch + 16 * s));
+#pragma unroll
+                for (int kd = 0; kd < KD; ++kd) {
+                  const TcnPair bv = btab[((kd * KH + kh) * KS + s) * 32 + lane];
+                  const uint32_t b[2] = {bv.x, bv.y};
+                  mma16816<T>(acc[(jj - kd + KD) % KD], a, b);
+                }
+              }
+            }
+          }
+        }
+        // Output plane od0 + i - (KD - 1) (KD == 1: this step's h-tile) is complete.
+        const int done = (jj + 1) % KD;
+        if (i >= KD - 1 && i < nreal) {
+          if constexpr (KD > 1) store(acc[done], n0 + col, od0 + i - (KD - 1), kTcnRows * ht0);
+          else store(acc[done], n0 + col, ia, kTcnRows * (ht0 + i));
+        }
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[done][e] = 0.f;
+      }
+    }
+  }
+  tcn_cp_wait<0>();  // no copy outlives the block (the last groups are empty)
+}
+
+// ------------------------------------------------------------------------------------ plan
+// Ceiling to a multiple of 8 for any sign.
+inline int64_t tcn_ceil8(int64_t x) { return x >= 0 ? (x + 7) / 8 * 8 : -((-x) / 8 * 8); }
+
+// NC(D)HW, one phase at stride 1, multiplier 1, a 2-D or 3-D filter (KH > 1 or KD > 1) whose
+// width needs KS k-steps. `target`: blocks wanted (depth / h segments are cut to reach it).
+// `in` / `out` decide the staging vector. false when not covered.
+inline bool tc_rows_nc_plan(TcRowsNc& L, const Plan& P, bool flip, const void* in, int64_t target, int& KD, int& KH,
+                            int& KS) {
+  if (P.phases != 1 || P.J != 1 || P.in_div != 1 || P.out_c != P.in_c) return false;
+  for (int d = 0; d < 3; ++d) {
+    if (P.S[d] != 1 || P.in[d] >= (int64_t(1) << 30) || P.out[d] >= (int64_t(1) << 30) || P.out[d] <= 0) return false;
+    if (P.pad[d][0] <= -(1 << 20) || P.pad[d][0] >= (1 << 20)) return false;
+  }
+  KD = P.k[0], KH = P.k[1];
+  const int kw = P.k[2];
+  if (KD == 1 && KH == 1) return false;  // 1-D rows: tc_row1d
+  if (kw < 1 || kw > 41) return false;
+  KS = (7 + kw + 15) / 16;
+  // sh in [0, 16 KS - 7 - kw]: the one that leaves the fewest blocks of 8 outputs, then an even
+  // first output (32-bit stores), then the first output nearest the row start.
+  const int padW = P.pad[2][0];
+  int64_t best_nb = -1, best_ob0 = 0;
+  for (int sh = 0; sh <= 16 * KS - 7 - kw; ++sh) {
+    const int64_t wi0 = -tcn_ceil8(int64_t(padW) + sh), ob0 = wi0 + padW + sh;
+    const int64_t nb = ceil_div(P.out[2] - ob0, 8);
+    const bool better = best_nb < 0 || nb < best_nb ||
+                        (nb == best_nb && (ob0 % 2 == 0) > (best_ob0 % 2 == 0)) ||
+                        (nb == best_nb && (ob0 % 2 == 0) == (best_ob0 % 2 == 0) && ob0 > best_ob0);
+    if (better) {
+      best_ob0 = ob0;
+      best_nb = nb;
+      L.sh = sh;
+      L.wi0 = static_cast<int>(wi0);
+      L.ob0 = static_cast<int>(ob0);
+    }
+  }
+  const int64_t chunks = ceil_div(best_nb, kTcnMaxWarps);
+  L.nw = static_cast<int>(ceil_div(best_nb, chunks));
+  L.chunks = static_cast<uint32_t>(chunks);
+  L.vw = 8 * (L.nw - 1) + 16 * KS;
+  L.pitch = 8 * ((L.vw / 8) | 1);
+  L.D = static_cast<int>(P.in[0]), L.H = static_cast<int>(P.in[1]), L.W = static_cast<int>(P.in[2]);
+  L.OD = static_cast<int>(P.out[0]), L.OH = static_cast<int>(P.out[1]), L.OW = static_cast<int>(P.out[2]);
+  L.padD = P.pad[0][0], L.padH = P.pad[1][0];
+  L.kw = kw;
+  L.C = static_cast<int>(P.out_c);
+  L.flip = flip ? 1 : 0;
+  const uintptr_t a = reinterpret_cast<uintptr_t>(in);
+  L.vec = L.W % 8 == 0 && a % 16 == 0 ? 8 : L.W % 4 == 0 && a % 8 == 0 ? 4 : L.W % 2 == 0 && a % 4 == 0 ? 2 : 1;
+  const int64_t htiles = ceil_div(P.out[1], kTcnRows), per_n = P.out_c * chunks;
+  int64_t na, nb;
+  if (KD > 1) {
+    int64_t segs, dl;
+    depth_segments(P.out[0], KD, P.N * htiles * per_n, target, segs, dl);
+    na = segs, nb = htiles, L.seg = static_cast<int>(dl);
+  } else {
+    const int64_t segs = std::clamp<int64_t>(ceil_div(target, std::max<int64_t>(P.N * P.out[0] * per_n, 1)), 1, htiles);
+    const int64_t hl = ceil_div(htiles, segs);
+    na = P.out[0], nb = ceil_div(htiles, hl), L.seg = static_cast<int>(hl);
+  }
+  // Samples per block: as many as leave `target` blocks (the filter's B fragments are built once
+  // per block, and a block's bricks stream through the ring without a break).
+  const int64_t others = per_n * na * nb;
+  const int64_t groups = std::clamp<int64_t>(ceil_div(target, others), 1, std::max<int64_t>(P.N, 1));
+  const int64_t nper = ceil_div(P.N, groups);
+  const int64_t ngroups = ceil_div(P.N, nper);
+  const int64_t items = others * ngroups;
+  if (P.N <= 0 || P.N >= (int64_t(1) << 30) || items <= 0 || items >= (int64_t(1) << 31)) return false;
+  if (nper * (P.out[0] + 2 * KD) * htiles >= (int64_t(1) << 30)) return false;  // a block's step count fits int
+  L.items = static_cast<uint32_t>(items);
+  L.na = static_cast<uint32_t>(na), L.nb = static_cast<uint32_t>(nb), L.ngroups = static_cast<uint32_t>(ngroups);
+  L.N = static_cast<int>(P.N), L.nper = static_cast<int>(nper);
+  return true;
+}
+
+}  // namespace convx::cuda
