@@ -10,7 +10,7 @@ root=$(cd "$here/../.." && pwd)
 src=$root/ops/depthwise_conv/cuda
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-for f in nc_tiled.cuh cl_tiled.cuh nc_plane.cuh row1d.cuh row_warp.cuh tc_row1d.cuh tc_wgrad1d.cuh; do
+for f in nc_tiled.cuh cl_tiled.cuh nc_plane.cuh row1d.cuh row_warp.cuh tc_row1d.cuh tc_wgrad1d.cuh tc_wgrad3d.cuh; do
   sed -e 's|#include "ops/depthwise_conv/cuda/nc_stream.cuh"|#include "nc_stream.cuh"|' \
       -e 's/extern __shared__ __align__(16) unsigned char smem_raw\[\];/unsigned char* smem_raw = g_smem;/' \
       -e 's/#pragma unroll(KH > 0 ? KH : 1)//' -e 's/__shared__ float red/static float red/' "$src/$f" >"$tmp/$f"
