@@ -1122,20 +1122,22 @@ def test_depthwise_depth3d(dtype, placement):
 
 
 # The tensor-core weight-grad of KD x 3 x 3 filters in fp16 / bf16 (tc_wgrad3d.cuh): X3D's
-# k5x3x3 'same' at 56-wide rows (16-byte staging, 2 depth tiles, 7 row tiles), 192 channels in
-# chunks, k3, no padding on odd widths (value staging), padding k - 1 (output wider than the
-# input), two column tiles (width 72), odd sizes everywhere, batch 1 and 0; depth stride 2 and
-# padding beyond k - 1 keep the CUDA-core kernels.
+# k5x3x3 'same' at 56-wide rows (NCDHW 16-byte staging, 2 depth tiles, 7 row tiles), 192
+# channels in chunks, k3, no padding on odd widths (NCDHW value staging), padding k - 1 (output
+# wider than the input), two column tiles (width 72), odd sizes everywhere, batch 1 and 0;
+# channels not a multiple of 8 (NDHWC declines), depth stride 2 and padding beyond k - 1 keep the
+# CUDA-core kernels.
 TC_WGRAD3D_CASES = [  # (N, C, size, KD, stride, padding)
     (2, 8, (16, 56, 56), 5, (1, 1, 1), (2, 1, 1)),
     (1, 192, (16, 14, 56), 5, (1, 1, 1), (2, 1, 1)),
     (2, 4, (4, 5, 24), 3, (1, 1, 1), (1, 1, 1)),
-    (1, 3, (7, 6, 19), 5, (1, 1, 1), (0, 0, 0)),
+    (1, 8, (7, 6, 19), 5, (1, 1, 1), (0, 0, 0)),
     (1, 2, (3, 4, 8), 3, (1, 1, 1), (2, 2, 2)),
-    (1, 2, (5, 3, 72), 5, (1, 1, 1), (4, 2, 1)),
-    (3, 2, (2, 9, 7), 3, (1, 1, 1), (1, 0, 1)),
+    (1, 8, (5, 3, 72), 5, (1, 1, 1), (4, 2, 1)),
+    (3, 8, (2, 9, 7), 3, (1, 1, 1), (1, 0, 1)),
+    (1, 3, (6, 7, 16), 5, (1, 1, 1), (2, 1, 1)),
     (4, 16, (17, 23, 33), 3, (1, 1, 1), (1, 1, 1)),
-    (0, 4, (4, 6, 8), 5, (1, 1, 1), (2, 1, 1)),
+    (0, 8, (4, 6, 8), 5, (1, 1, 1), (2, 1, 1)),
     (2, 4, (7, 9, 10), 3, (2, 1, 1), (1, 1, 1)),
     (1, 4, (6, 8, 16), 3, (1, 1, 1), (1, 3, 1)),
 ]

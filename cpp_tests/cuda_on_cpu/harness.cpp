@@ -1211,31 +1211,38 @@ void tcw_cases() {
   tcw_case<at::BFloat16>(66, 2, 20, 15, 7, 1e-2);  // 66 items per channel: NCL in 2 chunks
   std::printf("tc_wgrad1d: %d launches checked\n", tcw_taken);
 }
-// ---- tc_wgrad3d.cu's tensor-core weight-grad (KD x 3 x 3, fp16 / bf16, NCDHW) ----
+// ---- tc_wgrad3d.cu's tensor-core weight-grad (KD x 3 x 3, fp16 / bf16, NCDHW and NDHWC) ----
 static int tcw3_taken = 0;
 // The launcher's kernel and (several chunks) sum_slots on poisoned partials and gw, with
 // `target` blocks; undefined when the plan is declined.
 template <typename T, int KD>
-Tensor tcw3_run(const T* x, const T* gy, const Plan& P, bool aligned, int64_t target, int64_t* chunks, bool* vec) {
+Tensor tcw3_run(const T* x, const T* gy, const Plan& P, bool cl, bool aligned, int64_t target, int64_t* chunks,
+                bool* vec) {
   Tcw3 L{};
-  if (!tcw3_plan(L, P, target, aligned)) return Tensor();
+  if (!tcw3_plan(L, P, cl, target, aligned)) return Tensor();
   constexpr int NV = 9 * KD;
   Tensor gw = at::full({P.out_c * NV}, NAN, c10::CppTypeToScalarType<T>::value);
   Tensor part = at::full({P.out_c * L.chunks * NV}, NAN, at::kFloat);
   *chunks = L.chunks;
   *vec = L.vec;
-  g_smem_bytes = tcw3_smem_bytes<KD>();
-  launch(dim3{unsigned(P.out_c * L.chunks)}, dim3{kTcw3Threads},
-         [&] { tcw3_nc<T, KD>(x, gy, part.data_ptr<float>(), gw.data_ptr<T>(), P.out_c, L); });
+  g_smem_bytes = tcw3_smem_bytes<KD>(cl);
+  launch(dim3{L.groups * L.chunks}, dim3{kTcw3Threads}, [&] {
+    if (cl) {
+      tcw3_cl<T, KD>(x, gy, part.data_ptr<float>(), gw.data_ptr<T>(), L);
+    } else {
+      tcw3_nc<T, KD>(x, gy, part.data_ptr<float>(), gw.data_ptr<T>(), L);
+    }
+  });
   if (L.chunks > 1) {
     launch(dim3{unsigned(ceil_div(P.out_c * NV, 256))}, dim3{256},
            [&] { sum_slots<T>(part.data_ptr<float>(), gw.data_ptr<T>(), P.out_c, L.chunks, NV); });
   }
   return gw;
 }
-// One NCDHW problem against float64 on the same rounded data, as allocated and one element past a
-// 16-byte boundary (staged value by value), with 1 and 4096 blocks' worth of chunks. `takes`:
-// whether the plan is one the kernel covers.
+// One problem in both layouts against float64 on the same rounded data, as allocated and one
+// element past a 16-byte boundary (NCDHW: staged value by value; NDHWC: declined), with 1 and
+// 4096 blocks' worth of chunks. `takes`: whether the plan is one the kernel covers (NDHWC: also
+// channels a multiple of 8).
 template <typename T>
 void tcw3_case(int64_t N, int64_t C, std::array<int64_t, 3> sz, int KD, std::array<int64_t, 3> pad, int64_t stride,
                bool takes, double tol) {
@@ -1259,41 +1266,46 @@ void tcw3_case(int64_t N, int64_t C, std::array<int64_t, 3> sz, int KD, std::arr
   std::snprintf(name, sizeof name, "%s N%ld C%ld %ldx%ldx%ld k%dx3x3 p%ld,%ld,%ld s%ld", dt == at::kHalf ? "fp16" : "bf16",
                 long(N), long(C), long(sz[0]), long(sz[1]), long(sz[2]), KD, long(pad[0]), long(pad[1]), long(pad[2]),
                 long(stride));
-  for (int off : {0, 1}) {
-    Tensor x1 = at::full({x.numel() + 1}, NAN, x.options()), g1 = at::full({gy.numel() + 1}, NAN, gy.options());
-    x1.narrow(0, 1, x.numel()).copy_(x.flatten());
-    g1.narrow(0, 1, gy.numel()).copy_(gy.flatten());
-    const T* xp = off ? x1.data_ptr<T>() + 1 : x.data_ptr<T>();
-    const T* gp = off ? g1.data_ptr<T>() + 1 : gy.data_ptr<T>();
-    for (int64_t target : {1, 4096}) {
-      int64_t chunks = 0;
-      bool vec = false;
-      const Tensor r = KD == 5 ? tcw3_run<T, 5>(xp, gp, P, off == 0, target, &chunks, &vec)
-                               : tcw3_run<T, 3>(xp, gp, P, off == 0, target, &chunks, &vec);
-      const std::string tag = std::string("wgrad tc3d") + (vec ? " vec" : " values") + " chunks " + std::to_string(chunks);
-      if (r.defined() != takes) ++failures;
-      if (r.defined()) {
-        ++tcw3_taken;
-        check(tag.c_str(), r, ref, name, tol);
-      } else {
-        std::printf("%-44s %-34s declined%s\n", name, tag.c_str(), takes ? " FAIL" : "");
+  for (bool cl : {false, true}) {
+    const Tensor xm = cl ? to_cl(x) : x.contiguous(), gm = cl ? to_cl(gy) : gy.contiguous();
+    for (int off : {0, 1}) {
+      Tensor x1 = at::full({xm.numel() + 1}, NAN, xm.options()), g1 = at::full({gm.numel() + 1}, NAN, gm.options());
+      x1.narrow(0, 1, xm.numel()).copy_(xm.flatten());
+      g1.narrow(0, 1, gm.numel()).copy_(gm.flatten());
+      const T* xp = off ? x1.data_ptr<T>() + 1 : xm.data_ptr<T>();
+      const T* gp = off ? g1.data_ptr<T>() + 1 : gm.data_ptr<T>();
+      for (int64_t target : {1, 4096}) {
+        int64_t chunks = 0;
+        bool vec = false;
+        const Tensor r = KD == 5 ? tcw3_run<T, 5>(xp, gp, P, cl, off == 0, target, &chunks, &vec)
+                                 : tcw3_run<T, 3>(xp, gp, P, cl, off == 0, target, &chunks, &vec);
+        const std::string tag = std::string("wgrad tc3d ") + (cl ? "ndhwc" : vec ? "ncdhw vec" : "ncdhw values") +
+                                " chunks " + std::to_string(chunks);
+        const bool expect = takes && !(cl && (off || C % 8 != 0));
+        if (r.defined() != expect) ++failures;
+        if (r.defined()) {
+          ++tcw3_taken;
+          check(tag.c_str(), r, ref, name, tol);
+        } else {
+          std::printf("%-44s %-34s declined%s\n", name, tag.c_str(), expect ? " FAIL" : "");
+        }
       }
     }
   }
 }
 void tcw3_cases() {
-  // X3D's k5x3x3 'same' on aligned rows (16-byte staging, 2 depth and 2 row tiles, cut by the
-  // sizes), k3 on 24-wide rows, no padding on odd widths (value staging), padding k - 1 on both
-  // filters (output wider than the input), two column tiles, batch 3 in chunks across samples;
-  // stride 2 and padding beyond k - 1 decline.
-  tcw3_case<at::BFloat16>(1, 2, {9, 10, 16}, 5, {2, 1, 1}, 1, true, 1e-2);
-  tcw3_case<at::Half>(2, 1, {4, 5, 24}, 3, {1, 1, 1}, 1, true, 2e-3);
-  tcw3_case<at::Half>(1, 1, {7, 6, 19}, 5, {0, 0, 0}, 1, true, 2e-3);
-  tcw3_case<at::BFloat16>(1, 1, {3, 4, 8}, 3, {2, 2, 2}, 1, true, 1e-2);
-  tcw3_case<at::Half>(1, 1, {5, 3, 72}, 5, {4, 2, 1}, 1, true, 2e-3);
-  tcw3_case<at::BFloat16>(3, 1, {2, 9, 7}, 3, {1, 0, 1}, 1, true, 1e-2);
-  tcw3_case<at::Half>(1, 1, {5, 6, 8}, 3, {1, 1, 1}, 2, false, 2e-3);
-  tcw3_case<at::Half>(1, 1, {5, 6, 8}, 3, {1, 3, 1}, 1, false, 2e-3);
+  // X3D's k5x3x3 'same' on aligned rows (NCDHW 16-byte staging; 2 depth and 2 row tiles cut by
+  // the sizes; NDHWC 2 channel groups), k3 on 24-wide rows, no padding on odd widths (NCDHW value
+  // staging), padding k - 1 on both filters (output wider than the input), two column tiles,
+  // batch 3 in chunks across samples; stride 2 and padding beyond k - 1 decline.
+  tcw3_case<at::BFloat16>(1, 16, {9, 10, 16}, 5, {2, 1, 1}, 1, true, 1e-2);
+  tcw3_case<at::Half>(2, 8, {4, 5, 24}, 3, {1, 1, 1}, 1, true, 2e-3);
+  tcw3_case<at::Half>(1, 8, {7, 6, 19}, 5, {0, 0, 0}, 1, true, 2e-3);
+  tcw3_case<at::BFloat16>(1, 3, {3, 4, 8}, 3, {2, 2, 2}, 1, true, 1e-2);
+  tcw3_case<at::Half>(1, 8, {5, 3, 72}, 5, {4, 2, 1}, 1, true, 2e-3);
+  tcw3_case<at::BFloat16>(3, 8, {2, 9, 7}, 3, {1, 0, 1}, 1, true, 1e-2);
+  tcw3_case<at::Half>(1, 8, {5, 6, 8}, 3, {1, 1, 1}, 2, false, 2e-3);
+  tcw3_case<at::Half>(1, 8, {5, 6, 8}, 3, {1, 3, 1}, 1, false, 2e-3);
   std::printf("tc_wgrad3d: %d launches checked\n", tcw3_taken);
   if (tcw3_taken == 0) ++failures;
 }

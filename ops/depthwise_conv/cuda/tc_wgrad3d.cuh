@@ -38,51 +38,57 @@
 namespace convx::cuda {
 
 constexpr int kTcw3Threads = 256, kTcw3Warps = 8;
-constexpr int kTcw3TB = 8, kTcw3HB = kTcw3Warps;  // output depths, output rows per tile
-constexpr int kTcw3WC = 64;                       // input columns per tile: 4 steps of 16
-constexpr int kTcw3XRow = 72, kTcw3DRow = 80;     // shared row strides (values)
-constexpr int kTcw3XRows = kTcw3HB + 2;           // X rows per staged plane
+constexpr int kTcw3WC = 64;                    // input columns per tile: 4 steps of 16
+constexpr int kTcw3XRow = 72, kTcw3DRow = 80;  // shared row strides (values)
 
-// The X plane stride (values): 10 rows and the 16-byte units that make it 3 row strides mod 8.
-__host__ __device__ constexpr int tcw3_xplane() {
-  constexpr int ru = kTcw3XRow / 8;
-  return kTcw3XRows * kTcw3XRow + 8 * (((3 - kTcw3XRows) * ru % 8 + 8) % 8);
-}
+// A tile of TB output depths x HB output rows (x 64 input columns) of one channel in shared
+// memory: X planes of HB + 2 rows, the plane stride 3 row strides mod 8 16-byte units.
+template <int KD, int TB, int HB>
+struct Tcw3Tile {
+  static constexpr int xrows = HB + 2, xplanes = TB + KD - 1;
+  static constexpr int xplane = xrows * kTcw3XRow + 8 * (((3 - xrows) * (kTcw3XRow / 8) % 8 + 8) % 8);
+  static constexpr int xvals = xplanes * xplane, dvals = TB * HB * kTcw3DRow, vals = xvals + dvals;
+};
+// NCDHW: a channel's 8 x 8 rows per block, two buffers. NDHWC: 8 channels' 4 x 4 rows, one buffer.
 template <int KD>
-__host__ __device__ constexpr int tcw3_xvals() {  // per buffer: TB + KD - 1 planes
-  return (kTcw3TB + KD - 1) * tcw3_xplane();
-}
-constexpr int kTcw3DVals = kTcw3TB * kTcw3HB * kTcw3DRow;
+using Tcw3NcTile = Tcw3Tile<KD, 8, kTcw3Warps>;
 template <int KD>
-__host__ __device__ constexpr int tcw3_smem_bytes() {  // two buffers of 16-bit values
-  return 2 * 2 * (tcw3_xvals<KD>() + kTcw3DVals);
+using Tcw3ClTile = Tcw3Tile<KD, 4, 4>;
+constexpr int kTcw3ClCh = 8;  // channels per NDHWC block: one 16-byte vector per position
+template <int KD>
+__host__ __device__ constexpr int tcw3_smem_bytes(bool cl) {
+  return cl ? 2 * kTcw3ClCh * Tcw3ClTile<KD>::vals : 2 * 2 * Tcw3NcTile<KD>::vals;
 }
 
 struct Tcw3 {
   int T, H, W, To, Ho, Wo, pd, ph, pw;  // input and output sizes, padding
   uint32_t tt, th, tw;                  // tiles along depth, rows, columns
-  uint32_t tiles, chunk, chunks;        // tiles per channel, per block; blocks per channel
-  int vec;                              // rows staged by 16-byte vectors
+  uint32_t tiles, chunk, chunks;        // tiles per channel (group), per block; blocks per channel (group)
+  uint32_t groups;                      // NDHWC: channel groups of kTcw3ClCh
+  int C, vec;                           // channels; NCDHW rows staged by 16-byte vectors
 };
 
 // Stride 1, multiplier 1, KD x 3 x 3 with KD 3 or 5, padding 0 ... k - 1 per dim, N > 0, a
-// (sample, channel) volume below 2^31 values, tile counts within 32 bits. `target` blocks in all
-// (the chunks from the shapes alone); `vec`: x and dy 16-byte aligned.
-inline bool tcw3_plan(Tcw3& L, const Plan& P, int64_t target, bool aligned) {
+// (sample, channel) volume below 2^31 values, tile counts within 32 bits; NDHWC (cl): channels a
+// multiple of 8 and x, dy 16-byte aligned (`aligned`). About `target` blocks in all (the chunks
+// from the shapes alone).
+inline bool tcw3_plan(Tcw3& L, const Plan& P, bool cl, int64_t target, bool aligned) {
   if (P.phases != 1 || P.S[0] != 1 || P.S[1] != 1 || P.S[2] != 1 || P.in_div != 1 || P.J != 1) return false;
   if ((P.k[0] != 3 && P.k[0] != 5) || P.k[1] != 3 || P.k[2] != 3 || P.N <= 0 || P.out_c <= 0) return false;
+  if (cl && (!aligned || P.out_c % kTcw3ClCh != 0)) return false;
   for (int d = 0; d < 3; ++d) {
     if (P.pad[d][0] < 0 || P.pad[d][0] > P.k[d] - 1 || P.out[d] <= 0) return false;
   }
   constexpr int64_t lim = int64_t(1) << 31;
-  if (P.in[0] * P.in[1] * P.in[2] >= lim || P.out[0] * P.out[1] * P.out[2] >= lim) return false;
-  const int64_t tt = ceil_div(P.out[0], kTcw3TB), th = ceil_div(P.out[1], kTcw3HB), tw = ceil_div(P.in[2], kTcw3WC);
-  const int64_t tiles = P.N * tt * th * tw;
+  if (P.in[0] * P.in[1] * P.in[2] >= lim || P.out[0] * P.out[1] * P.out[2] >= lim || P.out_c >= lim) return false;
+  const int TB = cl ? 4 : 8, HB = cl ? 4 : kTcw3Warps;
+  const int64_t tt = ceil_div(P.out[0], TB), th = ceil_div(P.out[1], HB), tw = ceil_div(P.in[2], kTcw3WC);
+  const int64_t tiles = P.N * tt * th * tw, groups = cl ? P.out_c / kTcw3ClCh : P.out_c;
   if (tiles >= lim) return false;
-  int64_t chunks = std::clamp<int64_t>(ceil_div(target, P.out_c), 1, tiles);
+  int64_t chunks = std::clamp<int64_t>(ceil_div(target, groups), 1, tiles);
   const int64_t chunk = ceil_div(tiles, chunks);
   chunks = ceil_div(tiles, chunk);
-  if (P.out_c * chunks >= lim) return false;
+  if (groups * chunks >= lim) return false;
   L.T = static_cast<int>(P.in[0]), L.H = static_cast<int>(P.in[1]), L.W = static_cast<int>(P.in[2]);
   L.To = static_cast<int>(P.out[0]), L.Ho = static_cast<int>(P.out[1]), L.Wo = static_cast<int>(P.out[2]);
   L.pd = P.pad[0][0], L.ph = P.pad[1][0], L.pw = P.pad[2][0];
@@ -90,8 +96,20 @@ inline bool tcw3_plan(Tcw3& L, const Plan& P, int64_t target, bool aligned) {
   L.tiles = static_cast<uint32_t>(tiles);
   L.chunk = static_cast<uint32_t>(chunk);
   L.chunks = static_cast<uint32_t>(chunks);
+  L.groups = static_cast<uint32_t>(groups);
+  L.C = static_cast<int>(P.out_c);
   L.vec = aligned && L.W % 8 == 0 && L.Wo % 8 == 0;
   return true;
+}
+
+// Tile i's origin: sample n, first output depth t0 and row h0, first input column xc0 (columns
+// fastest, then rows: consecutive tiles share halo rows).
+struct Tcw3At {
+  int n, t0, h0, xc0;
+};
+__device__ __forceinline__ Tcw3At tcw3_at(uint32_t i, const Tcw3& L, int TB, int HB) {
+  const uint32_t wc = i % L.tw, hb = i / L.tw % L.th, tb = i / L.tw / L.th % L.tt, n = i / L.tw / L.th / L.tt;
+  return {static_cast<int>(n), static_cast<int>(tb) * TB, static_cast<int>(hb) * HB, static_cast<int>(wc) * kTcw3WC};
 }
 
 // 16 bytes global -> shared, asynchronously (cp.async; zeros when !ok). The CPU harness copies.
@@ -125,86 +143,114 @@ __device__ __forceinline__ void tcw3_wait() {
 #endif
 }
 
-// (q1:q0) >> sh, sh 0 or 16: two 16-bit values from any even or odd position.
-__device__ __forceinline__ uint32_t tcw3_pair(uint32_t q0, uint32_t q1, int sh) {
-  return static_cast<uint32_t>(((uint64_t(q1) << 32) | q0) >> sh);
+// This lane's operands: its ldmatrix row of A (m = lane % 8 + 8 (lane / 8 % 2), the X row (a, b) =
+// (m / 3, m % 3); rows past 3 KD repeat the last) and column half, as an offset from the output
+// row's (0, 0) X row; its B column n = min(g, 2) (columns 3-7 unused) as word f of the dy row
+// plus a shift sh: B[k][n] = dy column w0 + k - n + pw = staged column w0 + k - n + pw + 8.
+struct Tcw3Lane {
+  int aoff, f, sh;
+};
+template <int KD, int XPS>
+__device__ __forceinline__ Tcw3Lane tcw3_lane(int lane, int pw) {
+  const int m = std::min((lane & 7) + (lane & 8), 3 * KD - 1);
+  const int e = 2 * (lane & 3) - std::min(lane >> 2, 2) + pw + 8;
+  return {(m / 3) * XPS + (m % 3) * kTcw3XRow + (lane & 16 ? 8 : 0), e >> 1, (e & 1) * 16};
 }
 
-// One (sample, channel) tile into shared buffers xs / ds: X planes t0 - pd + p (p < TB + KD - 1),
-// rows h0 - ph + r (r < 10), columns xc0 + [0, 64); dy depths t0 + [0, 8), rows h0 + [0, 8),
-// columns xc0 - 8 + [0, 80); zeros off the tensors.
-template <typename T, int KD>
-__device__ __forceinline__ void tcw3_stage(T* xs, T* ds, const T* xc, const T* gc, const Tcw3& L, int t0, int h0,
-                                           int xc0) {
-  constexpr int XP = kTcw3TB + KD - 1;
-  const int tid = static_cast<int>(threadIdx.x);
-  if (L.vec) {
-    constexpr int NX = XP * kTcw3XRows * (kTcw3WC / 8), ND = kTcw3TB * kTcw3HB * (kTcw3DRow / 8);
-    for (int v = tid; v < NX + ND; v += kTcw3Threads) {
-      if (v < NX) {
-        const int q = v % 8, r = v / 8 % kTcw3XRows, p = v / (8 * kTcw3XRows);
-        const int t = t0 - L.pd + p, h = h0 - L.ph + r, w = xc0 + 8 * q;
-        const bool ok = t >= 0 && t < L.T && h >= 0 && h < L.H && w < L.W;
-        tcw3_cp16(xs + p * tcw3_xplane() + r * kTcw3XRow + 8 * q, ok ? xc + (t * L.H + h) * L.W + w : xc, ok);
-      } else {
-        const int u = v - NX, q = u % 10, row = u / 10;
-        const int t = t0 + row / kTcw3HB, h = h0 + row % kTcw3HB, o = xc0 - 8 + 8 * q;
-        const bool ok = t < L.To && h < L.Ho && o >= 0 && o < L.Wo;
-        tcw3_cp16(ds + row * kTcw3DRow + 8 * q, ok ? gc + (t * L.Ho + h) * L.Wo + o : gc, ok);
-      }
-    }
-  } else {
-    constexpr int NX = XP * kTcw3XRows * kTcw3WC, ND = kTcw3TB * kTcw3HB * kTcw3DRow;
-    const T zero = static_cast<T>(0.f);
-    for (int v = tid; v < NX + ND; v += kTcw3Threads) {
-      if (v < NX) {
-        const int c = v % kTcw3WC, r = v / kTcw3WC % kTcw3XRows, p = v / (kTcw3WC * kTcw3XRows);
-        const int t = t0 - L.pd + p, h = h0 - L.ph + r, w = xc0 + c;
-        const bool ok = t >= 0 && t < L.T && h >= 0 && h < L.H && w < L.W;
-        xs[p * tcw3_xplane() + r * kTcw3XRow + c] = ok ? xc[(t * L.H + h) * L.W + w] : zero;
-      } else {
-        const int u = v - NX, c = u % kTcw3DRow, row = u / kTcw3DRow;
-        const int t = t0 + row / kTcw3HB, h = h0 + row % kTcw3HB, o = xc0 - 8 + c;
-        const bool ok = t < L.To && h < L.Ho && o >= 0 && o < L.Wo;
-        ds[row * kTcw3DRow + c] = ok ? gc[(t * L.Ho + h) * L.Wo + o] : zero;
-      }
-    }
+// One output row's 4 steps of 16 columns: xr = its (0, 0) X row plus the lane's aoff, dw = its dy
+// row's words from the lane's f. acc[j]: columns 16 j ... (independent accumulators).
+template <typename T>
+__device__ __forceinline__ void tcw3_row(float (&acc)[4][4], const T* xr, const uint32_t* dw, int sh) {
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    uint32_t a[4];
+    tc_ldsm_x4(a, reinterpret_cast<const uint32_t*>(xr + 16 * j));
+    // (q1:q0) >> sh, sh 0 or 16: two 16-bit values from an even or odd position.
+    const uint32_t b[2] = {static_cast<uint32_t>(((uint64_t(dw[8 * j + 1]) << 32) | dw[8 * j]) >> sh),
+                           static_cast<uint32_t>(((uint64_t(dw[8 * j + 5]) << 32) | dw[8 * j + 4]) >> sh)};
+    mma16816<T>(acc[j], a, b);
   }
 }
 
+// The warp's D (its accumulators summed in order) into red[128], row-major 16 x 8: tap i < 9 KD
+// is red[(i / 3) * 8 + i % 3].
+__device__ __forceinline__ void tcw3_store_d(const float (&acc)[4][4], float* red, int lane) {
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    red[(g + (r >= 2 ? 8 : 0)) * 8 + 2 * t + (r & 1)] = ((acc[0][r] + acc[1][r]) + acc[2][r]) + acc[3][r];
+  }
+}
+__host__ __device__ constexpr int tcw3_tap_at(int i) { return (i / 3) * 8 + i % 3; }
+
+// ---------------------------------------------------------------------------------------- NCDHW
+// One tile of a (sample, channel) into xs / ds: X planes t0 - pd + p (p < TB + KD - 1), rows
+// h0 - ph + r (r < HB + 2), columns xc0 + [0, 64); dy depths t0 + [0, TB), rows h0 + [0, HB),
+// columns xc0 - 8 + [0, 80); zeros off the tensors.
+template <typename T, int KD>
+__device__ __forceinline__ void tcw3_nc_stage(T* xs, T* ds, const T* xc, const T* gc, const Tcw3& L, Tcw3At o) {
+  using G = Tcw3NcTile<KD>;
+  constexpr int TB = 8, HB = kTcw3Warps;
+  const int tid = static_cast<int>(threadIdx.x);
+  if (L.vec) {
+    constexpr int NX = G::xplanes * G::xrows * (kTcw3WC / 8), ND = TB * HB * (kTcw3DRow / 8);
+    for (int v = tid; v < NX + ND; v += kTcw3Threads) {
+      if (v < NX) {
+        const int q = v % 8, r = v / 8 % G::xrows, p = v / (8 * G::xrows);
+        const int t = o.t0 - L.pd + p, h = o.h0 - L.ph + r, w = o.xc0 + 8 * q;
+        const bool ok = t >= 0 && t < L.T && h >= 0 && h < L.H && w < L.W;
+        tcw3_cp16(xs + p * G::xplane + r * kTcw3XRow + 8 * q, ok ? xc + (t * L.H + h) * L.W + w : xc, ok);
+      } else {
+        const int u = v - NX, q = u % (kTcw3DRow / 8), row = u / (kTcw3DRow / 8);
+        const int t = o.t0 + row / HB, h = o.h0 + row % HB, c = o.xc0 - 8 + 8 * q;
+        const bool ok = t < L.To && h < L.Ho && c >= 0 && c < L.Wo;
+        tcw3_cp16(ds + row * kTcw3DRow + 8 * q, ok ? gc + (t * L.Ho + h) * L.Wo + c : gc, ok);
+      }
+    }
+  } else {
+    constexpr int NX = G::xplanes * G::xrows * kTcw3WC, ND = TB * HB * kTcw3DRow;
+    const T zero = static_cast<T>(0.f);
+    for (int v = tid; v < NX + ND; v += kTcw3Threads) {
+      if (v < NX) {
+        const int q = v % kTcw3WC, r = v / kTcw3WC % G::xrows, p = v / (kTcw3WC * G::xrows);
+        const int t = o.t0 - L.pd + p, h = o.h0 - L.ph + r, w = o.xc0 + q;
+        const bool ok = t >= 0 && t < L.T && h >= 0 && h < L.H && w < L.W;
+        xs[p * G::xplane + r * kTcw3XRow + q] = ok ? xc[(t * L.H + h) * L.W + w] : zero;
+      } else {
+        const int u = v - NX, q = u % kTcw3DRow, row = u / kTcw3DRow;
+        const int t = o.t0 + row / HB, h = o.h0 + row % HB, c = o.xc0 - 8 + q;
+        const bool ok = t < L.To && h < L.Ho && c >= 0 && c < L.Wo;
+        ds[row * kTcw3DRow + q] = ok ? gc[(t * L.Ho + h) * L.Wo + c] : zero;
+      }
+    }
+  }
+  tcw3_commit();
+}
+
 // x: [N, C, T, H, W], gy: [N, C, To, Ho, Wo]. Writes gw [C][9 KD] when L.chunks == 1, else part
-// [C][chunks][9 KD] (fp32). Grid: C * chunks blocks of kTcw3Threads; dynamic shared memory
-// tcw3_smem_bytes<KD>().
+// [C][chunks][9 KD] (fp32). Grid: C * chunks blocks of kTcw3Threads (chunks of a channel
+// adjacent); dynamic shared memory tcw3_smem_bytes<KD>(false). Double-buffered: tile i + 1's
+// copies fly during tile i's steps. Warp w takes the output rows h0 + w at the 8 depths.
 template <typename T, int KD>
 __global__ void __launch_bounds__(kTcw3Threads, 3)
 tcw3_nc(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, T* __restrict__ gw,
-        const int64_t C, const Tcw3 L) {
-  constexpr int XV = tcw3_xvals<KD>(), XPS = tcw3_xplane(), NV = 9 * KD;
+        const Tcw3 L) {
+  using G = Tcw3NcTile<KD>;
+  constexpr int NV = 9 * KD;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* const buf = reinterpret_cast<T*>(smem_raw);
   const int lane = static_cast<int>(threadIdx.x % 32), warp = static_cast<int>(threadIdx.x / 32);
   const int64_t co = blockIdx.x / L.chunks;
   const uint32_t chunk = blockIdx.x % L.chunks;
   const uint32_t i0 = chunk * L.chunk, i1 = i0 + L.chunk < L.tiles ? i0 + L.chunk : L.tiles;
-
-  // Tile i: sample, depth tile, row tile, column tile (columns fastest: the next tile's halo rows
-  // are this one's).
   auto stage = [&](uint32_t i, int b) {
-    const uint32_t wc = i % L.tw, hb = i / L.tw % L.th, tb = i / L.tw / L.th % L.tt, n = i / L.tw / L.th / L.tt;
-    const T* xc = x + (int64_t(n) * C + co) * (int64_t(L.T) * L.H * L.W);
-    const T* gc = gy + (int64_t(n) * C + co) * (int64_t(L.To) * L.Ho * L.Wo);
-    T* xs = buf + b * (XV + kTcw3DVals);
-    tcw3_stage<T, KD>(xs, xs + XV, xc, gc, L, static_cast<int>(tb) * kTcw3TB, static_cast<int>(hb) * kTcw3HB,
-                      static_cast<int>(wc) * kTcw3WC);
-    tcw3_commit();
+    const Tcw3At o = tcw3_at(i, L, 8, kTcw3Warps);
+    const T* xc = x + (int64_t(o.n) * L.C + co) * (int64_t(L.T) * L.H * L.W);
+    const T* gc = gy + (int64_t(o.n) * L.C + co) * (int64_t(L.To) * L.Ho * L.Wo);
+    T* xs = buf + b * G::vals;
+    tcw3_nc_stage<T, KD>(xs, xs + G::xvals, xc, gc, L, o);
   };
-
-  // This lane's A row (m = lane % 8 + 8 (lane / 8 % 2), rows past 3 KD repeat the last) and
-  // column half; its B column n = min(g, 2) (columns 3-7 are not used) as word f of the dy row
-  // and a shift.
-  const int m = std::min((lane & 7) + (lane & 8), 3 * KD - 1);
-  const int aoff = (m / 3) * XPS + (m % 3) * kTcw3XRow + (lane & 16 ? 8 : 0);
-  const int e = 2 * (lane & 3) - std::min(lane >> 2, 2) + L.pw + 8, f = e >> 1, sh = (e & 1) * 16;
+  const Tcw3Lane ln = tcw3_lane<KD, G::xplane>(lane, L.pw);
 
   float acc[4][4];
 #pragma unroll
@@ -219,40 +265,136 @@ tcw3_nc(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ p
       tcw3_wait<0>();
     }
     __syncthreads();
-    const T* xs = buf + b * (XV + kTcw3DVals);
-    const T* ds = xs + XV;
+    const T* xs = buf + b * G::vals;
+    const T* ds = xs + G::xvals;
 #pragma unroll 2
-    for (int td = 0; td < kTcw3TB; ++td) {
-      const T* xr = xs + td * XPS + warp * kTcw3XRow + aoff;
-      const uint32_t* dw = reinterpret_cast<const uint32_t*>(ds + (td * kTcw3HB + warp) * kTcw3DRow) + f;
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        uint32_t a[4];
-        tc_ldsm_x4(a, reinterpret_cast<const uint32_t*>(xr + 16 * j));
-        const uint32_t bb[2] = {tcw3_pair(dw[8 * j], dw[8 * j + 1], sh), tcw3_pair(dw[8 * j + 4], dw[8 * j + 5], sh)};
-        mma16816<T>(acc[j], a, bb);
-      }
+    for (int td = 0; td < 8; ++td) {
+      tcw3_row<T>(acc, xs + td * G::xplane + warp * kTcw3XRow + ln.aoff,
+                  reinterpret_cast<const uint32_t*>(ds + (td * kTcw3Warps + warp) * kTcw3DRow) + ln.f, ln.sh);
     }
     __syncthreads();  // the buffer is restaged two tiles on
   }
-
-  // The accumulators in order, the warps in order (through the idle buffers).
+  // The warps in order (through the idle buffers).
   float* const red = reinterpret_cast<float*>(smem_raw);
-  const int g = lane >> 2, t = lane & 3;
-#pragma unroll
-  for (int r = 0; r < 4; ++r) {
-    red[warp * 128 + (g + (r >= 2 ? 8 : 0)) * 8 + 2 * t + (r & 1)] = ((acc[0][r] + acc[1][r]) + acc[2][r]) + acc[3][r];
-  }
+  tcw3_store_d(acc, red + warp * 128, lane);
   __syncthreads();
   if (threadIdx.x < NV) {
-    const int mm = threadIdx.x / 3, n = threadIdx.x % 3;
-    float s = 0.f;
+    float sum = 0.f;
 #pragma unroll
-    for (int w = 0; w < kTcw3Warps; ++w) s += red[w * 128 + mm * 8 + n];
+    for (int w = 0; w < kTcw3Warps; ++w) sum += red[w * 128 + tcw3_tap_at(threadIdx.x)];
     if (L.chunks == 1) {
-      gw[co * NV + threadIdx.x] = static_cast<T>(s);
+      gw[co * NV + threadIdx.x] = static_cast<T>(sum);
     } else {
-      part[(co * L.chunks + chunk) * NV + threadIdx.x] = s;
+      part[(co * L.chunks + chunk) * NV + threadIdx.x] = sum;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------- NDHWC
+// A 16-byte vector of 16-bit values (uint4 without the CUDA headers, for the CPU harness).
+struct alignas(16) Tcw3Vec {
+  uint32_t w[4];
+};
+
+// x: [N, T, H, W, C], gy: [N, To, Ho, Wo, C] (16-byte aligned, C a multiple of 8). Writes as
+// tcw3_nc. Grid: groups * chunks blocks of kTcw3Threads (groups fastest: the blocks in flight
+// read whole 32-byte sectors of the same positions); dynamic shared memory tcw3_smem_bytes<KD>(
+// true). Block: 8 channels (one 16-byte vector per position) x a chunk of 4 x 4-row tiles; the
+// next tile's vectors (position-major, as stored) are loaded into registers during this tile's
+// steps, then stored transposed into the channels' shared tiles (the NCDHW layout, one 16-bit
+// store per value). Warp w takes channel c0 + w's 16 output rows.
+template <typename T, int KD>
+__global__ void __launch_bounds__(kTcw3Threads, 1)
+tcw3_cl(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, T* __restrict__ gw,
+        const Tcw3 L) {
+  using G = Tcw3ClTile<KD>;
+  constexpr int TB = 4, HB = 4, NV = 9 * KD;
+  constexpr int NX = G::xplanes * G::xrows * kTcw3WC, ND = TB * HB * kTcw3DRow;  // vectors per tile
+  constexpr int PT = (NX + ND + kTcw3Threads - 1) / kTcw3Threads;
+  static_assert(NX % kTcw3Threads == 0, "whole rounds of X vectors");
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* const tiles = reinterpret_cast<T*>(smem_raw);  // channel k's tile at k * G::vals
+  const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
+  const uint32_t group = blockIdx.x % L.groups, chunk = blockIdx.x / L.groups;
+  const int c0 = static_cast<int>(group) * kTcw3ClCh;
+  const uint32_t i0 = chunk * L.chunk, i1 = i0 + L.chunk < L.tiles ? i0 + L.chunk : L.tiles;
+
+  // Vector k of this thread: v = tid + 256 k, X (plane, row, column) or dy (row, column) as in
+  // tcw3_nc_stage; zeros off the tensors.
+  Tcw3Vec pv[PT];
+  auto fetch = [&](uint32_t i, bool live) {
+    const Tcw3At o = tcw3_at(i, L, TB, HB);
+    const T* xn = x + int64_t(o.n) * L.T * L.H * L.W * L.C + c0;
+    const T* gn = gy + int64_t(o.n) * L.To * L.Ho * L.Wo * L.C + c0;
+#pragma unroll
+    for (int k = 0; k < PT; ++k) {
+      const int v = tid + kTcw3Threads * k;
+      pv[k] = Tcw3Vec{};
+      if (!live) continue;
+      if (v < NX) {  // 256 k is a multiple of 64: the column is the thread's, the row advances by 4
+        const int rr = tid / kTcw3WC + (kTcw3Threads / kTcw3WC) * k, r = rr % G::xrows, p = rr / G::xrows;
+        const int t = o.t0 - L.pd + p, h = o.h0 - L.ph + r, w = o.xc0 + tid % kTcw3WC;
+        if (t >= 0 && t < L.T && h >= 0 && h < L.H && w < L.W) {
+          pv[k] = *reinterpret_cast<const Tcw3Vec*>(xn + ((int64_t(t) * L.H + h) * L.W + w) * L.C);
+        }
+      } else if (v < NX + ND) {
+        const int u = v - NX, q = u % kTcw3DRow, row = u / kTcw3DRow;
+        const int t = o.t0 + row / HB, h = o.h0 + row % HB, c = o.xc0 - 8 + q;
+        if (t < L.To && h < L.Ho && c >= 0 && c < L.Wo) {
+          pv[k] = *reinterpret_cast<const Tcw3Vec*>(gn + ((int64_t(t) * L.Ho + h) * L.Wo + c) * L.C);
+        }
+      }
+    }
+  };
+  auto store = [&]() {
+#pragma unroll
+    for (int k = 0; k < PT; ++k) {
+      const int v = tid + kTcw3Threads * k;
+      if (v >= NX + ND) continue;
+      int off;
+      if (v < NX) {
+        off = v / (kTcw3WC * G::xrows) * G::xplane + v / kTcw3WC % G::xrows * kTcw3XRow + v % kTcw3WC;
+      } else {
+        off = G::xvals + (v - NX) / kTcw3DRow * kTcw3DRow + (v - NX) % kTcw3DRow;
+      }
+      T e[8];
+      std::memcpy(e, &pv[k], 16);
+#pragma unroll
+      for (int c = 0; c < kTcw3ClCh; ++c) tiles[c * G::vals + off] = e[c];
+    }
+  };
+  const Tcw3Lane ln = tcw3_lane<KD, G::xplane>(lane, L.pw);
+  const T* const mine = tiles + warp * G::vals;
+
+  float acc[4][4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+  fetch(i0, i0 < i1);
+  for (uint32_t i = i0; i < i1; ++i) {
+    __syncthreads();  // the block's steps on the previous tile are done
+    store();
+    __syncthreads();
+    fetch(i + 1, i + 1 < i1);
+#pragma unroll 1
+    for (int td = 0; td < TB; ++td) {
+#pragma unroll
+      for (int hh = 0; hh < HB; ++hh) {
+        tcw3_row<T>(acc, mine + td * G::xplane + hh * kTcw3XRow + ln.aoff,
+                    reinterpret_cast<const uint32_t*>(mine + G::xvals + (td * HB + hh) * kTcw3DRow) + ln.f, ln.sh);
+      }
+    }
+  }
+  __syncthreads();  // the tiles are done: the area holds the warps' D
+  float* const red = reinterpret_cast<float*>(smem_raw) + warp * 128;
+  tcw3_store_d(acc, red, lane);
+  __syncthreads();
+  const int64_t co = c0 + warp;
+  for (int i = lane; i < NV; i += 32) {  // 45 taps for KD 5: two rounds
+    const float s = red[tcw3_tap_at(i)];
+    if (L.chunks == 1) {
+      gw[co * NV + i] = static_cast<T>(s);
+    } else {
+      part[(co * L.chunks + chunk) * NV + i] = s;
     }
   }
 }
