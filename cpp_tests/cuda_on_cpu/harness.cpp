@@ -1226,7 +1226,7 @@ Tensor tcw3_run(const T* x, const T* gy, const Plan& P, bool cl, bool aligned, i
   *chunks = L.chunks;
   *vec = L.vec;
   g_smem_bytes = tcw3_smem_bytes<KD>(cl);
-  launch(dim3{L.groups * L.chunks}, dim3{kTcw3Threads}, [&] {
+  launch(dim3{L.groups * L.chunks}, dim3{unsigned(cl ? kTcw3ClThreads : kTcw3Threads)}, [&] {
     if (cl) {
       tcw3_cl<T, KD>(x, gy, part.data_ptr<float>(), gw.data_ptr<T>(), L);
     } else {

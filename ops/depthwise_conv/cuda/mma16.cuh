@@ -9,6 +9,8 @@
 //   b[0]: B[2t, 2t+1][g]     b[1]: B[2t+8, 2t+9][g]
 //   d[0], d[1]: D[g][2t, 2t+1]                        d[2], d[3]: D[g+8][2t, 2t+1]
 //
+// tc_ldsm_x4 (ldmatrix.x4) loads an A fragment from shared memory (tc_row1d, tc_wgrad3d).
+//
 // Outside nvcc (the CPU harness, cpp_tests/cuda_on_cpu/shim.h) the step is emulated by the
 // shim's warp exchange: every lane of the block must make the same calls (as for its shuffles).
 #pragma once

@@ -30,7 +30,7 @@ bool run(const T* x, const T* gy, T* gw, const Plan& P, bool cl, const at::Tenso
   const auto kernel = cl ? tcw3_cl<T, KD> : tcw3_nc<T, KD>;
   C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   const at::Tensor part = at::empty({L.chunks > 1 ? P.out_c * L.chunks * NV : 0}, like.options().dtype(at::kFloat));
-  kernel<<<L.groups * L.chunks, kTcw3Threads, smem, stream>>>(x, gy, part.mutable_data_ptr<float>(), gw, L);
+  kernel<<<L.groups * L.chunks, cl ? kTcw3ClThreads : kTcw3Threads, smem, stream>>>(x, gy, part.mutable_data_ptr<float>(), gw, L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   if (L.chunks > 1) launch_sum_slots<T>(part.const_data_ptr<float>(), gw, P.out_c, L.chunks, NV, stream);
   return true;

@@ -42,11 +42,11 @@ constexpr int kTcw3WC = 64;                    // input columns per tile: 4 step
 constexpr int kTcw3XRow = 72, kTcw3DRow = 80;  // shared row strides (values)
 
 // A tile of TB output depths x HB output rows (x 64 input columns) of one channel in shared
-// memory: X planes of HB + 2 rows, the plane stride 3 row strides mod 8 16-byte units.
+// memory: X planes of HB + 2 rows, the plane stride 4 row strides mod 8 16-byte units.
 template <int KD, int TB, int HB>
 struct Tcw3Tile {
   static constexpr int xrows = HB + 2, xplanes = TB + KD - 1;
-  static constexpr int xplane = xrows * kTcw3XRow + 8 * (((3 - xrows) * (kTcw3XRow / 8) % 8 + 8) % 8);
+  static constexpr int xplane = xrows * kTcw3XRow + 8 * (((4 - xrows) * (kTcw3XRow / 8) % 8 + 8) % 8);
   static constexpr int xvals = xplanes * xplane, dvals = TB * HB * kTcw3DRow, vals = xvals + dvals;
 };
 // NCDHW: a channel's 8 x 8 rows per block, two buffers. NDHWC: 8 channels' 4 x 4 rows, one buffer.
@@ -55,6 +55,7 @@ using Tcw3NcTile = Tcw3Tile<KD, 8, kTcw3Warps>;
 template <int KD>
 using Tcw3ClTile = Tcw3Tile<KD, 4, 4>;
 constexpr int kTcw3ClCh = 8;  // channels per NDHWC block: one 16-byte vector per position
+constexpr int kTcw3ClThreads = 512;  // two warps per channel
 template <int KD>
 __host__ __device__ constexpr int tcw3_smem_bytes(bool cl) {
   return cl ? 2 * kTcw3ClCh * Tcw3ClTile<KD>::vals : 2 * 2 * Tcw3NcTile<KD>::vals;
@@ -143,45 +144,91 @@ __device__ __forceinline__ void tcw3_wait() {
 #endif
 }
 
-// This lane's operands: its ldmatrix row of A (m = lane % 8 + 8 (lane / 8 % 2), the X row (a, b) =
-// (m / 3, m % 3); rows past 3 KD repeat the last) and column half, as an offset from the output
-// row's (0, 0) X row; its B column n = min(g, 2) (columns 3-7 unused) as word f of the dy row
-// plus a shift sh: B[k][n] = dy column w0 + k - n + pw = staged column w0 + k - n + pw + 8.
+// A tiles per step: the 4 KD X rows (a, r) of an output row pair, m = 4a + r: KD 3 one (12 rows),
+// KD 5 two (16 + 4 rows; the second loaded by ldmatrix.x2, its rows 8-15 zero).
+template <int KD>
+__host__ __device__ constexpr int tcw3_mt() {
+  return KD > 4 ? 2 : 1;
+}
+
+// ldmatrix.x2: a[0] and a[2] of an A fragment whose rows 0-7 (columns 8 (lane / 8) + [0, 8) start
+// at lane (< 16)'s p; a[1] = a[3] = 0 (rows 8-15). CPU harness: the shim's shuffle.
+#if defined(__CUDACC__)
+__device__ __forceinline__ void tcw3_ldsm_x2(uint32_t (&a)[4], const uint32_t* p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n" : "=r"(a[0]), "=r"(a[2]) : "r"(addr) : "memory");
+#else
+  __trap();  // launchers take the tensor-core kernels on sm_80 and newer only
+#endif
+  a[1] = a[3] = 0;
+}
+#else
+inline void tcw3_ldsm_x2(uint32_t (&a)[4], const uint32_t* p) {
+  const int lane = static_cast<int>(threadIdx.x % 32), g = lane / 4, t = lane % 4;
+  for (int j = 0; j < 2; ++j) a[2 * j] = __shfl_sync(0xffffffffu, p, 8 * j + g)[t];
+  a[1] = a[3] = 0;
+}
+#endif
+
+// This lane's operands, as offsets from the pair's (0, 0) X row and first dy row: its ldmatrix rows
+// of A (tile 0: m = lane % 8 + 8 (lane / 8 % 2), column half lane / 16; tile 1: m = 16 + lane % 8,
+// column half lane / 8 % 2; rows past 4 KD repeat the last) at X row (m / 4, m % 4); its B column
+// n = min(g, 5) = d + 3 s (the column tap d of the pair's dy row s; columns 6, 7 unused) as word f
+// (from the pair's first dy row) and a shift sh: B[k][n] = dy column w0 + k - d + pw of row s =
+// staged column w0 + k - d + pw + 8.
 struct Tcw3Lane {
-  int aoff, f, sh;
+  int a0, a1, f, sh;
 };
 template <int KD, int XPS>
 __device__ __forceinline__ Tcw3Lane tcw3_lane(int lane, int pw) {
-  const int m = std::min((lane & 7) + (lane & 8), 3 * KD - 1);
-  const int e = 2 * (lane & 3) - std::min(lane >> 2, 2) + pw + 8;
-  return {(m / 3) * XPS + (m % 3) * kTcw3XRow + (lane & 16 ? 8 : 0), e >> 1, (e & 1) * 16};
+  auto row = [](int m) { return (m / 4) * XPS + (m % 4) * kTcw3XRow; };
+  const int m0 = std::min((lane & 7) + (lane & 8), 4 * KD - 1), m1 = std::min(16 + (lane & 7), 4 * KD - 1);
+  const int n = std::min(lane >> 2, 5), d = n % 3, s = n / 3;
+  const int e = 2 * (lane & 3) - d + pw + 8;
+  return {row(m0) + (lane & 16 ? 8 : 0), row(m1) + (lane & 8 ? 8 : 0), s * (kTcw3DRow / 2) + (e >> 1), (e & 1) * 16};
 }
 
-// One output row's 4 steps of 16 columns: xr = its (0, 0) X row plus the lane's aoff, dw = its dy
-// row's words from the lane's f. acc[j]: columns 16 j ... (independent accumulators).
-template <typename T>
-__device__ __forceinline__ void tcw3_row(float (&acc)[4][4], const T* xr, const uint32_t* dw, int sh) {
+// One pair of output rows (h, h + 1), 4 steps of 16 columns: xr = the pair's (0, 0) X row, dw =
+// its first dy row's words from the lane's f. acc[tile][j]: columns 16 j ... (independent
+// accumulators).
+template <typename T, int KD>
+__device__ __forceinline__ void tcw3_pair(float (&acc)[tcw3_mt<KD>()][4][4], const T* xr, const uint32_t* dw,
+                                          const Tcw3Lane& ln) {
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
-    uint32_t a[4];
-    tc_ldsm_x4(a, reinterpret_cast<const uint32_t*>(xr + 16 * j));
     // (q1:q0) >> sh, sh 0 or 16: two 16-bit values from an even or odd position.
-    const uint32_t b[2] = {static_cast<uint32_t>(((uint64_t(dw[8 * j + 1]) << 32) | dw[8 * j]) >> sh),
-                           static_cast<uint32_t>(((uint64_t(dw[8 * j + 5]) << 32) | dw[8 * j + 4]) >> sh)};
-    mma16816<T>(acc[j], a, b);
+    const uint32_t b[2] = {static_cast<uint32_t>(((uint64_t(dw[8 * j + 1]) << 32) | dw[8 * j]) >> ln.sh),
+                           static_cast<uint32_t>(((uint64_t(dw[8 * j + 5]) << 32) | dw[8 * j + 4]) >> ln.sh)};
+    uint32_t a[4];
+    tc_ldsm_x4(a, reinterpret_cast<const uint32_t*>(xr + ln.a0 + 16 * j));
+    mma16816<T>(acc[0][j], a, b);
+    if constexpr (KD > 4) {
+      tcw3_ldsm_x2(a, reinterpret_cast<const uint32_t*>(xr + ln.a1 + 16 * j));
+      mma16816<T>(acc[1][j], a, b);
+    }
   }
 }
 
-// The warp's D (its accumulators summed in order) into red[128], row-major 16 x 8: tap i < 9 KD
-// is red[(i / 3) * 8 + i % 3].
-__device__ __forceinline__ void tcw3_store_d(const float (&acc)[4][4], float* red, int lane) {
+// The warp's D tiles (its accumulators summed in order) into red[tcw3_mt * 128], each row-major
+// 16 x 8; then tcw3_tap reads tap (a, b, d) = i < 9 KD as D[4a + b][d] + D[4a + b + 1][d + 3]
+// (the pair's rows h and h + 1).
+template <int KD>
+__device__ __forceinline__ void tcw3_store_d(const float (&acc)[tcw3_mt<KD>()][4][4], float* red, int lane) {
   const int g = lane >> 2, t = lane & 3;
 #pragma unroll
-  for (int r = 0; r < 4; ++r) {
-    red[(g + (r >= 2 ? 8 : 0)) * 8 + 2 * t + (r & 1)] = ((acc[0][r] + acc[1][r]) + acc[2][r]) + acc[3][r];
+  for (int mt = 0; mt < tcw3_mt<KD>(); ++mt) {
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      red[mt * 128 + (g + (r >= 2 ? 8 : 0)) * 8 + 2 * t + (r & 1)] =
+          ((acc[mt][0][r] + acc[mt][1][r]) + acc[mt][2][r]) + acc[mt][3][r];
+    }
   }
 }
-__host__ __device__ constexpr int tcw3_tap_at(int i) { return (i / 3) * 8 + i % 3; }
+__device__ __forceinline__ float tcw3_tap(const float* red, int i) {
+  const int m = 4 * (i / 9) + i / 3 % 3, d = i % 3;
+  return red[(m / 16) * 128 + (m % 16) * 8 + d] + red[((m + 1) / 16) * 128 + ((m + 1) % 16) * 8 + d + 3];
+}
 
 // ---------------------------------------------------------------------------------------- NCDHW
 // One tile of a (sample, channel) into xs / ds: X planes t0 - pd + p (p < TB + KD - 1), rows
@@ -252,9 +299,12 @@ tcw3_nc(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ p
   };
   const Tcw3Lane ln = tcw3_lane<KD, G::xplane>(lane, L.pw);
 
-  float acc[4][4];
+  float acc[tcw3_mt<KD>()][4][4];
 #pragma unroll
-  for (int j = 0; j < 4; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+  for (int mt = 0; mt < tcw3_mt<KD>(); ++mt) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) acc[mt][j][0] = acc[mt][j][1] = acc[mt][j][2] = acc[mt][j][3] = 0.f;
+  }
   if (i0 < i1) stage(i0, 0);
   for (uint32_t i = i0; i < i1; ++i) {
     const int b = static_cast<int>(i - i0) & 1;
@@ -268,20 +318,21 @@ tcw3_nc(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ p
     const T* xs = buf + b * G::vals;
     const T* ds = xs + G::xvals;
 #pragma unroll 2
-    for (int td = 0; td < 8; ++td) {
-      tcw3_row<T>(acc, xs + td * G::xplane + warp * kTcw3XRow + ln.aoff,
-                  reinterpret_cast<const uint32_t*>(ds + (td * kTcw3Warps + warp) * kTcw3DRow) + ln.f, ln.sh);
+    for (int i = 0; i < 4; ++i) {  // warp w: rows 2 (w % 4) + [0, 2) at depths w / 4 + 2 i
+      const int td = (warp >> 2) + 2 * i, hh = 2 * (warp & 3);
+      tcw3_pair<T, KD>(acc, xs + td * G::xplane + hh * kTcw3XRow,
+                       reinterpret_cast<const uint32_t*>(ds + (td * kTcw3Warps + hh) * kTcw3DRow) + ln.f, ln);
     }
     __syncthreads();  // the buffer is restaged two tiles on
   }
   // The warps in order (through the idle buffers).
   float* const red = reinterpret_cast<float*>(smem_raw);
-  tcw3_store_d(acc, red + warp * 128, lane);
+  tcw3_store_d<KD>(acc, red + warp * tcw3_mt<KD>() * 128, lane);
   __syncthreads();
   if (threadIdx.x < NV) {
     float sum = 0.f;
 #pragma unroll
-    for (int w = 0; w < kTcw3Warps; ++w) sum += red[w * 128 + tcw3_tap_at(threadIdx.x)];
+    for (int w = 0; w < kTcw3Warps; ++w) sum += tcw3_tap(red + w * tcw3_mt<KD>() * 128, threadIdx.x);
     if (L.chunks == 1) {
       gw[co * NV + threadIdx.x] = static_cast<T>(sum);
     } else {
@@ -297,21 +348,22 @@ struct alignas(16) Tcw3Vec {
 };
 
 // x: [N, T, H, W, C], gy: [N, To, Ho, Wo, C] (16-byte aligned, C a multiple of 8). Writes as
-// tcw3_nc. Grid: groups * chunks blocks of kTcw3Threads (groups fastest: the blocks in flight
+// tcw3_nc. Grid: groups * chunks blocks of kTcw3ClThreads (groups fastest: the blocks in flight
 // read whole 32-byte sectors of the same positions); dynamic shared memory tcw3_smem_bytes<KD>(
 // true). Block: 8 channels (one 16-byte vector per position) x a chunk of 4 x 4-row tiles; the
 // next tile's vectors (position-major, as stored) are loaded into registers during this tile's
 // steps, then stored transposed into the channels' shared tiles (the NCDHW layout, one 16-bit
-// store per value). Warp w takes channel c0 + w's 16 output rows.
+// store per value). Warps w and w + 8 take channel c0 + w's 16 output rows (depths 0-1, 2-3):
+// one block per SM (81 KB of shared memory), 16 warps to cover the steps' latencies.
 template <typename T, int KD>
-__global__ void __launch_bounds__(kTcw3Threads, 1)
+__global__ void __launch_bounds__(kTcw3ClThreads, 1)
 tcw3_cl(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, T* __restrict__ gw,
         const Tcw3 L) {
   using G = Tcw3ClTile<KD>;
   constexpr int TB = 4, HB = 4, NV = 9 * KD;
   constexpr int NX = G::xplanes * G::xrows * kTcw3WC, ND = TB * HB * kTcw3DRow;  // vectors per tile
-  constexpr int PT = (NX + ND + kTcw3Threads - 1) / kTcw3Threads;
-  static_assert(NX % kTcw3Threads == 0, "whole rounds of X vectors");
+  constexpr int PT = (NX + ND + kTcw3ClThreads - 1) / kTcw3ClThreads;
+  static_assert(NX % kTcw3WC == 0, "whole X rows");
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* const tiles = reinterpret_cast<T*>(smem_raw);  // channel k's tile at k * G::vals
   const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
@@ -328,11 +380,11 @@ tcw3_cl(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ p
     const T* gn = gy + int64_t(o.n) * L.To * L.Ho * L.Wo * L.C + c0;
 #pragma unroll
     for (int k = 0; k < PT; ++k) {
-      const int v = tid + kTcw3Threads * k;
+      const int v = tid + kTcw3ClThreads * k;
       pv[k] = Tcw3Vec{};
       if (!live) continue;
-      if (v < NX) {  // 256 k is a multiple of 64: the column is the thread's, the row advances by 4
-        const int rr = tid / kTcw3WC + (kTcw3Threads / kTcw3WC) * k, r = rr % G::xrows, p = rr / G::xrows;
+      if (v < NX) {  // 512 k is a multiple of 64: the column is the thread's, the row advances by 8
+        const int rr = tid / kTcw3WC + (kTcw3ClThreads / kTcw3WC) * k, r = rr % G::xrows, p = rr / G::xrows;
         const int t = o.t0 - L.pd + p, h = o.h0 - L.ph + r, w = o.xc0 + tid % kTcw3WC;
         if (t >= 0 && t < L.T && h >= 0 && h < L.H && w < L.W) {
           pv[k] = *reinterpret_cast<const Tcw3Vec*>(xn + ((int64_t(t) * L.H + h) * L.W + w) * L.C);
@@ -349,7 +401,7 @@ tcw3_cl(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ p
   auto store = [&]() {
 #pragma unroll
     for (int k = 0; k < PT; ++k) {
-      const int v = tid + kTcw3Threads * k;
+      const int v = tid + kTcw3ClThreads * k;
       if (v >= NX + ND) continue;
       int off;
       if (v < NX) {
@@ -364,11 +416,15 @@ tcw3_cl(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ p
     }
   };
   const Tcw3Lane ln = tcw3_lane<KD, G::xplane>(lane, L.pw);
-  const T* const mine = tiles + warp * G::vals;
+  const int ch = warp % kTcw3ClCh, half = warp / kTcw3ClCh;  // channel c0 + ch, depths 2 half + [0, 2)
+  const T* const mine = tiles + ch * G::vals;
 
-  float acc[4][4];
+  float acc[tcw3_mt<KD>()][4][4];
 #pragma unroll
-  for (int j = 0; j < 4; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+  for (int mt = 0; mt < tcw3_mt<KD>(); ++mt) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) acc[mt][j][0] = acc[mt][j][1] = acc[mt][j][2] = acc[mt][j][3] = 0.f;
+  }
   fetch(i0, i0 < i1);
   for (uint32_t i = i0; i < i1; ++i) {
     __syncthreads();  // the block's steps on the previous tile are done
@@ -376,21 +432,21 @@ tcw3_cl(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ p
     __syncthreads();
     fetch(i + 1, i + 1 < i1);
 #pragma unroll 1
-    for (int td = 0; td < TB; ++td) {
+    for (int td = 2 * half; td < 2 * half + 2; ++td) {
 #pragma unroll
-      for (int hh = 0; hh < HB; ++hh) {
-        tcw3_row<T>(acc, mine + td * G::xplane + hh * kTcw3XRow + ln.aoff,
-                    reinterpret_cast<const uint32_t*>(mine + G::xvals + (td * HB + hh) * kTcw3DRow) + ln.f, ln.sh);
+      for (int hh = 0; hh < HB; hh += 2) {
+        tcw3_pair<T, KD>(acc, mine + td * G::xplane + hh * kTcw3XRow,
+                         reinterpret_cast<const uint32_t*>(mine + G::xvals + (td * HB + hh) * kTcw3DRow) + ln.f, ln);
       }
     }
   }
   __syncthreads();  // the tiles are done: the area holds the warps' D
-  float* const red = reinterpret_cast<float*>(smem_raw) + warp * 128;
-  tcw3_store_d(acc, red, lane);
+  float* const red = reinterpret_cast<float*>(smem_raw);
+  tcw3_store_d<KD>(acc, red + warp * tcw3_mt<KD>() * 128, lane);
   __syncthreads();
   const int64_t co = c0 + warp;
-  for (int i = lane; i < NV; i += 32) {  // 45 taps for KD 5: two rounds
-    const float s = red[tcw3_tap_at(i)];
+  for (int i = lane; warp < kTcw3ClCh && i < NV; i += 32) {  // a channel's two warps in order; 45 taps: two rounds
+    const float s = tcw3_tap(red + warp * tcw3_mt<KD>() * 128, i) + tcw3_tap(red + (warp + kTcw3ClCh) * tcw3_mt<KD>() * 128, i);
     if (L.chunks == 1) {
       gw[co * NV + i] = static_cast<T>(s);
     } else {
