@@ -8,7 +8,6 @@
 #include <ATen/ATen.h>
 #include <array>
 #include <cstdio>
-#include <cstdlib>
 #include "ops/common/args.h"
 
 #include "nc_stream.cuh"
@@ -1227,11 +1226,10 @@ Tensor tcw3_run(const T* x, const T* gy, const Plan& P, bool cl, bool aligned, i
   *vec = L.vec;
   g_smem_bytes = tcw3_smem_bytes<KD>(cl);
   launch(dim3{L.groups * L.chunks}, dim3{unsigned(cl ? kTcw3ClThreads : kTcw3Threads)}, [&] {
-    if (cl) {
-      tcw3_cl<T, KD>(x, gy, part.data_ptr<float>(), gw.data_ptr<T>(), L);
-    } else {
-      tcw3_nc<T, KD>(x, gy, part.data_ptr<float>(), gw.data_ptr<T>(), L);
+    if constexpr (KD == 5) {  // tcw3_plan takes NDHWC for KD 5 only
+      if (cl) return tcw3_cl<T, KD>(x, gy, part.data_ptr<float>(), gw.data_ptr<T>(), L);
     }
+    tcw3_nc<T, KD>(x, gy, part.data_ptr<float>(), gw.data_ptr<T>(), L);
   });
   if (L.chunks > 1) {
     launch(dim3{unsigned(ceil_div(P.out_c * NV, 256))}, dim3{256},
@@ -1242,7 +1240,7 @@ Tensor tcw3_run(const T* x, const T* gy, const Plan& P, bool cl, bool aligned, i
 // One problem in both layouts against float64 on the same rounded data, as allocated and one
 // element past a 16-byte boundary (NCDHW: staged value by value; NDHWC: declined), with 1 and
 // 4096 blocks' worth of chunks. `takes`: whether the plan is one the kernel covers (NDHWC: also
-// channels a multiple of 8).
+// KD 5 and channels a multiple of 8).
 template <typename T>
 void tcw3_case(int64_t N, int64_t C, std::array<int64_t, 3> sz, int KD, std::array<int64_t, 3> pad, int64_t stride,
                bool takes, double tol) {
@@ -1281,7 +1279,7 @@ void tcw3_case(int64_t N, int64_t C, std::array<int64_t, 3> sz, int KD, std::arr
                                  : tcw3_run<T, 3>(xp, gp, P, cl, off == 0, target, &chunks, &vec);
         const std::string tag = std::string("wgrad tc3d ") + (cl ? "ndhwc" : vec ? "ncdhw vec" : "ncdhw values") +
                                 " chunks " + std::to_string(chunks);
-        const bool expect = takes && !(cl && (off || C % 8 != 0));
+        const bool expect = takes && !(cl && (off || C % 8 != 0 || KD != 5));
         if (r.defined() != expect) ++failures;
         if (r.defined()) {
           ++tcw3_taken;
@@ -1297,7 +1295,7 @@ void tcw3_cases() {
   // X3D's k5x3x3 'same' on aligned rows (NCDHW 16-byte staging; 2 depth and 2 row tiles cut by
   // the sizes; NDHWC 2 channel groups), k3 on 24-wide rows, no padding on odd widths (NCDHW value
   // staging), padding k - 1 on both filters (output wider than the input), two column tiles,
-  // batch 3 in chunks across samples; stride 2 and padding beyond k - 1 decline.
+  // batch 3 in chunks across samples; stride 2, padding beyond k - 1 and NDHWC k3 decline.
   tcw3_case<at::BFloat16>(1, 16, {9, 10, 16}, 5, {2, 1, 1}, 1, true, 1e-2);
   tcw3_case<at::Half>(2, 8, {4, 5, 24}, 3, {1, 1, 1}, 1, true, 2e-3);
   tcw3_case<at::Half>(1, 8, {7, 6, 19}, 5, {0, 0, 0}, 1, true, 2e-3);
@@ -1311,7 +1309,6 @@ void tcw3_cases() {
 }
 int main() {
   tcw3_cases();
-  if (std::getenv("TCW3_ONLY")) { std::printf("failures: %d\n", failures); return failures != 0; }
   tcw_cases();
   check_fast_div();
   run_case(2, 2, 8, 1, {13, 17}, {3, 3}, {1, 1}, {1, 1});

@@ -38,7 +38,6 @@
 #include <c10/cuda/CUDAStream.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <type_traits>
 
 namespace convx::cuda {
@@ -607,12 +606,6 @@ void depthwise_data_grad(const ConvArgs& a, const Tensor& grad_output, const Ten
   });
 }
 
-// TEMPORARY A/B knob (session 10, x3dwg): CONVX_TCW3=0 skips the tensor-core 3-D weight-grad.
-static bool tcw3_enabled() {
-  const char* v = std::getenv("CONVX_TCW3");
-  return v == nullptr || v[0] != '0';
-}
-
 void depthwise_weight_grad(const ConvArgs& a, const Tensor& input, const Tensor& grad_output,
                            const Tensor& grad_weight) {
   c10::cuda::CUDAGuard guard(input.device());
@@ -638,7 +631,7 @@ void depthwise_weight_grad(const ConvArgs& a, const Tensor& input, const Tensor&
       scalar_t* wp = gw.mutable_data_ptr<scalar_t>();
       auto launch3d = cl ? launch_cl_wgrad_depth3d<scalar_t> : launch_nc_wgrad_depth3d<scalar_t>;
       done = launch_tc_wgrad1d<scalar_t>(xp, gp, wp, P, cl, x, stream) ||
-             (tcw3_enabled() && launch_tc_wgrad3d<scalar_t>(xp, gp, wp, P, cl, x, stream)) || launch3d(xp, gp, wp, P, x, stream) ||
+             launch_tc_wgrad3d<scalar_t>(xp, gp, wp, P, cl, x, stream) || launch3d(xp, gp, wp, P, x, stream) ||
              launch(xp, gp, wp, P, x, stream);
     });
     if (done) {

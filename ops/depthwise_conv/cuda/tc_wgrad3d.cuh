@@ -1,31 +1,36 @@
 // Weight-grads of KD x 3 x 3 depthwise filters (KD 3 or 5; X3D's k3 and k5x3x3) at stride 1,
-// multiplier 1, in fp16 / bf16 on tensor cores, deterministic: NCDHW (tcw3_nc).
+// multiplier 1, in fp16 / bf16 on tensor cores, deterministic: NCDHW (tcw3_nc) and NDHWC (tcw3_cl).
 //
 // Why: the CUDA-core kernels (nc_wgrad_depth3d, cl_wgrad_depth3d) spend 45 fp32 FMAs plus
 // conversions per output position and ran the X3D k5x3x3 bf16 weight-grad at ~19% of the FMA
-// peak (1.1 ms for 617 MB of x and dy). Here, per channel and output row (t, h) and 16 columns
-// starting at w0 (16-aligned in the staged row):
-//     D[m][n] += sum_k X[t + a - pd][h + b - ph][w0 + k] * DY[t][h][w0 + k - n + pw]
-// with m = 3a + b (the filter's 3 KD rows of 3 taps), n = d (the column tap): one m16n8k16 step
-// (mma16.cuh: exact products, fp32 sums) whose D[m][n] (m < 3 KD, n < 3) is gw[a][b][d]'s share
-// of the 16 columns: every product x[i] * dy[o] with i = o + d - pw lands in the right tap, and
-// those whose x lies in the padding are zero (so summing over the staged x columns covers them
-// all). 45 (27) of the step's 128 outputs are used; the operands come from shared memory: A by
-// ldmatrix (rows m at the X rows (a, b) of the output row), B (a dy row shifted by n) from two
-// aligned words and a funnel shift, so the columns need no alignment of their own.
+// peak (1.1 ms for 617 MB of x and dy). Here, per channel, pair of output rows (t, h + s), s < 2,
+// and 16 columns starting at w0 (16-aligned in the staged row):
+//     D[m][n] += sum_k X[t + a - pd][h + r - ph][w0 + k] * DY[t][h + s][w0 + k - d + pw]
+// with m = 4a + r (the 4 KD X rows the pair meets: a < KD, r < 4) and n = d + 3s (column tap d
+// of dy row s): one m16n8k16 step per 16 rows of A (mma16.cuh: exact products, fp32 sums; KD 3:
+// one, 12 rows; KD 5: two, 16 + 4 rows). D[m][n] with r - s = b in [0, 3) is gw[a][b][d]'s share:
+// every product x[i] * dy[o] with i = o + d - pw lands in the right tap, and those whose x lies in
+// the padding are zero (so summing over the staged x columns covers them all); gw[a][b][d] =
+// D[4a + b][d] + D[4a + b + 1][d + 3] at the end. 90 of the KD 5 steps' 256 outputs are used (54
+// of 128 for KD 3); per pair and 16 columns the operands cost 10 (KD 3: 8) shared-memory
+// wavefronts: A by ldmatrix (x4, and x2 for KD 5's last 4 rows), B (dy rows shifted by d) by two
+// aligned words and a funnel shift per register, so the columns need no alignment of their own.
+// (One output row per step, M = the 3 KD rows (a, b), N = d, took 16 wavefronts per two rows and
+// 1.25x the time: bench/results/h100/session10/x3dwg_call1_bench.log.)
 //
-// Tiles: 8 output depths x 8 output rows x 64 input columns of one (sample, channel); staged by
-// 16-byte cp.async (zero-filled off the tensor) when rows are whole aligned vectors, else value by
-// value; double-buffered so that the next tile's loads fly during this tile's 256 steps. Warp w
-// takes the tile's output rows h0 + w at each depth, 4 independent accumulators (one per 16
-// columns). Shared layout per buffer: X planes of 10 rows of 72 values (9 16-byte units: odd) and
-// a plane stride of 3 row strides mod 8 units, so the 8 rows of each ldmatrix phase (rows (a, b)
-// at a plane stride times a plus b row strides, 3a + b = 8 consecutive values) fall on 8
-// different bank groups; dy rows of 80 values (column j = dy column xc0 - 8 + j).
+// NCDHW: tiles of 8 output depths x 8 output rows x 64 input columns of one (sample, channel);
+// staged by 16-byte cp.async (zero-filled off the tensor) when rows are whole aligned vectors,
+// else value by value; double-buffered so that the next tile's loads fly during this tile's
+// steps. Warp w takes the row pair 2 (w % 4) at depths w / 4 + 2i, 4 independent accumulators per
+// A tile (one per 16 columns). Shared layout per buffer: X planes of 10 rows of 72 values (9
+// 16-byte units: odd) and a plane stride of 4 row strides mod 8 units, so the 8 rows of each
+// ldmatrix phase (X rows (a, r) at a plane strides plus r row strides, 4a + r = 8 consecutive
+// values) fall on 8 different bank groups; dy rows of 80 values (column j = dy column xc0 - 8 + j).
+// NDHWC: blocks of 8 channels and 4 x 4-row tiles staged transposed into the same layout (below).
 //
-// Deterministic: a block is one channel x a fixed chunk of its tiles (from the shapes alone); the
-// sums are in a fixed order (steps in tile order, the 4 accumulators, the 8 warps, then the
-// blocks' partials [channel][chunk][tap] by sum_slots in chunk order).
+// Deterministic: a block is one channel (NDHWC: 8) x a fixed chunk of its tiles (from the shapes
+// alone); the sums are in a fixed order (steps in tile order, the accumulators, the warps, then
+// the blocks' partials [channel][chunk][tap] by sum_slots in chunk order).
 #pragma once
 
 #include "ops/depthwise_conv/cuda/mma16.cuh"
@@ -70,10 +75,12 @@ struct Tcw3 {
 };
 
 // Stride 1, multiplier 1, KD x 3 x 3 with KD 3 or 5, padding 0 ... k - 1 per dim, N > 0, a
-// (sample, channel) volume below 2^31 values, tile counts within 32 bits; NDHWC (cl): channels a
-// multiple of 8 and x, dy 16-byte aligned (`aligned`). About `target` blocks in all (the chunks
+// (sample, channel) volume below 2^31 values, tile counts within 32 bits; NDHWC (cl): KD 5,
+// channels a multiple of 8 and x, dy 16-byte aligned (`aligned`). About `target` blocks in all (the chunks
 // from the shapes alone).
 inline bool tcw3_plan(Tcw3& L, const Plan& P, bool cl, int64_t target, bool aligned) {
+  // NDHWC k3 measured slower than cl_wgrad_depth3d (X3D bf16: 725 against 548 us, session 10).
+  if (cl && P.k[0] != 5) return false;
   if (P.phases != 1 || P.S[0] != 1 || P.S[1] != 1 || P.S[2] != 1 || P.in_div != 1 || P.J != 1) return false;
   if ((P.k[0] != 3 && P.k[0] != 5) || P.k[1] != 3 || P.k[2] != 3 || P.N <= 0 || P.out_c <= 0) return false;
   if (cl && (!aligned || P.out_c % kTcw3ClCh != 0)) return false;
