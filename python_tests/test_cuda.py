@@ -1125,7 +1125,7 @@ def test_depthwise_depth3d(dtype, placement):
 # k5x3x3 'same' at 56-wide rows (NCDHW 16-byte staging, 2 depth tiles, 7 row tiles), 192
 # channels in chunks, k3, no padding on odd widths (NCDHW value staging), padding k - 1 (output
 # wider than the input), two column tiles (width 72), odd sizes everywhere, batch 1 and 0;
-# channels not a multiple of 8 (NDHWC declines), depth stride 2 and padding beyond k - 1 keep the
+# NDHWC k3, channels not a multiple of 8 (NDHWC), depth stride 2 and padding beyond k - 1 keep the
 # CUDA-core kernels.
 TC_WGRAD3D_CASES = [  # (N, C, size, KD, stride, padding)
     (2, 8, (16, 56, 56), 5, (1, 1, 1), (2, 1, 1)),

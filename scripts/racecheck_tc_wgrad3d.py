@@ -8,7 +8,8 @@ import convx  # noqa: F401  (loads the operator library)
 
 ops = torch.ops.convx
 # (N, C, size, KD, padding): X3D k5x3x3 'same' on 56-wide rows (several tiles and chunks), k3 on
-# an odd width (NCDHW value staging), k5 with no padding and two column tiles
+# an odd width (NCDHW value staging; NDHWC k3 is cl_wgrad_depth3d's), k5 with no padding and two
+# column tiles
 CASES = [(1, 8, (10, 12, 56), 5, (2, 1, 1)), (2, 8, (5, 9, 19), 3, (1, 1, 1)), (1, 8, (6, 5, 72), 5, (0, 0, 0))]
 for layout in ("ncdhw", "ndhwc"):
     for N, C, size, kd, p in CASES:
