@@ -76,8 +76,8 @@ struct Tcw3 {
 
 // Stride 1, multiplier 1, KD x 3 x 3 with KD 3 or 5, padding 0 ... k - 1 per dim, N > 0, a
 // (sample, channel) volume below 2^31 values, tile counts within 32 bits; NDHWC (cl): KD 5,
-// channels a multiple of 8 and x, dy 16-byte aligned (`aligned`). About `target` blocks in all (the chunks
-// from the shapes alone).
+// channels a multiple of 8 and x, dy 16-byte aligned (`aligned`). About `target` blocks in all
+// (the chunks from the shapes alone).
 inline bool tcw3_plan(Tcw3& L, const Plan& P, bool cl, int64_t target, bool aligned) {
   // NDHWC k3 measured slower than cl_wgrad_depth3d (X3D bf16: 725 against 548 us, session 10).
   if (cl && P.k[0] != 5) return false;
@@ -158,13 +158,16 @@ __host__ __device__ constexpr int tcw3_mt() {
   return KD > 4 ? 2 : 1;
 }
 
-// ldmatrix.x2: a[0] and a[2] of an A fragment whose rows 0-7 (columns 8 (lane / 8) + [0, 8) start
-// at lane (< 16)'s p; a[1] = a[3] = 0 (rows 8-15). CPU harness: the shim's shuffle.
+// ldmatrix.x2: a[0] and a[2] of an A fragment whose row lane % 8, columns 8 (lane / 8) + [0, 8),
+// starts at lane (< 16)'s p; a[1] = a[3] = 0 (rows 8-15). CPU harness: the shim's shuffle.
 #if defined(__CUDACC__)
 __device__ __forceinline__ void tcw3_ldsm_x2(uint32_t (&a)[4], const uint32_t* p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(p));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n" : "=r"(a[0]), "=r"(a[2]) : "r"(addr) : "memory");
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
+               : "=r"(a[0]), "=r"(a[2])
+               : "r"(addr)
+               : "memory");
 #else
   __trap();  // launchers take the tensor-core kernels on sm_80 and newer only
 #endif
@@ -453,7 +456,8 @@ tcw3_cl(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ p
   __syncthreads();
   const int64_t co = c0 + warp;
   for (int i = lane; warp < kTcw3ClCh && i < NV; i += 32) {  // a channel's two warps in order; 45 taps: two rounds
-    const float s = tcw3_tap(red + warp * tcw3_mt<KD>() * 128, i) + tcw3_tap(red + (warp + kTcw3ClCh) * tcw3_mt<KD>() * 128, i);
+    constexpr int RW = tcw3_mt<KD>() * 128;  // floats per warp
+    const float s = tcw3_tap(red + warp * RW, i) + tcw3_tap(red + (warp + kTcw3ClCh) * RW, i);
     if (L.chunks == 1) {
       gw[co * NV + i] = static_cast<T>(s);
     } else {
