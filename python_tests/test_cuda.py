@@ -1226,6 +1226,87 @@ def test_depthwise_depth3d(dtype, placement):
                                        msg=lambda m: f"case {i} {what}: {m}")
 
 
+# The tensor-core weight-grad of KD x 3 x 3 filters in fp16 / bf16 (tc_wgrad3d.cuh): X3D's
+# k5x3x3 'same' at 56-wide rows (NCDHW 16-byte staging, 2 depth tiles, 7 row tiles), 192
+# channels in chunks, k3, no padding on odd widths (NCDHW value staging), padding k - 1 (output
+# wider than the input), two column tiles (width 72), odd sizes everywhere, batch 1 and 0;
+# NDHWC k3, channels not a multiple of 8 (NDHWC), depth stride 2 and padding beyond k - 1 keep the
+# CUDA-core kernels.
+TC_WGRAD3D_CASES = [  # (N, C, size, KD, stride, padding)
+    (2, 8, (16, 56, 56), 5, (1, 1, 1), (2, 1, 1)),
+    (1, 192, (16, 14, 56), 5, (1, 1, 1), (2, 1, 1)),
+    (2, 4, (4, 5, 24), 3, (1, 1, 1), (1, 1, 1)),
+    (1, 8, (7, 6, 19), 5, (1, 1, 1), (0, 0, 0)),
+    (1, 2, (3, 4, 8), 3, (1, 1, 1), (2, 2, 2)),
+    (1, 8, (5, 3, 72), 5, (1, 1, 1), (4, 2, 1)),
+    (3, 8, (2, 9, 7), 3, (1, 1, 1), (1, 0, 1)),
+    (1, 3, (6, 7, 16), 5, (1, 1, 1), (2, 1, 1)),
+    (4, 16, (17, 23, 33), 3, (1, 1, 1), (1, 1, 1)),
+    (0, 8, (4, 6, 8), 5, (1, 1, 1), (2, 1, 1)),
+    (2, 4, (7, 9, 10), 3, (2, 1, 1), (1, 1, 1)),
+    (1, 4, (6, 8, 16), 3, (1, 1, 1), (1, 3, 1)),
+]
+
+
+@pytest.mark.parametrize("placement", ["ncdhw", "ncdhw_off1", "strided", "ndhwc"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+def test_depthwise_tc_wgrad3d(dtype, placement):
+    """Weight-grad of KD x 3 x 3 16-bit filters against float64 on the same rounded data, on
+    poisoned memory, bitwise repeatable. `ncdhw_off1`: input and gradient one element past an
+    aligned address (staged value by value); `strided`: every other element of a wider last dim
+    (the op makes them dense); `ndhwc`: channels_last_3d."""
+    import torch.nn.functional as F
+
+    tol = {torch.float16: 4e-3, torch.bfloat16: 2e-2}[dtype]
+
+    def place(t):
+        if placement == "ncdhw":
+            return t.to(DEV, dtype)
+        if placement == "ncdhw_off1":
+            flat = torch.empty(t.numel() + 1, device=DEV, dtype=dtype)[1:]
+            return flat.view(t.shape).copy_(t)
+        if placement == "strided":
+            wide = torch.empty(*t.shape[:-1], 2 * t.shape[-1], device=DEV, dtype=dtype)[..., ::2]
+            return wide.copy_(t)
+        return t.to(DEV, dtype).contiguous(memory_format=torch.channels_last_3d)
+
+    for i, (N, C, size, kd, s, p) in enumerate(TC_WGRAD3D_CASES):
+        gen = torch.Generator().manual_seed(310 + i)
+        x = place(torch.randn(N, C, *size, generator=gen))
+        w = torch.randn(C, 1, kd, 3, 3, generator=gen).to(DEV, dtype)
+        xr, wr = x.double(), w.double().requires_grad_()
+        ref = F.conv3d(xr, wr, None, s, p, 1, C)
+        gy = place(torch.randn(ref.shape, generator=gen))
+        (gw_ref,) = torch.autograd.grad(ref, (wr,), gy.double())
+        what = f"case {i} {dtype} {placement}"
+        op = torch.ops.convx.conv3d_weight_grad
+        poison()
+        with deterministic():
+            gw = op(x, list(w.shape), gy, s, p, [1, 1, 1], C)
+            poison()
+            gw2 = op(x, list(w.shape), gy, s, p, [1, 1, 1], C)
+        scale = max(1.0, float(gw_ref.abs().max()))
+        assert not torch.isnan(gw).any(), f"{what}: NaN (unwritten element)"
+        torch.testing.assert_close(gw.double() / scale, gw_ref / scale, rtol=tol, atol=tol, msg=lambda m: f"{what}\n{m}")
+        assert torch.equal(gw, gw2), f"{what}: not bitwise repeatable"
+
+
+def test_depthwise_tc_wgrad3d_beyond_2_pow_31_elements():
+    """The tensor-core 3-D weight-grad on NCDHW tensors of more than 2^31 elements (64-bit channel
+    offsets): the first and last channels' weight-grads against aten in float32."""
+    if torch.cuda.mem_get_info()[0] < 20e9:
+        pytest.skip("needs >= 20 GB of free GPU memory")
+    x = torch.empty(1, 1100, 16, 256, 480, device=DEV, dtype=torch.bfloat16).uniform_(-1, 1)
+    gy = torch.empty_like(x).uniform_(-1, 1)
+    assert x.numel() > 2**31
+    gw = torch.ops.convx.conv3d_weight_grad(x, [1100, 1, 5, 3, 3], gy, [1, 1, 1], [2, 1, 1], [1, 1, 1], 1100)
+    for c in (0, 1099):
+        ref = torch.nn.grad.conv3d_weight(x[:, c : c + 1].float(), (1, 1, 5, 3, 3), gy[:, c : c + 1].float(), 1, (2, 1, 1))
+        scale = float(ref.abs().max())
+        torch.testing.assert_close(gw[c : c + 1].float() / scale, ref / scale, rtol=2e-2, atol=2e-2)
+    del x, gy
+
+
 def test_depthwise_depth3d_channels_last_beyond_2_pow_31_elements():
     """The channels-last depth-streaming forward (cl_depth3d.cuh) on an NDHWC tensor of more than
     2^31 elements (64-bit offsets): the first and last two output depth planes against aten."""

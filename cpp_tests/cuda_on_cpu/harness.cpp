@@ -1,4 +1,4 @@
-// The depthwise CUDA kernels' sources (nc_stream.cuh, nc_stride2_dgrad.cuh, nc_plane.cuh, nc_depth3d.cuh, cl_depth3d.cuh, cl_row1d.cuh, tc_row1d.cuh, tc_rows_nc.cuh, row1d.cuh, row_warp.cuh, tc_wgrad1d.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu (both weight-grads), the plans of
+// The depthwise CUDA kernels' sources (nc_stream.cuh, nc_stride2_dgrad.cuh, nc_plane.cuh, nc_depth3d.cuh, cl_depth3d.cuh, cl_row1d.cuh, tc_row1d.cuh, tc_rows_nc.cuh, row1d.cuh, row_warp.cuh, tc_wgrad1d.cuh, tc_wgrad3d.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu (both weight-grads), the plans of
 // depthwise_conv.cu) run on the CPU through shim.h and compared with aten in float64, with
 // poisoned outputs and workspaces: the index arithmetic, tiles, phases, shared-memory layout,
 // barriers and fixed-order reductions of every specialisation, without a GPU. The launch glue
@@ -6,6 +6,7 @@
 // substitute for python_tests/test_cuda.py on a GPU. Run: cpp_tests/cuda_on_cpu/run.sh
 #include "shim.h"
 #include <ATen/ATen.h>
+#include <array>
 #include <cstdio>
 #include "ops/common/args.h"
 
@@ -24,6 +25,7 @@
 #include "tc_row1d.cuh"
 #include "tc_wgrad1d.cuh"
 #include "tc_rows_nc.cuh"
+#include "tc_wgrad3d.cuh"
 #include "ops/depthwise_conv/cuda/wgrad_sum.cuh"
 namespace convx::cuda {
 namespace {
@@ -1300,7 +1302,105 @@ void tcw_cases() {
   tcw_case<at::BFloat16>(40, 8, 60, 31, 15, 1e-2);  // (N, L, C) in 10 chunks: the last block's sum, 8 + 2
   std::printf("tc_wgrad1d: %d launches checked\n", tcw_taken);
 }
+// ---- tc_wgrad3d.cu's tensor-core weight-grad (KD x 3 x 3, fp16 / bf16, NCDHW and NDHWC) ----
+static int tcw3_taken = 0;
+// The launcher's kernel and (several chunks) sum_slots on poisoned partials and gw, with
+// `target` blocks; undefined when the plan is declined.
+template <typename T, int KD>
+Tensor tcw3_run(const T* x, const T* gy, const Plan& P, bool cl, bool aligned, int64_t target, int64_t* chunks,
+                bool* vec) {
+  Tcw3 L{};
+  if (!tcw3_plan(L, P, cl, target, aligned)) return Tensor();
+  constexpr int NV = 9 * KD;
+  Tensor gw = at::full({P.out_c * NV}, NAN, c10::CppTypeToScalarType<T>::value);
+  Tensor part = at::full({P.out_c * L.chunks * NV}, NAN, at::kFloat);
+  *chunks = L.chunks;
+  *vec = L.vec;
+  g_smem_bytes = tcw3_smem_bytes<KD>(cl);
+  launch(dim3{L.groups * L.chunks}, dim3{unsigned(cl ? kTcw3ClThreads : kTcw3Threads)}, [&] {
+    if constexpr (KD == 5) {  // tcw3_plan takes NDHWC for KD 5 only
+      if (cl) return tcw3_cl<T, KD>(x, gy, part.data_ptr<float>(), gw.data_ptr<T>(), L);
+    }
+    tcw3_nc<T, KD>(x, gy, part.data_ptr<float>(), gw.data_ptr<T>(), L);
+  });
+  if (L.chunks > 1) {
+    launch(dim3{unsigned(ceil_div(P.out_c * NV, 256))}, dim3{256},
+           [&] { sum_slots<T>(part.data_ptr<float>(), gw.data_ptr<T>(), P.out_c, L.chunks, NV); });
+  }
+  return gw;
+}
+// One problem in both layouts against float64 on the same rounded data, as allocated and one
+// element past a 16-byte boundary (NCDHW: staged value by value; NDHWC: declined), with 1 and
+// 4096 blocks' worth of chunks. `takes`: whether the plan is one the kernel covers (NDHWC: also
+// KD 5 and channels a multiple of 8).
+template <typename T>
+void tcw3_case(int64_t N, int64_t C, std::array<int64_t, 3> sz, int KD, std::array<int64_t, 3> pad, int64_t stride,
+               bool takes, double tol) {
+  at::manual_seed(11);
+  const auto dt = c10::CppTypeToScalarType<T>::value;
+  Tensor x = at::randn({N, C, sz[0], sz[1], sz[2]}).to(dt), w = at::randn({C, 1, KD, 3, 3});
+  Tensor y = at::conv3d(x.to(at::kDouble), w.to(at::kDouble), Tensor(), stride, {pad[0], pad[1], pad[2]}, 1, C);
+  Tensor gy = at::randn(y.sizes()).to(dt);
+  const Tensor ref = std::get<1>(at::convolution_backward(
+      gy.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble), std::nullopt, {stride, stride, stride},
+      {pad[0], pad[1], pad[2]}, {1, 1, 1}, false, {0, 0, 0}, C, {false, true, false})).view({-1});
+  Geometry g;
+  g.batch = N, g.in_channels = C, g.out_channels = C, g.groups = C;
+  for (int d = 0; d < 3; ++d) {
+    g.input[d] = sz[d], g.output[d] = y.size(2 + d), g.kernel[d] = d == 0 ? KD : 3, g.padding[d] = pad[d];
+    g.stride[d] = stride;
+  }
+  Plan P{}; Prep Q{};
+  forward_plan(g, P, Q);
+  char name[96];
+  std::snprintf(name, sizeof name, "%s N%ld C%ld %ldx%ldx%ld k%dx3x3 p%ld,%ld,%ld s%ld", dt == at::kHalf ? "fp16" : "bf16",
+                long(N), long(C), long(sz[0]), long(sz[1]), long(sz[2]), KD, long(pad[0]), long(pad[1]), long(pad[2]),
+                long(stride));
+  for (bool cl : {false, true}) {
+    const Tensor xm = cl ? to_cl(x) : x.contiguous(), gm = cl ? to_cl(gy) : gy.contiguous();
+    for (int off : {0, 1}) {
+      Tensor x1 = at::full({xm.numel() + 1}, NAN, xm.options()), g1 = at::full({gm.numel() + 1}, NAN, gm.options());
+      x1.narrow(0, 1, xm.numel()).copy_(xm.flatten());
+      g1.narrow(0, 1, gm.numel()).copy_(gm.flatten());
+      const T* xp = off ? x1.data_ptr<T>() + 1 : xm.data_ptr<T>();
+      const T* gp = off ? g1.data_ptr<T>() + 1 : gm.data_ptr<T>();
+      for (int64_t target : {1, 4096}) {
+        int64_t chunks = 0;
+        bool vec = false;
+        const Tensor r = KD == 5 ? tcw3_run<T, 5>(xp, gp, P, cl, off == 0, target, &chunks, &vec)
+                                 : tcw3_run<T, 3>(xp, gp, P, cl, off == 0, target, &chunks, &vec);
+        const std::string tag = std::string("wgrad tc3d ") + (cl ? "ndhwc" : vec ? "ncdhw vec" : "ncdhw values") +
+                                " chunks " + std::to_string(chunks);
+        const bool expect = takes && !(cl && (off || C % 8 != 0 || KD != 5));
+        if (r.defined() != expect) ++failures;
+        if (r.defined()) {
+          ++tcw3_taken;
+          check(tag.c_str(), r, ref, name, tol);
+        } else {
+          std::printf("%-44s %-34s declined%s\n", name, tag.c_str(), expect ? " FAIL" : "");
+        }
+      }
+    }
+  }
+}
+void tcw3_cases() {
+  // X3D's k5x3x3 'same' on aligned rows (NCDHW 16-byte staging; 2 depth and 2 row tiles cut by
+  // the sizes; NDHWC 2 channel groups), k3 on 24-wide rows, no padding on odd widths (NCDHW value
+  // staging), padding k - 1 on both filters (output wider than the input), two column tiles,
+  // batch 3 in chunks across samples; stride 2, padding beyond k - 1 and NDHWC k3 decline.
+  tcw3_case<at::BFloat16>(1, 16, {9, 10, 16}, 5, {2, 1, 1}, 1, true, 1e-2);
+  tcw3_case<at::Half>(2, 8, {4, 5, 24}, 3, {1, 1, 1}, 1, true, 2e-3);
+  tcw3_case<at::Half>(1, 8, {7, 6, 19}, 5, {0, 0, 0}, 1, true, 2e-3);
+  tcw3_case<at::BFloat16>(1, 3, {3, 4, 8}, 3, {2, 2, 2}, 1, true, 1e-2);
+  tcw3_case<at::Half>(1, 8, {5, 3, 72}, 5, {4, 2, 1}, 1, true, 2e-3);
+  tcw3_case<at::BFloat16>(3, 8, {2, 9, 7}, 3, {1, 0, 1}, 1, true, 1e-2);
+  tcw3_case<at::Half>(1, 8, {5, 6, 8}, 3, {1, 1, 1}, 2, false, 2e-3);
+  tcw3_case<at::Half>(1, 8, {5, 6, 8}, 3, {1, 3, 1}, 1, false, 2e-3);
+  std::printf("tc_wgrad3d: %d launches checked\n", tcw3_taken);
+  if (tcw3_taken == 0) ++failures;
+}
 int main() {
+  tcw3_cases();
   tcw_cases();
   check_fast_div();
   run_case(2, 2, 8, 1, {13, 17}, {3, 3}, {1, 1}, {1, 1});

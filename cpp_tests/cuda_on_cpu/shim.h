@@ -38,7 +38,7 @@ inline unsigned atomicAdd(unsigned* p, unsigned v) {
 template <typename V>
 V __ldcg(const V* p) { return *p; }
 inline unsigned char* g_smem = nullptr; inline size_t g_smem_bytes = 0;
-alignas(16) inline double g_shfl[256];
+alignas(16) inline double g_shfl[512];
 template <typename V>
 V __shfl_xor_sync(unsigned, V v, int off) {
   const int t = threadIdx.x;
@@ -80,7 +80,7 @@ inline void launch(dim3 grid, dim3 block, const std::function<void()>& f) {
 }
 // mma16.cuh's tensor-core step: every lane publishes its A / B fragments; the caller reads its
 // warp's 32 x 6 words, computes its own outputs, then calls shim_warp_release (block-uniform).
-alignas(16) inline uint32_t g_mma[256 * 6];
+alignas(16) inline uint32_t g_mma[512 * 6];
 inline const uint32_t* shim_warp_exchange(const uint32_t (&a)[4], const uint32_t (&b)[2]) {
   const int t = threadIdx.x;
   __syncthreads();

@@ -131,6 +131,13 @@ template <typename T>
 bool launch_tc_wgrad1d(const T* x, const T* gy, T* gw, const Plan& P, bool channels_last, const at::TensorBase& like,
                        cudaStream_t stream);
 
+// Weight-grad of KD x 3 x 3 filters (KD 3 or 5) at stride 1, multiplier 1, fp16 / bf16, on tensor
+// cores (tc_wgrad3d.cuh), NCDHW, deterministic; false when not covered (fp32, channels-last,
+// other filters or strides, padding beyond k - 1, sm < 80).
+template <typename T>
+bool launch_tc_wgrad3d(const T* x, const T* gy, T* gw, const Plan& P, bool channels_last, const at::TensorBase& like,
+                       cudaStream_t stream);
+
 // Channels-last weight-grad, channel multiplier 1, one pass + ordered sum (cl_wgrad.cu).
 template <typename T>
 bool launch_cl_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like,

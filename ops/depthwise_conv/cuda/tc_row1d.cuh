@@ -88,28 +88,6 @@ __device__ __forceinline__ void tc_b_frags(uint32_t (&bf)[KS][2][2], const uint3
   }
 }
 
-// ldmatrix.x4: the A fragment (mma16.cuh's layout) of the 16 x 16 matrix whose row (lane % 8) +
-// 8 (lane / 8 % 2), columns 8 (lane / 16) + [0, 8), starts at this lane's p (16-byte aligned
-// shared memory). The CPU harness gathers the rows through the shim's shuffle (block-uniform).
-#if defined(__CUDACC__)
-__device__ __forceinline__ void tc_ldsm_x4(uint32_t (&a)[4], const uint32_t* p) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(p));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
-               : "r"(addr)
-               : "memory");
-#else
-  __trap();  // launchers take the tensor-core kernels on sm_80 and newer only
-#endif
-}
-#else
-inline void tc_ldsm_x4(uint32_t (&a)[4], const uint32_t* p) {
-  const int lane = static_cast<int>(threadIdx.x % 32), g = lane / 4, t = lane % 4;
-  for (int j = 0; j < 4; ++j) a[j] = __shfl_sync(0xffffffffu, p, 8 * j + g)[t];
-}
-#endif
-
 // This lane's ldmatrix word offsets into a window (tc_wphys layout) for k-steps 0 ... KS - 1.
 template <int KS>
 __device__ __forceinline__ void tc_a_offsets(int (&aoff)[KS], int lane) {
