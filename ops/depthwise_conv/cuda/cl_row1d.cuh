@@ -3,8 +3,10 @@
 // rotated, padding K - 1 - p, which may be negative), channel multiplier 1.
 //
 // A thread owns V channels (one vector load: 16 bytes for the short filters, narrower for the
-// long ones) x R consecutive outputs of one row. It loads all K filter vectors once (prepared
-// [tap][channel] in fp32, as cl_gather reads them) and keeps them in registers, then streams the
+// long ones) x R consecutive outputs of one row. It loads its V channels' K taps once from the
+// layer's own filter ([C][K] in T: V*K consecutive values, K vector loads; flipped for the
+// data-grad; no preparation launch, which was 2.5 us of a 20 us call on short rows, H100 session
+// 10) and keeps them in registers as acc_t, then streams the
 // R + K - 1 input vectors of its column once each -- a warp's channel lanes read consecutive
 // vectors of one position, so each load is one contiguous run -- converts each to fp32 once and
 // adds it into every output it feeds (compile-time taps: the accumulators, weights and the one
@@ -113,10 +115,12 @@ inline unsigned cl_row1d_threads(const ClRow1d& L) {
   return static_cast<unsigned>(ceil_div(int64_t(L.CB) * L.PS, 32) * 32);
 }
 
-template <typename T, int K, int V, int R, int MINB>
+// w: the layer's filter [C][K], aligned to V elements (the launcher checks); FLIP: rotated (the
+// data-grad; a run-time choice spilled fp32 k4 at its 80-register cap).
+template <typename T, int K, int V, int R, int MINB, bool FLIP>
 __global__ void __launch_bounds__(kClRowThreads, MINB)
-cl_row1d(const T* __restrict__ in, const at::opmath_type<T>* __restrict__ w, const T* __restrict__ bias,
-         T* __restrict__ out, const ClRow1d L) {
+cl_row1d(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
+         const ClRow1d L) {
   using acc_t = at::opmath_type<T>;
   constexpr int NX = R + K - 1;                     // input vectors of a strip
   constexpr int XW = static_cast<int>(sizeof(T)) * V / 4;  // 32-bit words per vector
@@ -132,11 +136,24 @@ cl_row1d(const T* __restrict__ in, const at::opmath_type<T>* __restrict__ w, con
   const int c0 = cv * V;
 
   acc_t wv[K][V];
+  {
+    // Channel c0 + v's tap j is element v * K + j of the thread's K vectors (loaded as 32-bit
+    // words, then viewed as T, as the inputs below).
+    const auto* wc = reinterpret_cast<const Pack<uint32_t, XW>*>(w + static_cast<int64_t>(c0) * K);
+    Pack<T, V> f[K];
 #pragma unroll
-  for (int k = 0; k < K; ++k) {
-    const auto p = *reinterpret_cast<const Pack<acc_t, V>*>(w + k * L.C + c0);
+    for (int j = 0; j < K; ++j) {
+      const auto raw = wc[j];
+      memcpy(&f[j], &raw, sizeof(raw));
+    }
 #pragma unroll
-    for (int v = 0; v < V; ++v) wv[k][v] = p.v[v];
+    for (int k = 0; k < K; ++k) {
+#pragma unroll
+      for (int v = 0; v < V; ++v) {
+        const int e = v * K + (FLIP ? K - 1 - k : k);
+        wv[k][v] = static_cast<acc_t>(f[e / V].v[e % V]);
+      }
+    }
   }
   acc_t acc[R][V];
   {
@@ -179,6 +196,139 @@ cl_row1d(const T* __restrict__ in, const at::opmath_type<T>* __restrict__ w, con
 #pragma unroll
     for (int v = 0; v < V; ++v) ov.v[v] = static_cast<T>(acc[r][v]);
     *reinterpret_cast<Pack<T, V>*>(o + static_cast<int64_t>(r) * L.C) = ov;
+  }
+}
+
+// ---------------------------------------------------------------- weight-grad (2-4 taps)
+// gw[c][t] = sum over rows and outputs o of dy[row][o][c] * x[row][o - pad + t][c], deterministic.
+// Why not cl_wgrad_partial (the general channels-last weight-grad): for short 1-D rows it ran at
+// strips of 4 outputs (each strip re-loads its K - 1 halo vectors: 1.5 x-loads per output at 3
+// taps) with a 3-D item split and a column mask per item: short_k3 bf16 (N, L, C) 25 us for 50
+// MB (2 TB/s), H100 session 10.
+// Here a thread owns V channels (16 bytes) and walks items = (row, strip of R outputs) of its
+// block's fixed range; per item it loads the R dy vectors and R + K - 1 x vectors once (a window
+// of K x vectors moved one position per output), in fp32 registers: K x V tap sums. Block: CB
+// channel-vector lanes x PS strip lanes as cl_row1d's (the PS lanes take consecutive strips, so
+// the halo vectors two strips share come from L1). The PS lanes' sums are added in lane order
+// through shared memory; with one chunk per channel chunk that is the weight-grad, written by the
+// block, else one partial per block [channel][chunk][tap] that sum_slots adds in order. The
+// chunks depend on the shapes only.
+struct ClRow1dW {
+  int in_len, out_len, pad, C, cvecs, CB, PS;
+  uint32_t strips, items, chunk, chunks, cchunks;  // items = rows * strips; blocks = cchunks * chunks
+};
+
+// Blocks of one wave at 3 per SM on an H100 (132 SMs): a constant, so that the chunks (and the
+// bits of the result) depend on the shapes only.
+constexpr int64_t kClRowWgradWave = 132 * 3;
+
+// The block shape and item split for V channels per thread and strips of R outputs; false when
+// the problem does not fit the 32-bit item math.
+inline bool cl_row1d_wgrad_tile(ClRow1dW& L, int64_t rows, int64_t in_len, int64_t out_len, int64_t pad, int64_t C,
+                                int V, int R, int64_t wave = kClRowWgradWave) {
+  ClRow1d F{};
+  if (!cl_row1d_tile(F, rows, in_len, out_len, pad, C, V, R)) return false;
+  const int64_t strips = ceil_div(out_len, R), items = rows * strips;
+  if (items >= (int64_t(1) << 31)) return false;
+  L.in_len = F.in_len;
+  L.out_len = F.out_len;
+  L.pad = F.pad;
+  L.C = F.C;
+  L.cvecs = F.cvecs;
+  L.CB = F.CB;
+  L.PS = kClRowThreads / F.CB;
+  L.cchunks = F.cchunks;
+  // One wave of blocks, each lane at least 2 items.
+  int64_t chunks = std::clamp<int64_t>(ceil_div(wave, F.cchunks), 1,
+                                       std::max<int64_t>(1, items / (2 * int64_t(L.PS))));
+  const int64_t chunk = ceil_div(items, chunks);
+  chunks = ceil_div(items, chunk);
+  if (int64_t(F.cchunks) * chunks >= (int64_t(1) << 31)) return false;
+  L.strips = static_cast<uint32_t>(strips);
+  L.items = static_cast<uint32_t>(items);
+  L.chunk = static_cast<uint32_t>(chunk);
+  L.chunks = static_cast<uint32_t>(chunks);
+  return true;
+}
+
+// x: [rows][in_len][C], gy: [rows][out_len][C] (C a multiple of V, 16-byte aligned); part:
+// [C][chunks][K] fp32, or null with one chunk: then gw [C][K] is written. Grid: cchunks * chunks
+// blocks of CB * PS threads.
+template <typename T, int K, int V, int R>
+__global__ void __launch_bounds__(kClRowThreads)
+cl_row1d_wgrad(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, T* __restrict__ gw,
+               const ClRow1dW L) {
+  constexpr int XW = static_cast<int>(sizeof(T)) * V / 4;  // 32-bit words per vector
+  __shared__ float red[kClRowThreads * V * K];
+  const uint32_t cc = blockIdx.x % L.cchunks, chunk = blockIdx.x / L.cchunks;
+  const int t = threadIdx.x, cl = t % L.CB, sp = t / L.CB;
+  const int cv = static_cast<int>(cc) * L.CB + cl;
+  const int c0 = cv * V;
+  float acc[K][V];
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+#pragma unroll
+    for (int v = 0; v < V; ++v) acc[k][v] = 0.f;
+  }
+  // One vector of row position p (zero outside [0, n)), as fp32.
+  const auto load = [&](const T* row, int p, int n, float (&f)[V]) {
+    Pack<uint32_t, XW> raw{};
+    if (static_cast<unsigned>(p) < static_cast<unsigned>(n))
+      raw = *reinterpret_cast<const Pack<uint32_t, XW>*>(row + static_cast<int64_t>(p) * L.C);
+    Pack<T, V> e;
+    memcpy(&e, &raw, sizeof(e));
+#pragma unroll
+    for (int v = 0; v < V; ++v) f[v] = static_cast<float>(e.v[v]);
+  };
+  if (sp < L.PS && cv < L.cvecs) {
+    const uint32_t begin = chunk * L.chunk, end = begin + L.chunk < L.items ? begin + L.chunk : L.items;
+    for (uint32_t it = begin + sp; it < end; it += L.PS) {
+      const uint32_t row = it / L.strips;
+      const int o0 = static_cast<int>(it - row * L.strips) * R, i0 = o0 - L.pad;
+      const T* const gr = gy + static_cast<int64_t>(row) * L.out_len * L.C + c0;
+      const T* const xr = x + static_cast<int64_t>(row) * L.in_len * L.C + c0;
+      float xw[K][V];  // xw[k]: input of output o0 + r at tap k
+#pragma unroll
+      for (int k = 0; k + 1 < K; ++k) load(xr, i0 + k, L.in_len, xw[k + 1]);
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+#pragma unroll
+        for (int k = 0; k + 1 < K; ++k) {
+#pragma unroll
+          for (int v = 0; v < V; ++v) xw[k][v] = xw[k + 1][v];
+        }
+        load(xr, i0 + r + K - 1, L.in_len, xw[K - 1]);
+        float g[V];
+        load(gr, o0 + r, L.out_len, g);  // zero past the row's end: adds nothing
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+#pragma unroll
+          for (int v = 0; v < V; ++v) acc[k][v] += g[v] * xw[k][v];
+        }
+      }
+    }
+  }
+  // Fixed-order block sum: the PS strip lanes of each channel in lane order.
+  const int span = L.CB * V;  // channels of the block
+  if (sp < L.PS) {
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+#pragma unroll
+      for (int v = 0; v < V; ++v) red[(sp * K + k) * span + cl * V + v] = acc[k][v];
+    }
+  }
+  __syncthreads();
+  for (int e = t; e < K * span; e += static_cast<int>(blockDim.x)) {
+    const int k = e / span, j = e % span;
+    const int64_t c = static_cast<int64_t>(cc) * span + j;
+    if (c >= L.C) continue;
+    float s = 0.f;
+    for (int q = 0; q < L.PS; ++q) s += red[(q * K + k) * span + j];
+    if (part == nullptr) {
+      gw[c * K + k] = static_cast<T>(s);
+    } else {
+      part[(c * L.chunks + chunk) * K + k] = s;
+    }
   }
 }
 

@@ -38,9 +38,20 @@
 #include <c10/cuda/CUDAStream.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <type_traits>
 
 namespace convx::cuda {
+
+bool ab_old() {  // TEMPORARY A/B knob (session 10)
+  static const bool old = [] {
+    const char* v = std::getenv("CONVX_AB");
+    return v != nullptr && std::strcmp(v, "old") == 0;
+  }();
+  return old;
+}
+
 namespace {
 
 constexpr int kThreads = 256;
@@ -483,6 +494,33 @@ bool launch_tiled(const Tensor& in, const Tensor& weight, const Tensor& bias, co
     if (Q.phases == 1 && Q.T[2] == Q.K[2] &&
         launch_tc_row1d<T>(ip, w.const_data_ptr<T>(), Q.base[2][0], Q.step[2], bp, op, P, cl, stream))
       return true;
+  }
+  // So do the short 1-D rows' kernels (row_warp, cl_row1d; the latter reads 16-byte vectors).
+  if (Q.phases == 1 && Q.T[2] == Q.K[2]) {
+    if (ab_old()) {  // TEMPORARY A/B: the preparation launch before session 10 (same kernels)
+      const T* wo = w.const_data_ptr<T>();
+      Tensor wt;
+      if (!(std::is_same_v<T, float> && !cl && Q.base[2][0] == 0 && Q.step[2] == 1)) {
+        Prep R = Q;
+        R.cl = false;
+        wt = at::empty({P.wphase}, out.options());
+        prepare_weights<T, T><<<blocks_for(wt.numel()), kThreads, 0, stream>>>(wo, wt.mutable_data_ptr<T>(), R);
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+        wo = wt.const_data_ptr<T>();
+        if (cl ? launch_cl_row1d<T>(ip, wo, 0, 1, bp, op, P, stream) : launch_row_warp<T>(ip, wo, 0, 1, bp, op, P, stream))
+          return true;
+      } else if (launch_row_warp<T>(ip, wo, Q.base[2][0], Q.step[2], bp, op, P, stream)) {
+        return true;
+      }
+    } else {
+      const Tensor wa = !cl || aligned(w.const_data_ptr(), 16) ? w : w.clone();
+      const T* wo = wa.const_data_ptr<T>();
+      if (cl ? launch_cl_row1d<T>(ip, wo, Q.base[2][0], Q.step[2], bp, op, P, stream)
+             : launch_row_warp<T>(ip, wo, Q.base[2][0], Q.step[2], bp, op, P, stream))
+        return true;
+    }
+  }
+  if constexpr (sizeof(T) == 2) {
     if (cl && cl_fast_takes(P)) {  // 16-bit weights: the weight tensor's own values
       const Tensor wp = at::empty({Q.phases * P.wphase}, out.options());
       prepare_weights<T, T><<<blocks_for(wp.numel()), kThreads, 0, stream>>>(w.const_data_ptr<T>(), wp.mutable_data_ptr<T>(), Q);
@@ -505,8 +543,8 @@ bool launch_tiled(const Tensor& in, const Tensor& weight, const Tensor& bias, co
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     wq = wp.const_data_ptr<acc_t>();
   }
-  if (cl) return launch_cl_row1d<T>(ip, wq, bp, op, P, stream) || launch_cl_depth3d<T>(ip, wq, bp, op, P, stream) || launch_cl_gather<T>(ip, wq, bp, op, P, stream);
-  return launch_row_warp<T>(ip, wq, bp, op, P, stream) || launch_row1d<T>(ip, wq, bp, op, P, stream) || launch_nc_depth3d<T>(ip, wq, bp, op, P, stream) ||
+  if (cl) return launch_cl_depth3d<T>(ip, wq, bp, op, P, stream) || launch_cl_gather<T>(ip, wq, bp, op, P, stream);
+  return launch_row1d<T>(ip, wq, bp, op, P, stream) || launch_nc_depth3d<T>(ip, wq, bp, op, P, stream) ||
          launch_nc_plane<T>(ip, wq, bp, op, P, stream) || launch_nc_stride2_dgrad<T>(ip, wq, bp, op, P, stream) ||
          launch_nc_stream<T>(ip, wq, bp, op, P, stream) ||
          launch_nc_gather<T>(ip, wq, bp, op, P, stream);
@@ -630,7 +668,8 @@ void depthwise_weight_grad(const ConvArgs& a, const Tensor& input, const Tensor&
       const scalar_t* gp = gy.const_data_ptr<scalar_t>();
       scalar_t* wp = gw.mutable_data_ptr<scalar_t>();
       auto launch3d = cl ? launch_cl_wgrad_depth3d<scalar_t> : launch_nc_wgrad_depth3d<scalar_t>;
-      done = launch_tc_wgrad1d<scalar_t>(xp, gp, wp, P, cl, x, stream) || launch3d(xp, gp, wp, P, x, stream) ||
+      done = launch_tc_wgrad1d<scalar_t>(xp, gp, wp, P, cl, x, stream) ||
+             (cl && launch_cl_row1d_wgrad<scalar_t>(xp, gp, wp, P, x, stream)) || launch3d(xp, gp, wp, P, x, stream) ||
              launch(xp, gp, wp, P, x, stream);
     });
     if (done) {

@@ -12,6 +12,9 @@
 
 namespace convx::cuda {
 
+// TEMPORARY A/B knob (session 10, removed after the measurement): CONVX_AB=old.
+bool ab_old();
+
 // SMs of the current GPU, asked of the driver once per device (nc_stream.cu); the launchers size
 // their grids and tiles by it.
 int64_t sm_count();
@@ -38,10 +41,11 @@ bool launch_nc_stream(const T* in, const at::opmath_type<T>* w, const T* bias, T
 template <typename T>
 bool launch_nc_plane(const T* in, const at::opmath_type<T>* w, const T* bias, T* out,
                      const Plan& P, cudaStream_t stream);
-// The same for 2-, 3-, 4- and 15-tap 1-D rows at stride 1 (forward, stride-1 data-grad), a warp
-// per segment of 16-byte vectors (row_warp.cuh); false when not covered.
+// 2-, 3-, 4- and 15-tap NCL 1-D rows at stride 1 (forward, stride-1 data-grad), a warp per
+// segment of 16-byte vectors (row_warp.cuh); w is the layer's filter [rows][K], tap t of the
+// correlation w[row * K + wbase + wstep * t] (no preparation launch). false when not covered.
 template <typename T>
-bool launch_row_warp(const T* in, const at::opmath_type<T>* w, const T* bias, T* out,
+bool launch_row_warp(const T* in, const T* w, int wbase, int wstep, const T* bias, T* out,
                      const Plan& P, cudaStream_t stream);
 // The same for 31-tap 1-D rows at stride 1 (forward, stride-1 data-grad) through shared memory
 // (row1d.cuh); false when not covered.
@@ -70,10 +74,10 @@ bool launch_tc_row1d(const T* in, const T* w, int wbase, int wstep, const T* bia
                      cudaStream_t stream);
 
 // Channels-last 1-D rows (the (N, L, C) layout; 1 x K filters on NHWC / NDHWC rows): forward and
-// stride-1 data-grad with 2, 3, 4, 15 or 31 taps, multiplier 1 (cl_row1d.cuh); w as
-// launch_cl_gather's. false otherwise (then launch_cl_gather).
+// stride-1 data-grad with 2, 3, 4, 15 or 31 taps, multiplier 1 (cl_row1d.cuh); w, wbase, wstep as
+// launch_row_warp's (wstep 1 or -1). false otherwise (then launch_cl_gather).
 template <typename T>
-bool launch_cl_row1d(const T* in, const at::opmath_type<T>* w, const T* bias, T* out, const Plan& P,
+bool launch_cl_row1d(const T* in, const T* w, int wbase, int wstep, const T* bias, T* out, const Plan& P,
                      cudaStream_t stream);
 
 // Channels-last forward / data-grad, channel multiplier 1: w is [phases][taps][wrows].
@@ -123,6 +127,13 @@ bool launch_nc_wgrad_depth3d(const T* x, const T* gy, T* gw, const Plan& P, cons
 template <typename T>
 bool launch_tc_wgrad1d(const T* x, const T* gy, T* gw, const Plan& P, bool channels_last, const at::TensorBase& like,
                        cudaStream_t stream);
+
+// Channels-last 1-D rows' weight-grad of 2-4 taps at stride 1, multiplier 1 (cl_row1d.cuh):
+// channels a multiple of 16 bytes' elements, 16-byte aligned x and gy; deterministic. false when
+// not covered (then launch_cl_wgrad).
+template <typename T>
+bool launch_cl_row1d_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like,
+                           cudaStream_t stream);
 
 // Channels-last weight-grad, channel multiplier 1, one pass + ordered sum (cl_wgrad.cu).
 template <typename T>
