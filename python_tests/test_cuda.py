@@ -610,8 +610,7 @@ NLC_CASES = [
     (2, 12, 99, 4, "causal", True),
     (2, 6, 50, 31, 15, True),
     (0, 16, 40, 4, "causal", True),
-    # session 10 (cl_row1d_wgrad): short_k3-like 514-wide rows, several chunks per channel chunk
-    # (16 rows), one chunk (1 row: the blocks write the weight-grad), 2 and 4 taps
+    # session 10: short_k3-like 514-wide rows (16 of them), one row, 2 and 4 taps
     (16, 64, 512, 3, "causal", True),
     (1, 24, 300, 2, 1, False),
     (4, 40, 1001, 4, "causal", False),

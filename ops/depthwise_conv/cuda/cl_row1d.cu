@@ -2,16 +2,12 @@
 // 15 and 31 taps at stride 1 in fp32 / fp16 / bf16.
 #include "ops/depthwise_conv/cuda/cl_row1d.cuh"
 #include "ops/depthwise_conv/cuda/launch.h"
-#include "ops/depthwise_conv/cuda/wgrad_sum.cuh"
-
-#include <ATen/ops/empty.h>
 
 #include <c10/cuda/CUDAException.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
 #include <cstdint>
-#include <cstdlib>
 #include <type_traits>
 
 namespace convx::cuda {
@@ -32,44 +28,7 @@ bool run(const T* in, const T* w, int wbase, int wstep, const T* bias, T* out, i
   return true;
 }
 
-template <typename T, int K>
-bool run_wgrad(const T* x, const T* gy, T* gw, int64_t rows, const Plan& P, const at::TensorBase& like,
-               cudaStream_t stream) {
-  constexpr int V = 16 / static_cast<int>(sizeof(T)), R = 8;
-  ClRow1dW L{};
-  if (reinterpret_cast<uintptr_t>(x) % 16 != 0 || reinterpret_cast<uintptr_t>(gy) % 16 != 0) return false;
-  const char* knob = std::getenv("CONVX_CLW_WAVE");  // TEMPORARY: blocks of the weight-grad's wave
-  const int64_t wave = knob ? std::atoll(knob) : kClRowWgradWave;
-  if (!cl_row1d_wgrad_tile(L, rows, P.in[2], P.out[2], P.pad[2][0], P.out_c, V, R, wave)) return false;
-  // One chunk: the blocks write the weight-grad (no partials, no second launch).
-  const bool direct = L.chunks == 1;
-  const at::Tensor part = direct ? at::Tensor() : at::empty({P.out_c, int64_t(L.chunks), K}, like.options().dtype(at::kFloat));
-  const unsigned threads = static_cast<unsigned>(ceil_div(int64_t(L.CB) * L.PS, 32) * 32);
-  cl_row1d_wgrad<T, K, V, R><<<L.cchunks * L.chunks, threads, 0, stream>>>(
-      x, gy, direct ? nullptr : part.mutable_data_ptr<float>(), gw, L);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
-  if (!direct) launch_sum_slots<T>(part.const_data_ptr<float>(), gw, P.out_c, L.chunks, K, stream);
-  return true;
-}
-
 }  // namespace
-
-template <typename T>
-bool launch_cl_row1d_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like,
-                           cudaStream_t stream) {
-  if constexpr (std::is_same_v<T, double>) {
-    return false;  // float64 is for correctness only: the generic kernel
-  } else {
-    int64_t rows = 0;
-    if (ab_old() || !cl_row1d_plan(P, rows)) return false;  // TEMPORARY A/B: cl_wgrad before session 10
-    switch (P.k[2]) {
-      case 2: return run_wgrad<T, 2>(x, gy, gw, rows, P, like, stream);
-      case 3: return run_wgrad<T, 3>(x, gy, gw, rows, P, like, stream);
-      case 4: return run_wgrad<T, 4>(x, gy, gw, rows, P, like, stream);
-      default: return false;
-    }
-  }
-}
 
 template <typename T>
 bool launch_cl_row1d(const T* in, const T* w, int wbase, int wstep, const T* bias, T* out, const Plan& P,
@@ -99,12 +58,5 @@ template bool launch_cl_row1d<c10::BFloat16>(const c10::BFloat16*, const c10::BF
                                              c10::BFloat16*, const Plan&, cudaStream_t);
 
 
-template bool launch_cl_row1d_wgrad<float>(const float*, const float*, float*, const Plan&, const at::TensorBase&, cudaStream_t);
-template bool launch_cl_row1d_wgrad<double>(const double*, const double*, double*, const Plan&, const at::TensorBase&,
-                                            cudaStream_t);
-template bool launch_cl_row1d_wgrad<c10::Half>(const c10::Half*, const c10::Half*, c10::Half*, const Plan&,
-                                               const at::TensorBase&, cudaStream_t);
-template bool launch_cl_row1d_wgrad<c10::BFloat16>(const c10::BFloat16*, const c10::BFloat16*, c10::BFloat16*, const Plan&,
-                                                   const at::TensorBase&, cudaStream_t);
 
 }  // namespace convx::cuda

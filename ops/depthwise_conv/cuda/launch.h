@@ -128,13 +128,6 @@ template <typename T>
 bool launch_tc_wgrad1d(const T* x, const T* gy, T* gw, const Plan& P, bool channels_last, const at::TensorBase& like,
                        cudaStream_t stream);
 
-// Channels-last 1-D rows' weight-grad of 2-4 taps at stride 1, multiplier 1 (cl_row1d.cuh):
-// channels a multiple of 16 bytes' elements, 16-byte aligned x and gy; deterministic. false when
-// not covered (then launch_cl_wgrad).
-template <typename T>
-bool launch_cl_row1d_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like,
-                           cudaStream_t stream);
-
 // Channels-last weight-grad, channel multiplier 1, one pass + ordered sum (cl_wgrad.cu).
 template <typename T>
 bool launch_cl_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like,

@@ -14,6 +14,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <type_traits>
 
 namespace convx::cuda {
@@ -60,11 +61,17 @@ bool run_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBa
     L.chunks = static_cast<uint32_t>(chunks);
     L.segs = fast_div(static_cast<uint32_t>(segs));
   }
+  if (const char* v = std::getenv("CONVX_RWW_CHUNKS")) {  // TEMPORARY knob: chunks per channel
+    const int64_t chunk = ceil_div(L.items_c, std::clamp<int64_t>(std::atoll(v), 1, L.items_c));
+    L.chunk = static_cast<uint32_t>(chunk);
+    L.chunks = static_cast<uint32_t>(ceil_div(L.items_c, chunk));
+  }
   // One chunk per channel: the block's sum is the weight-grad (no partials, no second launch).
   const bool direct = L.chunks == 1 && !ab_old();
   const at::Tensor part = direct ? at::Tensor() : at::empty({P.out_c, int64_t(L.chunks), K}, like.options().dtype(at::kFloat));
   // Blocks no wider than the chunk's items (short rows: fewer idle warps).
-  const int threads = static_cast<int>(std::min<int64_t>(kRowWarpThreads, 32 * int64_t(L.chunk)));
+  const char* tv = std::getenv("CONVX_RWW_THREADS");  // TEMPORARY knob: threads per block
+  const int threads = static_cast<int>(std::min<int64_t>(tv ? std::atoi(tv) : kRowWarpThreads, 32 * int64_t(L.chunk)));
   row_warp_wgrad<T, K, U><<<static_cast<unsigned>(P.out_c * L.chunks), threads, 0, stream>>>(
       x, gy, direct ? nullptr : part.mutable_data_ptr<float>(), gw, L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();

@@ -29,7 +29,7 @@
 // per lane, scalar): a row of 514 bf16 outputs is one segment of 512 plus a short tail, not two
 // segments, the second a whole warp's work for 2-9 outputs (it made the k3 causal forward 1.5x
 // slower than its data-grad, whose rows are 512: H100, session 10).
-// The filter is the layer's own ([out_c][K], any float type): tap t of the correlation is
+// The filter is the layer's own ([out_c][K] in T): tap t of the correlation is
 // w[co * K + wbase + wstep * t] (the data-grad's rotation: wbase K - 1, wstep -1), no preparation
 // launch.
 // Work items are (row, segment), segment fastest; one warp per item in a grid-stride loop over
