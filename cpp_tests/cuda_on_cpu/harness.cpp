@@ -210,8 +210,9 @@ void rw_check(const char* what, const Plan& P, const Prep& Q, const Tensor& src,
     });
   }
 }
-// row_warp.cu's weight-grad (2, 3, 4 taps): partials poisoned, then the ordered chunk sum; one
-// warp per block (per-warp item counts differ, and the shim's shuffles are block-wide).
+// row_warp.cu's weight-grad (2, 3, 4 taps): with one chunk per channel the blocks write gw (as
+// the launcher), else partials poisoned, then the ordered chunk sum; one warp per block
+// (per-warp item counts differ, and the shim's shuffles are block-wide).
 template <typename T, int K>
 Tensor rww_run(const T* x, const T* gy, const Plan& P) {
   RowWarpW L{};

@@ -38,20 +38,9 @@
 #include <c10/cuda/CUDAStream.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <type_traits>
 
 namespace convx::cuda {
-
-bool ab_old() {  // TEMPORARY A/B knob (session 10)
-  static const bool old = [] {
-    const char* v = std::getenv("CONVX_AB");
-    return v != nullptr && std::strcmp(v, "old") == 0;
-  }();
-  return old;
-}
-
 namespace {
 
 constexpr int kThreads = 256;
@@ -495,30 +484,14 @@ bool launch_tiled(const Tensor& in, const Tensor& weight, const Tensor& bias, co
         launch_tc_row1d<T>(ip, w.const_data_ptr<T>(), Q.base[2][0], Q.step[2], bp, op, P, cl, stream))
       return true;
   }
-  // So do the short 1-D rows' kernels (row_warp, cl_row1d; the latter reads 16-byte vectors).
+  // So do the short 1-D rows' kernels (row_warp, cl_row1d; the latter reads 16-byte vectors,
+  // so a misaligned filter is copied first): 2.5 us of a 20 us call on short_k3 (H100, session 10).
   if (Q.phases == 1 && Q.T[2] == Q.K[2]) {
-    if (ab_old()) {  // TEMPORARY A/B: the preparation launch before session 10 (same kernels)
-      const T* wo = w.const_data_ptr<T>();
-      Tensor wt;
-      if (!(std::is_same_v<T, float> && !cl && Q.base[2][0] == 0 && Q.step[2] == 1)) {
-        Prep R = Q;
-        R.cl = false;
-        wt = at::empty({P.wphase}, out.options());
-        prepare_weights<T, T><<<blocks_for(wt.numel()), kThreads, 0, stream>>>(wo, wt.mutable_data_ptr<T>(), R);
-        C10_CUDA_KERNEL_LAUNCH_CHECK();
-        wo = wt.const_data_ptr<T>();
-        if (cl ? launch_cl_row1d<T>(ip, wo, 0, 1, bp, op, P, stream) : launch_row_warp<T>(ip, wo, 0, 1, bp, op, P, stream))
-          return true;
-      } else if (launch_row_warp<T>(ip, wo, Q.base[2][0], Q.step[2], bp, op, P, stream)) {
-        return true;
-      }
-    } else {
-      const Tensor wa = !cl || aligned(w.const_data_ptr(), 16) ? w : w.clone();
-      const T* wo = wa.const_data_ptr<T>();
-      if (cl ? launch_cl_row1d<T>(ip, wo, Q.base[2][0], Q.step[2], bp, op, P, stream)
-             : launch_row_warp<T>(ip, wo, Q.base[2][0], Q.step[2], bp, op, P, stream))
-        return true;
-    }
+    const Tensor wa = !cl || aligned(w.const_data_ptr(), 16) ? w : w.clone();
+    const T* wo = wa.const_data_ptr<T>();
+    if (cl ? launch_cl_row1d<T>(ip, wo, Q.base[2][0], Q.step[2], bp, op, P, stream)
+           : launch_row_warp<T>(ip, wo, Q.base[2][0], Q.step[2], bp, op, P, stream))
+      return true;
   }
   if constexpr (sizeof(T) == 2) {
     if (cl && cl_fast_takes(P)) {  // 16-bit weights: the weight tensor's own values

@@ -12,9 +12,6 @@
 
 namespace convx::cuda {
 
-// TEMPORARY A/B knob (session 10, removed after the measurement): CONVX_AB=old.
-bool ab_old();
-
 // SMs of the current GPU, asked of the driver once per device (nc_stream.cu); the launchers size
 // their grids and tiles by it.
 int64_t sm_count();

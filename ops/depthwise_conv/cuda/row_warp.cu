@@ -14,7 +14,6 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <type_traits>
 
 namespace convx::cuda {
@@ -25,11 +24,6 @@ bool run(const T* in, const T* w, int wbase, int wstep, const T* bias, T* out, c
   constexpr int V = 16 / int(sizeof(T));
   RowWarp L{};
   if (!row_warp_items(L, P, V, U)) return false;
-  if (ab_old()) {  // TEMPORARY A/B: the segments before session 10
-    const int64_t segs = ceil_div(P.out[2] + V - 1, int64_t(32) * U * V);
-    L.items = static_cast<uint32_t>(P.N * P.out_c * segs);
-    L.segs = fast_div(static_cast<uint32_t>(segs));
-  }
   L.wbase = wbase;
   L.wstep = wstep;
   constexpr int warps = kRowWarpThreads / 32;
@@ -49,29 +43,11 @@ bool run_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBa
   constexpr int U = row_warp_vectors<K>();
   RowWarpW L{};
   if (!row_warp_wgrad_items(L, P, 16 / int(sizeof(T)), U)) return false;
-  if (ab_old()) {  // TEMPORARY A/B: the segments before session 10
-    constexpr int V = 16 / int(sizeof(T));
-    const int64_t segs = ceil_div(P.out[2] + V - 1, int64_t(32) * U * V);
-    const int64_t items_c = P.N * segs;
-    int64_t chunks = std::min(ceil_div(2048, P.out_c), std::max<int64_t>(1, items_c / 16));
-    const int64_t chunk = ceil_div(items_c, chunks);
-    chunks = ceil_div(items_c, chunk);
-    L.items_c = static_cast<uint32_t>(items_c);
-    L.chunk = static_cast<uint32_t>(chunk);
-    L.chunks = static_cast<uint32_t>(chunks);
-    L.segs = fast_div(static_cast<uint32_t>(segs));
-  }
-  if (const char* v = std::getenv("CONVX_RWW_CHUNKS")) {  // TEMPORARY knob: chunks per channel
-    const int64_t chunk = ceil_div(L.items_c, std::clamp<int64_t>(std::atoll(v), 1, L.items_c));
-    L.chunk = static_cast<uint32_t>(chunk);
-    L.chunks = static_cast<uint32_t>(ceil_div(L.items_c, chunk));
-  }
   // One chunk per channel: the block's sum is the weight-grad (no partials, no second launch).
-  const bool direct = L.chunks == 1 && !ab_old();
+  const bool direct = L.chunks == 1;
   const at::Tensor part = direct ? at::Tensor() : at::empty({P.out_c, int64_t(L.chunks), K}, like.options().dtype(at::kFloat));
   // Blocks no wider than the chunk's items (short rows: fewer idle warps).
-  const char* tv = std::getenv("CONVX_RWW_THREADS");  // TEMPORARY knob: threads per block
-  const int threads = static_cast<int>(std::min<int64_t>(tv ? std::atoi(tv) : kRowWarpThreads, 32 * int64_t(L.chunk)));
+  const int threads = static_cast<int>(std::min<int64_t>(kRowWarpThreads, 32 * int64_t(L.chunk)));
   row_warp_wgrad<T, K, U><<<static_cast<unsigned>(P.out_c * L.chunks), threads, 0, stream>>>(
       x, gy, direct ? nullptr : part.mutable_data_ptr<float>(), gw, L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
