@@ -610,6 +610,10 @@ NLC_CASES = [
     (2, 12, 99, 4, "causal", True),
     (2, 6, 50, 31, 15, True),
     (0, 16, 40, 4, "causal", True),
+    # session 10: short_k3-like 514-wide rows (16 of them), one row, 2 and 4 taps
+    (16, 64, 512, 3, "causal", True),
+    (1, 24, 300, 2, 1, False),
+    (4, 40, 1001, 4, "causal", False),
 ]
 
 
@@ -829,7 +833,7 @@ def _check_ncl_rows(cases, seed, dtype, misaligned, transposed):
         return flat.view(t.shape).copy_(t)
 
     def close(out, ref, what):
-        scale = max(1.0, float(ref.abs().max()))
+        scale = max(1.0, float(ref.abs().max())) if ref.numel() else 1.0
         assert not torch.isnan(out).any(), f"{what}: NaN (unwritten element)"
         torch.testing.assert_close(out.double() / scale, ref / scale, rtol=tol, atol=tol, msg=lambda m: f"{what}\n{m}")
 
@@ -888,6 +892,14 @@ ROW_WARP_CASES = [  # (N, C, multiplier, L, k, stride, padding, bias)
     (1, 4, 1, 97, 4, 2, 3, True),
     (4, 256, 1, 2048, 4, 1, 3, True),
     (2, 128, 1, 4096, 15, 1, 14, False),
+    # session 10: short_k3's 514-wide causal k3 rows (the tail past a row's last segment), a tail
+    # of up to 32 outputs (535 -> 537), a weight-grad of several chunks per channel (16 rows of
+    # 602), odd lengths with a multiplier, batch 0
+    (4, 24, 1, 512, 3, 1, 2, True),
+    (2, 4, 1, 535, 3, 1, 2, True),
+    (16, 8, 1, 600, 3, 1, 2, False),
+    (3, 5, 2, 517, 2, 1, 1, True),
+    (0, 8, 1, 40, 3, 1, 2, True),
 ]
 
 
@@ -898,6 +910,35 @@ def test_depthwise_row_warp(dtype, misaligned):
     rounded operands, on poisoned memory; `off1`: input and gradient start one element past a
     16-byte boundary (odd lengths give every output row misalignment)."""
     _check_ncl_rows(ROW_WARP_CASES, 170, dtype, misaligned, transposed=False)
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["fp32", "fp16", "bf16"])
+def test_depthwise_short_rows_filter_views(dtype, layout):
+    """row_warp and cl_row1d read the layer's own filter (no preparation launch): a filter one
+    element past an aligned address (a view into a larger tensor: row_warp reads it as it is,
+    cl_row1d's vector loads take an aligned copy), forward and input-grad (the rotated filter) of
+    2-, 3-, 4- and 15-tap rows against float64 on the same rounded operands, poisoned memory."""
+    import torch.nn.functional as F
+
+    tol = {torch.float32: 1e-4, torch.float16: 4e-3, torch.bfloat16: 2e-2}[dtype]
+    ops = torch.ops.convx
+    for i, (N, C, L, k) in enumerate([(2, 16, 515, 3), (2, 32, 300, 2), (1, 8, 1001, 4), (2, 16, 257, 15)]):
+        gen = torch.Generator().manual_seed(240 + i)
+        x = _held(torch.randn(N, C, L, generator=gen), layout).to(DEV, dtype)
+        flat = torch.empty(C * k + 1, device=DEV, dtype=dtype)[1:]
+        w = flat.view(C, 1, k).copy_(torch.randn(C, 1, k, generator=gen))
+        xr, wr = x.double().requires_grad_(), w.double()
+        ref = F.conv1d(xr, wr, None, 1, k - 1, 1, C)
+        gy = _held(torch.randn(ref.shape, generator=gen), layout).to(DEV, dtype)
+        (gx_ref,) = torch.autograd.grad(ref, (xr,), gy.double())
+        poison()
+        y = ops.depthwise_conv1d(x, w, None, [1], [k - 1], [1])
+        gx = ops.conv1d_input_grad(list(x.shape), w, gy, [1], [k - 1], [1], C)
+        for out, r, what in ((y, ref.detach(), "forward"), (gx, gx_ref, "input-grad")):
+            scale = max(1.0, float(r.abs().max()))
+            assert not torch.isnan(out).any(), f"case {i} {what}: NaN"
+            torch.testing.assert_close(out.double() / scale, r / scale, rtol=tol, atol=tol)
 
 
 # Tensor-core 16-bit rows (tc_row1d.cuh), forward and stride-1 data-grad: (N, C, L, k, padding,

@@ -152,14 +152,19 @@ void row_dispatch(const Plan& P, F&& f) {
   }
 }
 void check(const char* what, const Tensor& out, const Tensor& ref, const std::string& name, double tol = 1e-4);
+Tensor to_cl(const Tensor& t);
+Tensor from_cl(const Tensor& t);
 static int rw_taken = 0;  // row_warp launches checked
 // row_warp.cu's launcher (2, 3, 4, 15 taps) with the vector count it uses, one warp per
 // 32-thread block (the shim's barrier is then the warp's), on at most max_blocks blocks: 1 makes
-// the warp walk every item, 2^30 gives one warp per item.
+// the warp walk every item, 2^30 gives one warp per item. w: the layer's filter in T, tap t of the
+// correlation w[row * K + wbase + wstep * t].
 template <typename T, int K, int U>
-bool rw_run(const T* in, const float* w, const T* bias, T* out, const Plan& P, unsigned max_blocks) {
+bool rw_run(const T* in, const T* w, int wbase, int wstep, const T* bias, T* out, const Plan& P, unsigned max_blocks) {
   RowWarp L{};
   if (!row_warp_items(L, P, 16 / int(sizeof(T)), U)) return false;
+  L.wbase = wbase;
+  L.wstep = wstep;
   const unsigned blocks = unsigned(std::min<int64_t>(L.items, max_blocks));
   launch(dim3{blocks}, dim3{32}, [&] { row_warp<T, K, U, 4>(in, w, bias, out, L); });
   return true;
@@ -168,9 +173,10 @@ template <typename T, int K, typename F>
 void rw_each(F& f) {
   for (unsigned mb : {1u, 1u << 30}) {
     const std::string tag = std::string(mb == 1 ? "row_warp 1 warp" : "row_warp") + " u";
-    f(tag + std::to_string(row_warp_vectors<K>()), [mb](const T* in, const float* w, const T* bias, T* out, const Plan& Q) {
-      return rw_run<T, K, row_warp_vectors<K>()>(in, w, bias, out, Q, mb);
-    });
+    f(tag + std::to_string(row_warp_vectors<K>()),
+      [mb](const T* in, const T* w, int wbase, int wstep, const T* bias, T* out, const Plan& Q) {
+        return rw_run<T, K, row_warp_vectors<K>()>(in, w, wbase, wstep, bias, out, Q, mb);
+      });
   }
 }
 template <typename T, typename F>
@@ -180,21 +186,25 @@ void rw_dispatch(const Plan& P, F&& f) {
   if (P.k[2] == 4) rw_each<T, 4>(f);
   if (P.k[2] == 15) rw_each<T, 15>(f);
 }
-// row_warp on src as allocated and on copies of src and of the output one element past a 16-byte
-// boundary (with odd row lengths every row has another input / output misalignment).
+// row_warp on src and the filter wt (T) as allocated and on copies of src, wt and of the output
+// one element past a 16-byte boundary (with odd row lengths every row has another input / output
+// misalignment).
 template <typename T>
-void rw_check(const char* what, const Plan& P, const Tensor& src, const Tensor& wp, const Tensor& bias, const Tensor& ref,
-              const std::string& name, double tol) {
+void rw_check(const char* what, const Plan& P, const Prep& Q, const Tensor& src, const Tensor& wt, const Tensor& bias,
+              const Tensor& ref, const std::string& name, double tol) {
   if (P.in[0] != 1 || P.in[1] != 1) return;  // 1-D rows only
   const auto opts = src.options();
   Tensor src1 = at::full({src.numel() + 1}, NAN, opts), out1 = at::full({ref.numel() + 1}, NAN, opts);
+  Tensor w1 = at::full({wt.numel() + 1}, NAN, opts);
   src1.narrow(0, 1, src.numel()).copy_(src.flatten());
+  w1.narrow(0, 1, wt.numel()).copy_(wt.flatten());
   for (int off : {0, 1}) {
     const T* ip = off ? src1.data_ptr<T>() + 1 : src.data_ptr<T>();
+    const T* wq = off ? w1.data_ptr<T>() + 1 : wt.data_ptr<T>();
     rw_dispatch<T>(P, [&](const std::string& tile, auto run) {
       Tensor o = off ? out1.narrow(0, 1, ref.numel()).view(ref.sizes()) : at::full(ref.sizes(), NAN, opts);
       o.fill_(NAN);
-      if (run(ip, wp.data_ptr<float>(), bias.defined() ? bias.data_ptr<T>() : nullptr, o.data_ptr<T>(), P)) {
+      if (run(ip, wq, Q.base[2][0], Q.step[2], bias.defined() ? bias.data_ptr<T>() : nullptr, o.data_ptr<T>(), P)) {
         ++rw_taken;
         check((std::string(what) + " " + tile + (off ? " off1" : "")).c_str(), o, ref, name, tol);
       } else {
@@ -203,16 +213,22 @@ void rw_check(const char* what, const Plan& P, const Tensor& src, const Tensor& 
     });
   }
 }
-// row_warp.cu's weight-grad (2, 3, 4 taps): partials poisoned, then the ordered chunk sum; one
-// warp per block (per-warp item counts differ, and the shim's shuffles are block-wide).
+// row_warp.cu's weight-grad (2, 3, 4 taps): with one chunk per channel the blocks write gw (as
+// the launcher), else partials poisoned, then the ordered chunk sum; one warp per block
+// (per-warp item counts differ, and the shim's shuffles are block-wide).
 template <typename T, int K>
 Tensor rww_run(const T* x, const T* gy, const Plan& P) {
   RowWarpW L{};
   if (!row_warp_wgrad_items(L, P, 16 / int(sizeof(T)), row_warp_vectors<K>())) return Tensor();
-  Tensor part = at::full({P.out_c, int64_t(L.chunks), K}, NAN, at::kFloat);
   Tensor gw = at::full({P.out_c * K}, NAN, c10::CppTypeToScalarType<T>::value);
+  if (L.chunks == 1) {  // the launcher's direct path: the blocks write gw
+    launch(dim3{unsigned(P.out_c)}, dim3{32},
+           [&] { row_warp_wgrad<T, K, row_warp_vectors<K>()>(x, gy, nullptr, gw.data_ptr<T>(), L); });
+    return gw;
+  }
+  Tensor part = at::full({P.out_c, int64_t(L.chunks), K}, NAN, at::kFloat);
   launch(dim3{unsigned(P.out_c * L.chunks)}, dim3{32},
-         [&] { row_warp_wgrad<T, K, row_warp_vectors<K>()>(x, gy, part.data_ptr<float>(), L); });
+         [&] { row_warp_wgrad<T, K, row_warp_vectors<K>()>(x, gy, part.data_ptr<float>(), gw.data_ptr<T>(), L); });
   launch(dim3{unsigned(ceil_div(P.out_c * K, 256))}, dim3{256},
          [&] { sum_slots<T>(part.data_ptr<float>(), gw.data_ptr<T>(), P.out_c, L.chunks, K); });
   return gw;
@@ -276,13 +292,21 @@ bool cl16_dispatch(const Plan& P, F&& f) {
 // (ClRowTile); false when the plan or filter is not covered.
 static int clr_taken = 0;
 template <typename T, int K>
-bool clr_run(const T* in, const float* w, const T* bias, T* out, const Plan& P) {
+bool clr_run(const T* in, const T* w, int wbase, int wstep, const T* bias, T* out, const Plan& P) {
   using Tile = ClRowTile<T, K>;
   int64_t rows = 0;
   ClRow1d L{};
   if (!cl_row1d_plan(P, rows) || !cl_row1d_tile(L, rows, P.in[2], P.out[2], P.pad[2][0], P.out_c, Tile::V, Tile::R))
     return false;
-  launch(dim3{L.blocks}, dim3{cl_row1d_threads(L)}, [&] { cl_row1d<T, K, Tile::V, Tile::R, Tile::MINB>(in, w, bias, out, L); });
+  const bool flip = wstep < 0;
+  if (wbase != (flip ? K - 1 : 0)) return false;  // the launcher takes the filter as stored or rotated
+  launch(dim3{L.blocks}, dim3{cl_row1d_threads(L)}, [&] {
+    if (flip) {
+      cl_row1d<T, K, Tile::V, Tile::R, Tile::MINB, true>(in, w, bias, out, L);
+    } else {
+      cl_row1d<T, K, Tile::V, Tile::R, Tile::MINB, false>(in, w, bias, out, L);
+    }
+  });
   ++clr_taken;
   return true;
 }
@@ -298,6 +322,19 @@ bool clr_dispatch(const Plan& P, F&& f) {
   C_(2) C_(3) C_(4) C_(15) C_(31)
 #undef C_
   return false;
+}
+// cl_row1d on (N, L, C) memory: src (N, C, L) as a channels-last copy, the filter wt (T) as
+// allocated (16-byte aligned), the forward's bias or none.
+template <typename T>
+void clr_check(const char* what, const Plan& P, const Prep& Q, const Tensor& src, const Tensor& wt, const Tensor& bias,
+               const Tensor& ref, const std::string& name, double tol) {
+  const Tensor sc = to_cl(src);
+  clr_dispatch<T>(P, [&](const std::string& tile, auto run) {
+    Tensor oc = at::full(to_cl(ref).sizes(), NAN, src.options());
+    if (run(sc.data_ptr<T>(), wt.data_ptr<T>(), Q.base[2][0], Q.step[2], bias.defined() ? bias.data_ptr<T>() : nullptr,
+            oc.data_ptr<T>(), P))
+      check((std::string(what) + " " + tile).c_str(), from_cl(oc), ref, name, tol);
+  });
 }
 // cl_depth3d.cu's specialisations (channels-last depth streaming): f(tile, run) with one depth
 // segment per column (target 1) and with the most segments (a huge target); run returns false
@@ -601,7 +638,6 @@ void st_check(const char* what, const Plan& P, const Tensor& src, const Tensor& 
       d3_dispatch<T>(P, &which, one);
     } else {
       st_dispatch<T>(P, &which, one);
-      if (off == 0) rw_check<T>(what, P, src, wp, bias, ref, name, tol);
       row_dispatch<T>(P, [&](const std::string& tile, auto run) {
         Tensor o = off ? out1.narrow(0, 1, ref.numel()).view(ref.sizes()) : at::full(ref.sizes(), NAN, opts);
         o.fill_(NAN);
@@ -700,6 +736,25 @@ void s2_check(const char* what, const Plan& P, const Tensor& src, const Tensor& 
 }
 // ---- end stride-2 data-grad ----
 
+// row_warp and cl_row1d read the layer's own filter in T (no preparation): fp32, fp16 and bf16
+// against float64 on the same T-rounded data and filter (ref(dtype)); cl_row1d where the
+// launcher's channels-last vectors fit (multiplier 1, C a multiple of 16 bytes' elements).
+template <typename F>
+void own_checks(const Plan& P, const Prep& Q, bool dgrad, const Tensor& src, const Tensor& w, const Tensor& bias, F&& ref,
+                bool m1, int64_t C, const std::string& name) {
+  auto one = [&](auto tag, at::ScalarType t, const char* what, double tol, int64_t V) {
+    using T = decltype(tag);
+    const Tensor st = src.to(t), wt = w.to(t).contiguous(), bt = bias.defined() ? bias.to(t) : Tensor();
+    const Tensor r = ref(t);
+    const std::string tagw = std::string(dgrad ? "dgrad" : "fwd") + what + " own-w";
+    rw_check<T>(tagw.c_str(), P, Q, st, wt, bt, r, name, tol);
+    if (m1 && C % V == 0) clr_check<T>(tagw.c_str(), P, Q, st, wt, bt, r, name, tol);
+  };
+  one(float{}, at::kFloat, "", 1e-4, 4);
+  one(at::Half{}, at::kHalf, "16", 2e-3, 8);
+  one(at::BFloat16{}, at::kBFloat16, "bf16", 1e-2, 8);
+}
+
 void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> size, std::vector<int64_t> k,
               std::vector<int64_t> s, std::vector<int64_t> p) {
   at::manual_seed(1);
@@ -741,6 +796,10 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
     nc_dispatch<float>(x.data_ptr<float>(), wp.data_ptr<float>(), b.data_ptr<float>(), out.data_ptr<float>(), P, &which);
     check((std::string("fwd ") + which).c_str(), out, y, name);
     st_check<float>("fwd", P, x, wp, b, y, name, 1e-4);
+    own_checks(P, Q, false, x, w, b, [&](at::ScalarType t) {
+      return at::convolution(x.to(t).to(at::kDouble), w.to(t).to(at::kDouble), b.to(t).to(at::kDouble), s, p, dil, false,
+                             op, C);
+    }, m == 1, C, name);
     // Half storage, float accumulation: against float64 on the same half-rounded data.
     Tensor xh = x.to(at::kHalf), bh = b.to(at::kHalf);
     Tensor yh = at::convolution(xh.to(at::kDouble), w.to(at::kDouble), bh.to(at::kDouble), s, p, dil, false, op, C);
@@ -751,7 +810,6 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
       Tensor xb = x.to(at::kBFloat16), bb = b.to(at::kBFloat16);
       Tensor yb = at::convolution(xb.to(at::kDouble), w.to(at::kDouble), bb.to(at::kDouble), s, p, dil, false, op, C);
       np_check<at::BFloat16>("fwdbf16", P, xb, wp, bb, yb, name, 1e-2);
-      rw_check<at::BFloat16>("fwdbf16", P, xb, wp, bb, yb, name, 1e-2);
     }
     st_check<float, true>("fwd", P, x, wp, b, y, name, 1e-4);
     st_check<at::Half, true>("fwd16", P, xh, wp, bh, yh, name, 2e-3);
@@ -769,11 +827,6 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
         if (run(xc.data_ptr<float>(), wt.data_ptr<float>(), b.data_ptr<float>(), oc.data_ptr<float>(), P))
           check(("fwd " + tile).c_str(), from_cl(oc), y, name);
       });
-      clr_dispatch<float>(P, [&](const std::string& tile, auto run) {
-        Tensor oc = at::full(to_cl(y).sizes(), NAN);
-        if (run(xc.data_ptr<float>(), wt.data_ptr<float>(), b.data_ptr<float>(), oc.data_ptr<float>(), P))
-          check(("fwd " + tile).c_str(), from_cl(oc), y, name);
-      });
       if (C % 8 == 0) {  // 16-bit channels-last takes 16-byte aligned channel rows
         cl_dispatch<at::Half>(P, [&](const std::string& tile, auto run) {
           Tensor oc = at::full(to_cl(y).sizes(), NAN, at::kHalf);
@@ -786,22 +839,6 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
           if (run(xch.data_ptr<at::Half>(), wt.data_ptr<float>(), bh.data_ptr<at::Half>(), oc.data_ptr<at::Half>(), P))
             check(("fwd16 " + tile).c_str(), from_cl(oc), yh, name, 2e-3);
         });
-        clr_dispatch<at::Half>(P, [&](const std::string& tile, auto run) {
-          Tensor oc = at::full(to_cl(y).sizes(), NAN, at::kHalf);
-          if (run(xch.data_ptr<at::Half>(), wt.data_ptr<float>(), bh.data_ptr<at::Half>(), oc.data_ptr<at::Half>(), P))
-            check(("fwd16 " + tile).c_str(), from_cl(oc), yh, name, 2e-3);
-        });
-        {  // bfloat16 (its own conversions): against float64 on the same bf16-rounded data
-          Tensor xcb = to_cl(x.to(at::kBFloat16)), bb = b.to(at::kBFloat16);
-          Tensor yb = at::convolution(x.to(at::kBFloat16).to(at::kDouble), w.to(at::kDouble), bb.to(at::kDouble), s, p, dil,
-                                      false, op, C);
-          clr_dispatch<at::BFloat16>(P, [&](const std::string& tile, auto run) {
-            Tensor oc = at::full(to_cl(y).sizes(), NAN, at::kBFloat16);
-            if (run(xcb.data_ptr<at::BFloat16>(), wt.data_ptr<float>(), bb.data_ptr<at::BFloat16>(),
-                    oc.data_ptr<at::BFloat16>(), P))
-              check(("fwdbf16 " + tile).c_str(), from_cl(oc), yb, name, 1e-2);
-          });
-        }
         // the fast path: 16-bit weights, against float64 on the 16-bit filter
         Tensor wh = w.to(at::kHalf), wp16 = prep16(wh, P, Q);
         Tensor yhh = at::convolution(xh.to(at::kDouble), wh.to(at::kDouble), bh.to(at::kDouble), s, p, dil, false, op, C);
@@ -822,6 +859,10 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
       nc_dispatch<float>(gy.data_ptr<float>(), wp.data_ptr<float>(), nullptr, out.data_ptr<float>(), P, &which);
       check((std::string("dgrad ") + which).c_str(), out, gx_ref, name);
       st_check<float>("dgrad", P, gy, wp, Tensor(), gx_ref, name, 1e-4);
+      own_checks(P, Q, true, gy, w, Tensor(), [&](at::ScalarType t) {
+        return std::get<0>(at::convolution_backward(gy.to(t).to(at::kDouble), x.to(at::kDouble), w.to(t).to(at::kDouble),
+                                                    std::nullopt, s, p, dil, false, op, C, {true, false, false}));
+      }, m == 1, C, name);
       Tensor gyh = gy.to(at::kHalf);
       Tensor gxh = std::get<0>(at::convolution_backward(gyh.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble), std::nullopt,
                                                         s, p, dil, false, op, C, {true, false, false}));
@@ -835,7 +876,6 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
         Tensor gxb = std::get<0>(at::convolution_backward(gyb.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble),
                                                           std::nullopt, s, p, dil, false, op, C, {true, false, false}));
         np_check<at::BFloat16>("dgradbf16", P, gyb, wp, Tensor(), gxb, name, 1e-2);
-        rw_check<at::BFloat16>("dgradbf16", P, gyb, wp, Tensor(), gxb, name, 1e-2);
         s2_check<at::BFloat16>("dgradbf16", P, gyb, wp, b.narrow(0, 0, C).to(at::kBFloat16), gxb, name, 1e-2);
       }
       st_check<float, true>("dgrad", P, gy, wp, Tensor(), gx_ref, name, 1e-4);
@@ -854,11 +894,6 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
           if (run(gc.data_ptr<float>(), wt.data_ptr<float>(), nullptr, oc.data_ptr<float>(), P))
             check(("dgrad " + tile).c_str(), from_cl(oc), gx_ref, name);
         });
-        clr_dispatch<float>(P, [&](const std::string& tile, auto run) {
-          Tensor oc = at::full(to_cl(x).sizes(), NAN);
-          if (run(gc.data_ptr<float>(), wt.data_ptr<float>(), nullptr, oc.data_ptr<float>(), P))
-            check(("dgrad " + tile).c_str(), from_cl(oc), gx_ref, name);
-        });
         if (C % 8 == 0) {  // half storage: against float64 on the same half-rounded gradient
           Tensor gh = gy.to(at::kHalf), gch = to_cl(gh);
           auto gr = at::convolution_backward(gh.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble), std::nullopt, s, p,
@@ -870,11 +905,6 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
               check(("dgrad16 cl " + tile).c_str(), from_cl(oc), std::get<0>(gr), name, 2e-3);
           });
           cl3_dispatch<at::Half>(P, [&](const std::string& tile, auto run) {
-            Tensor oc = at::full(to_cl(x).sizes(), NAN, at::kHalf);
-            if (run(gch.data_ptr<at::Half>(), wt.data_ptr<float>(), nullptr, oc.data_ptr<at::Half>(), P))
-              check(("dgrad16 " + tile).c_str(), from_cl(oc), std::get<0>(gr), name, 2e-3);
-          });
-          clr_dispatch<at::Half>(P, [&](const std::string& tile, auto run) {
             Tensor oc = at::full(to_cl(x).sizes(), NAN, at::kHalf);
             if (run(gch.data_ptr<at::Half>(), wt.data_ptr<float>(), nullptr, oc.data_ptr<at::Half>(), P))
               check(("dgrad16 " + tile).c_str(), from_cl(oc), std::get<0>(gr), name, 2e-3);
@@ -956,8 +986,6 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
       auto gr = at::convolution_backward(from_cl(gh).to(at::kDouble), from_cl(xh).to(at::kDouble), w.to(at::kDouble),
                                          std::nullopt, s, p, dil, false, op, C, {false, true, false});
       const Tensor gw16_ref = std::get<1>(gr);
-      const Tensor rc = clw_dispatch<at::Half>(xh.data_ptr<at::Half>(), gh.data_ptr<at::Half>(), P, false);
-      if (rc.defined()) check("wgrad16 cl", rc.view(gw16_ref.sizes()), gw16_ref, name, 2e-3);
       // depth-streaming channels-last weight-grad: fp32 (32- and 64-bit item split), half
       for (bool wide : {false, true}) {
         int segs = 0;
@@ -1533,6 +1561,12 @@ int main() {
   run_case(1, 2, 3, 2, {129}, {4}, {1}, {3});
   run_case(1, 1, 16, 1, {600}, {15}, {1}, {14});
   run_case(1, 1, 5, 1, {64}, {2}, {1}, {0});
+  // the tail past a row's last segment (session 10): short_k3's 514-wide causal k3 rows (a
+  // 2-9 output tail in 16-bit, a segment + tail in fp32), a tail of up to 32 outputs (537), and a
+  // weight-grad of several chunks per channel (16 rows of 602: 2 / 3 chunks)
+  run_case(1, 2, 3, 1, {512}, {3}, {1}, {2});
+  run_case(1, 1, 8, 1, {535}, {3}, {1}, {2});
+  run_case(1, 16, 2, 1, {600}, {3}, {1}, {2});
   std::printf("row_warp: %d launches checked\n", rw_taken);
   if (rw_taken == 0) ++failures;
   std::printf("row1d: %d launches checked, %d declined\n", row_taken, row_declined);

@@ -7,17 +7,23 @@
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
+#include <cstdint>
 #include <type_traits>
 
 namespace convx::cuda {
 namespace {
 
 template <typename T, int K>
-bool run(const T* in, const float* w, const T* bias, T* out, int64_t rows, const Plan& P, cudaStream_t stream) {
+bool run(const T* in, const T* w, int wbase, int wstep, const T* bias, T* out, int64_t rows, const Plan& P,
+         cudaStream_t stream) {
   using Tile = ClRowTile<T, K>;
   ClRow1d L{};
+  // The filter as stored or rotated, read as V-element vectors.
+  const bool as_stored = wbase == 0 && wstep == 1, rotated = wbase == K - 1 && wstep == -1;
+  if ((!as_stored && !rotated) || reinterpret_cast<uintptr_t>(w) % (sizeof(T) * Tile::V) != 0) return false;
   if (!cl_row1d_tile(L, rows, P.in[2], P.out[2], P.pad[2][0], P.out_c, Tile::V, Tile::R)) return false;
-  cl_row1d<T, K, Tile::V, Tile::R, Tile::MINB><<<L.blocks, cl_row1d_threads(L), 0, stream>>>(in, w, bias, out, L);
+  auto kernel = rotated ? cl_row1d<T, K, Tile::V, Tile::R, Tile::MINB, true> : cl_row1d<T, K, Tile::V, Tile::R, Tile::MINB, false>;
+  kernel<<<L.blocks, cl_row1d_threads(L), 0, stream>>>(in, w, bias, out, L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return true;
 }
@@ -25,7 +31,7 @@ bool run(const T* in, const float* w, const T* bias, T* out, int64_t rows, const
 }  // namespace
 
 template <typename T>
-bool launch_cl_row1d(const T* in, const at::opmath_type<T>* w, const T* bias, T* out, const Plan& P,
+bool launch_cl_row1d(const T* in, const T* w, int wbase, int wstep, const T* bias, T* out, const Plan& P,
                      cudaStream_t stream) {
   if constexpr (std::is_same_v<T, double>) {
     return false;  // float64 is for correctness only: the generic kernel
@@ -33,21 +39,24 @@ bool launch_cl_row1d(const T* in, const at::opmath_type<T>* w, const T* bias, T*
     int64_t rows = 0;
     if (!cl_row1d_plan(P, rows)) return false;
     switch (P.k[2]) {
-      case 2: return run<T, 2>(in, w, bias, out, rows, P, stream);
-      case 3: return run<T, 3>(in, w, bias, out, rows, P, stream);
-      case 4: return run<T, 4>(in, w, bias, out, rows, P, stream);
-      case 15: return run<T, 15>(in, w, bias, out, rows, P, stream);
-      case 31: return run<T, 31>(in, w, bias, out, rows, P, stream);
+      case 2: return run<T, 2>(in, w, wbase, wstep, bias, out, rows, P, stream);
+      case 3: return run<T, 3>(in, w, wbase, wstep, bias, out, rows, P, stream);
+      case 4: return run<T, 4>(in, w, wbase, wstep, bias, out, rows, P, stream);
+      case 15: return run<T, 15>(in, w, wbase, wstep, bias, out, rows, P, stream);
+      case 31: return run<T, 31>(in, w, wbase, wstep, bias, out, rows, P, stream);
       default: return false;
     }
   }
 }
 
-template bool launch_cl_row1d<float>(const float*, const float*, const float*, float*, const Plan&, cudaStream_t);
-template bool launch_cl_row1d<double>(const double*, const double*, const double*, double*, const Plan&, cudaStream_t);
-template bool launch_cl_row1d<c10::Half>(const c10::Half*, const float*, const c10::Half*, c10::Half*, const Plan&,
-                                         cudaStream_t);
-template bool launch_cl_row1d<c10::BFloat16>(const c10::BFloat16*, const float*, const c10::BFloat16*, c10::BFloat16*,
-                                             const Plan&, cudaStream_t);
+template bool launch_cl_row1d<float>(const float*, const float*, int, int, const float*, float*, const Plan&, cudaStream_t);
+template bool launch_cl_row1d<double>(const double*, const double*, int, int, const double*, double*, const Plan&,
+                                      cudaStream_t);
+template bool launch_cl_row1d<c10::Half>(const c10::Half*, const c10::Half*, int, int, const c10::Half*, c10::Half*,
+                                         const Plan&, cudaStream_t);
+template bool launch_cl_row1d<c10::BFloat16>(const c10::BFloat16*, const c10::BFloat16*, int, int, const c10::BFloat16*,
+                                             c10::BFloat16*, const Plan&, cudaStream_t);
+
+
 
 }  // namespace convx::cuda

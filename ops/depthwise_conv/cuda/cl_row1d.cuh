@@ -3,8 +3,10 @@
 // rotated, padding K - 1 - p, which may be negative), channel multiplier 1.
 //
 // A thread owns V channels (one vector load: 16 bytes for the short filters, narrower for the
-// long ones) x R consecutive outputs of one row. It loads all K filter vectors once (prepared
-// [tap][channel] in fp32, as cl_gather reads them) and keeps them in registers, then streams the
+// long ones) x R consecutive outputs of one row. It loads its V channels' K taps once from the
+// layer's own filter ([C][K] in T: V*K consecutive values, K vector loads; flipped for the
+// data-grad; no preparation launch, which was 2.5 us of a 20 us call on short rows, H100 session
+// 10) and keeps them in registers as acc_t, then streams the
 // R + K - 1 input vectors of its column once each -- a warp's channel lanes read consecutive
 // vectors of one position, so each load is one contiguous run -- converts each to fp32 once and
 // adds it into every output it feeds (compile-time taps: the accumulators, weights and the one
@@ -113,10 +115,12 @@ inline unsigned cl_row1d_threads(const ClRow1d& L) {
   return static_cast<unsigned>(ceil_div(int64_t(L.CB) * L.PS, 32) * 32);
 }
 
-template <typename T, int K, int V, int R, int MINB>
+// w: the layer's filter [C][K], aligned to V elements (the launcher checks); FLIP: rotated (the
+// data-grad; a run-time choice spilled fp32 k4 at its 80-register cap).
+template <typename T, int K, int V, int R, int MINB, bool FLIP>
 __global__ void __launch_bounds__(kClRowThreads, MINB)
-cl_row1d(const T* __restrict__ in, const at::opmath_type<T>* __restrict__ w, const T* __restrict__ bias,
-         T* __restrict__ out, const ClRow1d L) {
+cl_row1d(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
+         const ClRow1d L) {
   using acc_t = at::opmath_type<T>;
   constexpr int NX = R + K - 1;                     // input vectors of a strip
   constexpr int XW = static_cast<int>(sizeof(T)) * V / 4;  // 32-bit words per vector
@@ -132,11 +136,24 @@ cl_row1d(const T* __restrict__ in, const at::opmath_type<T>* __restrict__ w, con
   const int c0 = cv * V;
 
   acc_t wv[K][V];
+  {
+    // Channel c0 + v's tap j is element v * K + j of the thread's K vectors (loaded as 32-bit
+    // words, then viewed as T, as the inputs below).
+    const auto* wc = reinterpret_cast<const Pack<uint32_t, XW>*>(w + static_cast<int64_t>(c0) * K);
+    Pack<T, V> f[K];
 #pragma unroll
-  for (int k = 0; k < K; ++k) {
-    const auto p = *reinterpret_cast<const Pack<acc_t, V>*>(w + k * L.C + c0);
+    for (int j = 0; j < K; ++j) {
+      const auto raw = wc[j];
+      memcpy(&f[j], &raw, sizeof(raw));
+    }
 #pragma unroll
-    for (int v = 0; v < V; ++v) wv[k][v] = p.v[v];
+    for (int k = 0; k < K; ++k) {
+#pragma unroll
+      for (int v = 0; v < V; ++v) {
+        const int e = v * K + (FLIP ? K - 1 - k : k);
+        wv[k][v] = static_cast<acc_t>(f[e / V].v[e % V]);
+      }
+    }
   }
   acc_t acc[R][V];
   {

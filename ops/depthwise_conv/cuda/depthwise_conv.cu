@@ -493,6 +493,17 @@ bool launch_tiled(const Tensor& in, const Tensor& weight, const Tensor& bias, co
       }
       if ((fwd || rot) && launch_tc_rows_nc<T>(ip, w.const_data_ptr<T>(), !fwd, bp, op, P, stream)) return true;
     }
+  }
+  // The short 1-D rows' kernels (row_warp, cl_row1d) read the layer's own filter too (cl_row1d
+  // reads 16-byte vectors, so a misaligned filter is copied first): 2.5 us of a 20 us call on short_k3 (H100, session 10).
+  if (Q.phases == 1 && Q.T[2] == Q.K[2]) {
+    const Tensor wa = !cl || aligned(w.const_data_ptr(), 16) ? w : w.clone();
+    const T* wo = wa.const_data_ptr<T>();
+    if (cl ? launch_cl_row1d<T>(ip, wo, Q.base[2][0], Q.step[2], bp, op, P, stream)
+           : launch_row_warp<T>(ip, wo, Q.base[2][0], Q.step[2], bp, op, P, stream))
+      return true;
+  }
+  if constexpr (sizeof(T) == 2) {
     if (cl && cl_fast_takes(P)) {  // 16-bit weights: the weight tensor's own values
       const Tensor wp = at::empty({Q.phases * P.wphase}, out.options());
       prepare_weights<T, T><<<blocks_for(wp.numel()), kThreads, 0, stream>>>(w.const_data_ptr<T>(), wp.mutable_data_ptr<T>(), Q);
@@ -515,8 +526,8 @@ bool launch_tiled(const Tensor& in, const Tensor& weight, const Tensor& bias, co
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     wq = wp.const_data_ptr<acc_t>();
   }
-  if (cl) return launch_cl_row1d<T>(ip, wq, bp, op, P, stream) || launch_cl_depth3d<T>(ip, wq, bp, op, P, stream) || launch_cl_gather<T>(ip, wq, bp, op, P, stream);
-  return launch_row_warp<T>(ip, wq, bp, op, P, stream) || launch_row1d<T>(ip, wq, bp, op, P, stream) || launch_nc_depth3d<T>(ip, wq, bp, op, P, stream) ||
+  if (cl) return launch_cl_depth3d<T>(ip, wq, bp, op, P, stream) || launch_cl_gather<T>(ip, wq, bp, op, P, stream);
+  return launch_row1d<T>(ip, wq, bp, op, P, stream) || launch_nc_depth3d<T>(ip, wq, bp, op, P, stream) ||
          launch_nc_plane<T>(ip, wq, bp, op, P, stream) || launch_nc_stride2_dgrad<T>(ip, wq, bp, op, P, stream) ||
          launch_nc_stream<T>(ip, wq, bp, op, P, stream) ||
          launch_nc_gather<T>(ip, wq, bp, op, P, stream);

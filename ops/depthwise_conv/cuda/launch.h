@@ -38,10 +38,11 @@ bool launch_nc_stream(const T* in, const at::opmath_type<T>* w, const T* bias, T
 template <typename T>
 bool launch_nc_plane(const T* in, const at::opmath_type<T>* w, const T* bias, T* out,
                      const Plan& P, cudaStream_t stream);
-// The same for 2-, 3-, 4- and 15-tap 1-D rows at stride 1 (forward, stride-1 data-grad), a warp
-// per segment of 16-byte vectors (row_warp.cuh); false when not covered.
+// 2-, 3-, 4- and 15-tap NCL 1-D rows at stride 1 (forward, stride-1 data-grad), a warp per
+// segment of 16-byte vectors (row_warp.cuh); w is the layer's filter [rows][K], tap t of the
+// correlation w[row * K + wbase + wstep * t] (no preparation launch). false when not covered.
 template <typename T>
-bool launch_row_warp(const T* in, const at::opmath_type<T>* w, const T* bias, T* out,
+bool launch_row_warp(const T* in, const T* w, int wbase, int wstep, const T* bias, T* out,
                      const Plan& P, cudaStream_t stream);
 // The same for 31-tap 1-D rows at stride 1 (forward, stride-1 data-grad) through shared memory
 // (row1d.cuh); false when not covered.
@@ -77,10 +78,10 @@ template <typename T>
 bool launch_tc_rows_nc(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, cudaStream_t stream);
 
 // Channels-last 1-D rows (the (N, L, C) layout; 1 x K filters on NHWC / NDHWC rows): forward and
-// stride-1 data-grad with 2, 3, 4, 15 or 31 taps, multiplier 1 (cl_row1d.cuh); w as
-// launch_cl_gather's. false otherwise (then launch_cl_gather).
+// stride-1 data-grad with 2, 3, 4, 15 or 31 taps, multiplier 1 (cl_row1d.cuh); w, wbase, wstep as
+// launch_row_warp's (wstep 1 or -1). false otherwise (then launch_cl_gather).
 template <typename T>
-bool launch_cl_row1d(const T* in, const at::opmath_type<T>* w, const T* bias, T* out, const Plan& P,
+bool launch_cl_row1d(const T* in, const T* w, int wbase, int wstep, const T* bias, T* out, const Plan& P,
                      cudaStream_t stream);
 
 // Channels-last forward / data-grad, channel multiplier 1: w is [phases][taps][wrows].

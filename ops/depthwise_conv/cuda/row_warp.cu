@@ -20,10 +20,12 @@ namespace convx::cuda {
 namespace {
 
 template <typename T, int K, int U>
-bool run(const T* in, const float* w, const T* bias, T* out, const Plan& P, cudaStream_t stream) {
+bool run(const T* in, const T* w, int wbase, int wstep, const T* bias, T* out, const Plan& P, cudaStream_t stream) {
   constexpr int V = 16 / int(sizeof(T));
   RowWarp L{};
   if (!row_warp_items(L, P, V, U)) return false;
+  L.wbase = wbase;
+  L.wstep = wstep;
   constexpr int warps = kRowWarpThreads / 32;
   const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(ceil_div(L.items, warps), int64_t(1) << 20));
   row_warp<T, K, U, (K <= 4 ? 4 : 3)><<<blocks, kRowWarpThreads, 0, stream>>>(in, w, bias, out, L);
@@ -32,8 +34,8 @@ bool run(const T* in, const float* w, const T* bias, T* out, const Plan& P, cuda
 }
 
 template <typename T, int K>
-bool run_k(const T* in, const float* w, const T* bias, T* out, const Plan& P, cudaStream_t stream) {
-  return run<T, K, row_warp_vectors<K>()>(in, w, bias, out, P, stream);
+bool run_k(const T* in, const T* w, int wbase, int wstep, const T* bias, T* out, const Plan& P, cudaStream_t stream) {
+  return run<T, K, row_warp_vectors<K>()>(in, w, wbase, wstep, bias, out, P, stream);
 }
 
 template <typename T, int K>
@@ -41,13 +43,15 @@ bool run_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBa
   constexpr int U = row_warp_vectors<K>();
   RowWarpW L{};
   if (!row_warp_wgrad_items(L, P, 16 / int(sizeof(T)), U)) return false;
-  const at::Tensor part = at::empty({P.out_c, int64_t(L.chunks), K}, like.options().dtype(at::kFloat));
+  // One chunk per channel: the block's sum is the weight-grad (no partials, no second launch).
+  const bool direct = L.chunks == 1;
+  const at::Tensor part = direct ? at::Tensor() : at::empty({P.out_c, int64_t(L.chunks), K}, like.options().dtype(at::kFloat));
   // Blocks no wider than the chunk's items (short rows: fewer idle warps).
   const int threads = static_cast<int>(std::min<int64_t>(kRowWarpThreads, 32 * int64_t(L.chunk)));
   row_warp_wgrad<T, K, U><<<static_cast<unsigned>(P.out_c * L.chunks), threads, 0, stream>>>(
-      x, gy, part.mutable_data_ptr<float>(), L);
+      x, gy, direct ? nullptr : part.mutable_data_ptr<float>(), gw, L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  launch_sum_slots<T>(part.const_data_ptr<float>(), gw, P.out_c, L.chunks, K, stream);
+  if (!direct) launch_sum_slots<T>(part.const_data_ptr<float>(), gw, P.out_c, L.chunks, K, stream);
   return true;
 }
 
@@ -69,27 +73,28 @@ bool launch_row_warp_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const 
 }
 
 template <typename T>
-bool launch_row_warp(const T* in, const at::opmath_type<T>* w, const T* bias, T* out, const Plan& P,
+bool launch_row_warp(const T* in, const T* w, int wbase, int wstep, const T* bias, T* out, const Plan& P,
                      cudaStream_t stream) {
   if constexpr (std::is_same_v<T, double>) {
     return false;  // float64 is for correctness only: nc_gather's generic kernel
   } else {
     switch (P.k[2]) {
-      case 2: return run_k<T, 2>(in, w, bias, out, P, stream);
-      case 3: return run_k<T, 3>(in, w, bias, out, P, stream);
-      case 4: return run_k<T, 4>(in, w, bias, out, P, stream);
-      case 15: return run_k<T, 15>(in, w, bias, out, P, stream);
+      case 2: return run_k<T, 2>(in, w, wbase, wstep, bias, out, P, stream);
+      case 3: return run_k<T, 3>(in, w, wbase, wstep, bias, out, P, stream);
+      case 4: return run_k<T, 4>(in, w, wbase, wstep, bias, out, P, stream);
+      case 15: return run_k<T, 15>(in, w, wbase, wstep, bias, out, P, stream);
       default: return false;
     }
   }
 }
 
-template bool launch_row_warp<float>(const float*, const float*, const float*, float*, const Plan&, cudaStream_t);
-template bool launch_row_warp<double>(const double*, const double*, const double*, double*, const Plan&, cudaStream_t);
-template bool launch_row_warp<c10::Half>(const c10::Half*, const float*, const c10::Half*, c10::Half*, const Plan&,
-                                         cudaStream_t);
-template bool launch_row_warp<c10::BFloat16>(const c10::BFloat16*, const float*, const c10::BFloat16*, c10::BFloat16*,
-                                             const Plan&, cudaStream_t);
+template bool launch_row_warp<float>(const float*, const float*, int, int, const float*, float*, const Plan&, cudaStream_t);
+template bool launch_row_warp<double>(const double*, const double*, int, int, const double*, double*, const Plan&,
+                                      cudaStream_t);
+template bool launch_row_warp<c10::Half>(const c10::Half*, const c10::Half*, int, int, const c10::Half*, c10::Half*,
+                                         const Plan&, cudaStream_t);
+template bool launch_row_warp<c10::BFloat16>(const c10::BFloat16*, const c10::BFloat16*, int, int, const c10::BFloat16*,
+                                             c10::BFloat16*, const Plan&, cudaStream_t);
 
 
 template bool launch_row_warp_wgrad<float>(const float*, const float*, float*, const Plan&, const at::TensorBase&, cudaStream_t);

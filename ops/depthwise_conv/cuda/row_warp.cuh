@@ -25,6 +25,13 @@
 // Per output (bf16, 4 taps): about 1/8 load, 1/2 shuffle, 1.4 conversions, 4 FMAs, 1/2 pack,
 // 1/8 store, against ~60 instructions in nc_stream_vec.
 //
+// A row's segments stop short of its end by up to 32 outputs (the row's last warp adds them one
+// per lane, scalar): a row of 514 bf16 outputs is one segment of 512 plus a short tail, not two
+// segments, the second a whole warp's work for 2-9 outputs (it made the k3 causal forward 1.5x
+// slower than its data-grad, whose rows are 512: H100, session 10).
+// The filter is the layer's own ([out_c][K] in T): tap t of the correlation is
+// w[co * K + wbase + wstep * t] (the data-grad's rotation: wbase K - 1, wstep -1), no preparation
+// launch.
 // Work items are (row, segment), segment fastest; one warp per item in a grid-stride loop over
 // warps. The item split is 32-bit by FastDiv (items < 2^31 and in-row offsets < 2^30, checked on
 // the host), row offsets are 64-bit. Warps share nothing: no shared memory, no barriers; every
@@ -64,7 +71,14 @@ struct RowWarp {
   uint32_t items;          // rows * segs
   FastDiv segs, out_c, in_div;
   int in_w, out_w, pad;
+  int wbase, wstep;        // tap t of the correlation: w[co * K + wbase + wstep * t]
 };
+
+// Segments of SEG outputs per row: the fewest that leave at most 32 outputs past the last one
+// for any row misalignment (< V elements), at least one.
+inline int64_t row_warp_segments(int64_t out_w, int V, int SEG) {
+  return std::max<int64_t>(1, ceil_div(out_w + V - 1 - 32, int64_t(SEG)));
+}
 
 // Fills L when the problem is one this kernel covers with U vectors per lane: the forward or
 // stride-1 data-grad of a 1-D row (one phase, stride 1, channel multiplier only in the forward's
@@ -74,7 +88,7 @@ inline bool row_warp_items(RowWarp& L, const Plan& P, int V, int U) {
   if (P.in[0] != 1 || P.in[1] != 1 || P.out[0] != 1 || P.out[1] != 1) return false;
   if (P.in[2] >= (int64_t(1) << 29) || P.out[2] >= (int64_t(1) << 29)) return false;
   if (P.pad[2][0] <= -(1 << 28) || P.pad[2][0] >= (1 << 28)) return false;
-  const int64_t segs = ceil_div(P.out[2] + V - 1, int64_t(32) * U * V);
+  const int64_t segs = row_warp_segments(P.out[2], V, 32 * U * V);
   const int64_t items = P.N * P.out_c * segs;
   if (items <= 0 || items >= (int64_t(1) << 31)) return false;
   L.items = static_cast<uint32_t>(items);
@@ -84,6 +98,8 @@ inline bool row_warp_items(RowWarp& L, const Plan& P, int V, int U) {
   L.in_w = static_cast<int>(P.in[2]);
   L.out_w = static_cast<int>(P.out[2]);
   L.pad = P.pad[2][0];
+  L.wbase = 0;
+  L.wstep = 1;
   return true;
 }
 
@@ -209,11 +225,22 @@ __device__ __forceinline__ int row_warp_load(const T* irow, int first, int in_w,
   return m;
 }
 
-// in: [rows / in_div rows of in_w]; w: [out_c][K] fp32 (the data-grad's rotated); out: [rows of
+// The scalar taps of output o of a row (the tail past the last segment): x[o - pad + t], zero
+// outside the row.
+template <typename T, int K>
+__device__ __forceinline__ void row_warp_taps(const T* irow, int o, int pad, int in_w, float (&x)[K]) {
+#pragma unroll
+  for (int t = 0; t < K; ++t) {
+    const int i = o - pad + t;
+    x[t] = (i >= 0 && i < in_w) ? static_cast<float>(irow[i]) : 0.f;
+  }
+}
+
+// in: [rows / in_div rows of in_w]; w: the layer's [out_c][K] (L.wbase, L.wstep); out: [rows of
 // out_w]; bias: out_c entries or null. Any block size that is a multiple of 32.
 template <typename T, int K, int U, int MINB>
 __global__ void __launch_bounds__(kRowWarpThreads, MINB)
-row_warp(const T* __restrict__ in, const float* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
+row_warp(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
          const RowWarp L) {
   constexpr int V = 16 / int(sizeof(T)), SEG = 32 * U * V;
   const int lane = static_cast<int>(threadIdx.x % 32);
@@ -225,12 +252,13 @@ row_warp(const T* __restrict__ in, const float* __restrict__ w, const T* __restr
     const int ao = static_cast<int>(reinterpret_cast<uintptr_t>(orow) / sizeof(T) % V);
     const int s0 = static_cast<int>(seg) * SEG - ao;  // the segment's first output (16-byte aligned)
     if (s0 >= L.out_w) continue;                        // warp-uniform
+    const T* const irow = in + int64_t(L.in_div.div(row)) * L.in_w;
     uint32_t A[U + 1][4];
-    const int m = row_warp_load<T, K, U>(in + int64_t(L.in_div.div(row)) * L.in_w, s0 - L.pad, L.in_w, lane, A);
+    const int m = row_warp_load<T, K, U>(irow, s0 - L.pad, L.in_w, lane, A);
     const uint32_t co = row - L.out_c.div(row) * L.out_c.d;
     float wv[K];
 #pragma unroll
-    for (int t = 0; t < K; ++t) wv[t] = w[int64_t(co) * K + t];
+    for (int t = 0; t < K; ++t) wv[t] = static_cast<float>(w[int64_t(co) * K + L.wbase + L.wstep * t]);
     const float b0 = bias ? static_cast<float>(bias[co]) : 0.f;
     row_warp_case<V>(m, [&](auto Mc) {
 #pragma unroll
@@ -266,6 +294,16 @@ row_warp(const T* __restrict__ in, const float* __restrict__ w, const T* __restr
         }
       }
     });
+    // The row's tail past its last segment (at most 32 outputs): one per lane.
+    const int o = s0 + SEG + lane;
+    if (seg + 1 == L.segs.d && o < L.out_w) {
+      float x[K];
+      row_warp_taps<T, K>(irow, o, L.pad, L.in_w, x);
+      float a = 0.f;
+#pragma unroll
+      for (int t = 0; t < K; ++t) a += wv[t] * x[t];
+      orow[o] = static_cast<T>(a + b0);
+    }
   }
 }
 
@@ -275,9 +313,12 @@ row_warp(const T* __restrict__ in, const float* __restrict__ w, const T* __restr
 // segment) items; a warp takes the chunk's items in turn, segments as in the forward (aligned
 // to the dy row; dy zero outside the row, so the segment's overhang adds nothing): lane l loads
 // its dy vectors and x vectors, takes the x window from its neighbours and keeps the K tap sums
-// in registers across its items. Then the 32 lanes are added by a butterfly, the warps in order
-// through shared memory, one partial per block [channel][chunk][tap]; sum_slots (wgrad_sum.cuh)
-// (row1d.cuh) adds the chunks in order. The chunks depend on the shapes only.
+// in registers across its items (a row's tail past its last segment: one output per lane, as
+// in the forward). Then the 32 lanes are added by a butterfly, the warps in order through shared
+// memory: with one chunk per channel (the rows of session 10's bench: short_k3, mamba_k4,
+// rwkv_k4) that is the weight-grad itself, written by the block (no second launch); else one
+// partial per block [channel][chunk][tap], which sum_slots (wgrad_sum.cuh) adds in order. The
+// chunks depend on the shapes only.
 struct RowWarpW {
   uint32_t items_c, chunk, chunks;  // items per channel, per block, blocks per channel
   FastDiv segs;
@@ -306,11 +347,13 @@ inline bool row_warp_wgrad_items(RowWarpW& L, const Plan& P, int V, int U) {
   return true;
 }
 
-// x: [N, in_c, in_w], gy: [N, out_c, out_w]; part: [out_c][chunks][K] (fp32). Grid: out_c *
-// chunks blocks of up to kRowWarpThreads (a multiple of 32).
+// x: [N, in_c, in_w], gy: [N, out_c, out_w]; part: [out_c][chunks][K] (fp32), or null with one
+// chunk: then gw [out_c][K] is written. Grid: out_c * chunks blocks of up to kRowWarpThreads (a
+// multiple of 32).
 template <typename T, int K, int U>
 __global__ void __launch_bounds__(kRowWarpThreads)
-row_warp_wgrad(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, const RowWarpW L) {
+row_warp_wgrad(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, T* __restrict__ gw,
+               const RowWarpW L) {
   constexpr int V = 16 / int(sizeof(T)), SEG = 32 * U * V;
   __shared__ float red[kRowWarpThreads / 32][K];
   const int lane = static_cast<int>(threadIdx.x % 32), warp = static_cast<int>(threadIdx.x / 32);
@@ -329,7 +372,8 @@ row_warp_wgrad(const T* __restrict__ x, const T* __restrict__ gy, float* __restr
     const int s0 = static_cast<int>(seg) * SEG - ao;
     if (s0 >= L.out_w) continue;  // warp-uniform
     uint32_t A[U + 1][4], D[U][4];
-    const int m = row_warp_load<T, K, U>(x + (int64_t(n) * L.in_c + ci) * L.in_w, s0 - L.pad, L.in_w, lane, A);
+    const T* const xrow = x + (int64_t(n) * L.in_c + ci) * L.in_w;
+    const int m = row_warp_load<T, K, U>(xrow, s0 - L.pad, L.in_w, lane, A);
 #pragma unroll
     for (int u = 0; u < U; ++u) row_load<T>(grow, s0 + (32 * u + lane) * V, L.out_w, D[u]);
     row_warp_case<V>(m, [&](auto Mc) {
@@ -345,6 +389,14 @@ row_warp_wgrad(const T* __restrict__ x, const T* __restrict__ gy, float* __restr
         }
       }
     });
+    const int o = s0 + SEG + lane;  // the row's tail past its last segment
+    if (seg + 1 == L.segs.d && o < L.out_w) {
+      float xv[K];
+      row_warp_taps<T, K>(xrow, o, L.pad, L.in_w, xv);
+      const float g = static_cast<float>(grow[o]);
+#pragma unroll
+      for (int t = 0; t < K; ++t) acc[t] += g * xv[t];
+    }
   }
   // Fixed-order block sum: lanes by a butterfly, then warps in order.
 #pragma unroll
@@ -360,7 +412,11 @@ row_warp_wgrad(const T* __restrict__ x, const T* __restrict__ gy, float* __restr
   if (threadIdx.x < K) {
     float sum = 0.f;
     for (uint32_t v = 0; v < wpb; ++v) sum += red[v][threadIdx.x];
-    part[(int64_t(co) * L.chunks + chunk) * K + threadIdx.x] = sum;
+    if (part == nullptr) {
+      gw[int64_t(co) * K + threadIdx.x] = static_cast<T>(sum);
+    } else {
+      part[(int64_t(co) * L.chunks + chunk) * K + threadIdx.x] = sum;
+    }
   }
 }
 
