@@ -80,6 +80,13 @@ stage racecheck "$OUT_DIR/sanitizer.log" 150 $SAN --tool racecheck \
   -k "(bitwise_repeatable and k3 and not k31) or (test_depthwise_fast_paths and fp32 and contiguous and (r2_k3x3_s1_m1_n2_c8 or r2_k4x4_s2_m1_n2_c4)) or (test_depthwise_row1d and fp32 and aligned) or (test_depthwise_nc_small_planes and fp32 and aligned and n3_c40) or (test_depthwise_depth3d and fp32 and ndhwc and not off1)"
 # the tensor-core 1-D kernels through a script without float64 references (see its header)
 stage racecheck-tc "$OUT_DIR/sanitizer.log" 120 $SAN --tool racecheck python3 scripts/racecheck_tc.py
+# session 10's kernels, each through its own small driver (no float64 references under the tool):
+# tc_rows_nc (2-D / 3-D NC tensor-core rows), tc_wgrad3d (3-D tensor-core weight-grad), the
+# short 1-D rows (row_warp / cl_row1d reading the layer's filter, row tails)
+for s in racecheck_tcnc racecheck_tc_wgrad3d sanitize_short_rows; do
+  PYTORCH_NO_CUDA_MEMORY_CACHING=1 stage "memcheck-$s" "$OUT_DIR/sanitizer.log" 90 $SAN --tool memcheck python3 "scripts/$s.py"
+  stage "racecheck-$s" "$OUT_DIR/sanitizer.log" 90 $SAN --tool racecheck python3 "scripts/$s.py"
+done
 
 fi
 
