@@ -1,6 +1,7 @@
-// cp.async (sm_80+): 16-byte global -> shared copies that hold no registers while in flight, for
-// kernels that keep whole windows in flight (tc_row1d_cl, tcw_cl). Outside nvcc (the CPU
-// harness, cpp_tests/cuda_on_cpu/shim.h) a copy happens at once and the waits do nothing.
+// cp.async (sm_80+): global -> shared copies that hold no registers while in flight, for kernels
+// that keep whole windows or bricks in flight (tc_row1d_cl, tcw_cl, tc_rows_nc, tc_wgrad3d).
+// Outside nvcc (the CPU harness, cpp_tests/cuda_on_cpu/shim.h) a copy happens at once and the
+// waits do nothing.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,22 @@ __device__ __forceinline__ void cp_async16(void* dst, const void* src, int bytes
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(bytes) : "memory");
+#else
+  __trap();  // the launchers take these kernels on sm_80 and newer only
+#endif
+}
+// dst (shared) = `bytes` (16, 8 or 4) bytes at src, both aligned to it: 16 bypassing L1 (.cg),
+// 8 and 4 through it (.ca: .cg copies 16 bytes only).
+__device__ __forceinline__ void cp_async_n(void* dst, const void* src, int bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
+  if (bytes == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src) : "memory");
+  } else if (bytes == 8) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(d), "l"(src) : "memory");
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(d), "l"(src) : "memory");
+  }
 #else
   __trap();  // the launchers take these kernels on sm_80 and newer only
 #endif
@@ -38,6 +55,7 @@ inline void cp_async16(void* dst, const void* src, int bytes) {
   std::memset(dst, 0, 16);
   if (bytes > 0) std::memcpy(dst, src, bytes);
 }
+inline void cp_async_n(void* dst, const void* src, int bytes) { std::memcpy(dst, src, bytes); }
 inline void cp_async_commit() {}
 template <int N>
 void cp_async_wait() {}

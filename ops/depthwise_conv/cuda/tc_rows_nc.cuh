@@ -84,40 +84,6 @@ __host__ __device__ constexpr int tcn_smem_bytes(int kw, int pitch) {
   return 8 * 32 * tcn_frags<KD, KH, KS>() + tcn_filter_bytes<KD, KH, KS>(kw) + kTcnStages * tcn_brick_rows(KH) * pitch * 2;
 }
 
-// cp.async of `bytes` (16, 8 or 4; both addresses aligned to it), committed per step and waited
-// for with N groups still in flight. The CPU harness copies at once.
-#if defined(__CUDACC__)
-__device__ __forceinline__ void tcn_cp_async(void* dst, const void* src, int bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
-  if (bytes == 16) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(src) : "memory");
-  } else if (bytes == 8) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(s), "l"(src) : "memory");
-  } else {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(src) : "memory");
-  }
-#else
-  __trap();  // launchers take the tensor-core kernels on sm_80 and newer only
-#endif
-}
-__device__ __forceinline__ void tcn_cp_commit() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-#endif
-}
-template <int N>
-__device__ __forceinline__ void tcn_cp_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-#endif
-}
-#else
-inline void tcn_cp_async(void* dst, const void* src, int bytes) { std::memcpy(dst, src, bytes); }
-inline void tcn_cp_commit() {}
-template <int N>
-inline void tcn_cp_wait() {}
-#endif
 
 // in: [N][C][D][H][W]; out: [N][C][OD][OH][OW]; w: [C][KD][KH][kw] (the layer's filter); bias: C or null.
 // 3 blocks per SM for 3-D (80 registers, 16 bytes spilled: X3D 0.711 ms against 0.847 with 124
@@ -211,7 +177,7 @@ tc_rows_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restric
           const int v = cu * L.vec, iw = wic + v;
           uint16_t* const d = dst + j * L.pitch + v;
           if (row_in && iw >= 0 && iw + L.vec <= L.W && L.vec > 1) {
-            tcn_cp_async(d, srow + iw, 2 * L.vec);
+            cp_async_n(d, srow + iw, 2 * L.vec);
           } else {
             for (int e = 0; e < L.vec; ++e)
               d[e] = row_in && iw + e >= 0 && iw + e < L.W ? tc_bits(srow[iw + e]) : uint16_t(0);
@@ -247,7 +213,7 @@ tc_rows_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restric
 
   for (int k = 0; k < kTcnStages - 1; ++k) {
     if (k < nsteps) stage_next();
-    tcn_cp_commit();
+    cp_async_commit();
   }
   float acc[KD][4] = {};
   int col = 0;
@@ -256,10 +222,10 @@ tc_rows_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restric
 #pragma unroll
       for (int jj = 0; jj < KD; ++jj) {
         const int i = i0 + jj, gi = gi0 + i;
-        tcn_cp_wait<kTcnStages - 2>();
+        cp_async_wait<kTcnStages - 2>();
         __syncthreads();  // brick gi is in; every warp is done with brick gi - 1, whose slot is refilled next
         if (gi + kTcnStages - 1 < nsteps) stage_next();
-        tcn_cp_commit();
+        cp_async_commit();
         const int id = KD > 1 ? od0 - L.padD + i : ia - L.padD;
         if (i < nreal && id >= 0 && id < L.D) {  // block-uniform
           const uint16_t* const brick = ring + (gi % kTcnStages) * BR * L.pitch + aoff;
@@ -305,7 +271,7 @@ tc_rows_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restric
       }
     }
   }
-  tcn_cp_wait<0>();  // no copy outlives the block (the last groups are empty)
+  cp_async_wait<0>();  // no copy outlives the block (the last groups are empty)
 }
 
 // ------------------------------------------------------------------------------------ plan

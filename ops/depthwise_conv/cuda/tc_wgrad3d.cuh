@@ -33,6 +33,7 @@
 // the blocks' partials [channel][chunk][tap] by sum_slots in chunk order).
 #pragma once
 
+#include "ops/depthwise_conv/cuda/cp_async.cuh"
 #include "ops/depthwise_conv/cuda/mma16.cuh"
 #include "ops/depthwise_conv/cuda/plan.cuh"
 
@@ -118,37 +119,6 @@ struct Tcw3At {
 __device__ __forceinline__ Tcw3At tcw3_at(uint32_t i, const Tcw3& L, int TB, int HB) {
   const uint32_t wc = i % L.tw, hb = i / L.tw % L.th, tb = i / L.tw / L.th % L.tt, n = i / L.tw / L.th / L.tt;
   return {static_cast<int>(n), static_cast<int>(tb) * TB, static_cast<int>(hb) * HB, static_cast<int>(wc) * kTcw3WC};
-}
-
-// 16 bytes global -> shared, asynchronously (cp.async; zeros when !ok). The CPU harness copies.
-template <typename T>
-__device__ __forceinline__ void tcw3_cp16(T* dst, const T* src, bool ok) {
-#if defined(__CUDACC__)
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(ok ? 16 : 0) : "memory");
-#else
-  __trap();  // launchers take the tensor-core kernels on sm_80 and newer only
-#endif
-#else
-  if (ok) {
-    std::memcpy(dst, src, 16);
-  } else {
-    std::memset(dst, 0, 16);
-  }
-#endif
-}
-// Ends the group of this thread's copies; waits until at most N groups are in flight.
-__device__ __forceinline__ void tcw3_commit() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-#endif
-}
-template <int N>
-__device__ __forceinline__ void tcw3_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-#endif
 }
 
 // A tiles per step: the 4 KD X rows (a, r) of an output row pair, m = 4a + r: KD 3 one (12 rows),
@@ -256,12 +226,12 @@ __device__ __forceinline__ void tcw3_nc_stage(T* xs, T* ds, const T* xc, const T
         const int q = v % 8, r = v / 8 % G::xrows, p = v / (8 * G::xrows);
         const int t = o.t0 - L.pd + p, h = o.h0 - L.ph + r, w = o.xc0 + 8 * q;
         const bool ok = t >= 0 && t < L.T && h >= 0 && h < L.H && w < L.W;
-        tcw3_cp16(xs + p * G::xplane + r * kTcw3XRow + 8 * q, ok ? xc + (t * L.H + h) * L.W + w : xc, ok);
+        cp_async16(xs + p * G::xplane + r * kTcw3XRow + 8 * q, ok ? xc + (t * L.H + h) * L.W + w : xc, ok ? 16 : 0);
       } else {
         const int u = v - NX, q = u % (kTcw3DRow / 8), row = u / (kTcw3DRow / 8);
         const int t = o.t0 + row / HB, h = o.h0 + row % HB, c = o.xc0 - 8 + 8 * q;
         const bool ok = t < L.To && h < L.Ho && c >= 0 && c < L.Wo;
-        tcw3_cp16(ds + row * kTcw3DRow + 8 * q, ok ? gc + (t * L.Ho + h) * L.Wo + c : gc, ok);
+        cp_async16(ds + row * kTcw3DRow + 8 * q, ok ? gc + (t * L.Ho + h) * L.Wo + c : gc, ok ? 16 : 0);
       }
     }
   } else {
@@ -281,7 +251,7 @@ __device__ __forceinline__ void tcw3_nc_stage(T* xs, T* ds, const T* xc, const T
       }
     }
   }
-  tcw3_commit();
+  cp_async_commit();
 }
 
 // x: [N, C, T, H, W], gy: [N, C, To, Ho, Wo]. Writes gw [C][9 KD] when L.chunks == 1, else part
@@ -320,9 +290,9 @@ tcw3_nc(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ p
     const int b = static_cast<int>(i - i0) & 1;
     if (i + 1 < i1) {
       stage(i + 1, b ^ 1);
-      tcw3_wait<1>();
+      cp_async_wait<1>();
     } else {
-      tcw3_wait<0>();
+      cp_async_wait<0>();
     }
     __syncthreads();
     const T* xs = buf + b * G::vals;
