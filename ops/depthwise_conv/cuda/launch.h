@@ -139,6 +139,13 @@ template <typename T>
 bool launch_tc_wgrad3d(const T* x, const T* gy, T* gw, const Plan& P, bool channels_last, const at::TensorBase& like,
                        cudaStream_t stream);
 
+// Weight-grad of K x K filters (K 3, 5, 7) at stride 1, multiplier 1, fp16 / bf16, on tensor cores
+// (tc_wgrad2d.cuh), NCHW, deterministic; false when not covered (fp32, channels-last, other
+// filters or strides, padding beyond K - 1, sm < 80).
+template <typename T>
+bool launch_tc_wgrad2d(const T* x, const T* gy, T* gw, const Plan& P, bool channels_last, const at::TensorBase& like,
+                       cudaStream_t stream);
+
 // Channels-last weight-grad, channel multiplier 1, one pass + ordered sum (cl_wgrad.cu).
 template <typename T>
 bool launch_cl_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like,

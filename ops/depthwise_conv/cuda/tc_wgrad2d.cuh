@@ -1,0 +1,255 @@
+// Weight-grads of K x K depthwise filters (K 3, 5, 7) at stride 1, multiplier 1, in fp16 / bf16
+// on tensor cores, deterministic, NCHW (tcw2_nc): tc_wgrad3d's scheme with one filter depth.
+//
+// Why: nc_wgrad_stream spends K*K fp32 FMAs plus conversions per output and ran ConvNeXt's 7 x 7
+// bf16 weight-grad at 234 us for 77 MB of x and dy (session 10, kernels_main.log). Here, per
+// channel, group of SP output rows h + s (s < SP: 2 for K 3, else 1) and 16 input columns w0 + k:
+//     D[m][n] += sum_k X[h + m - ph][w0 + k] * DY[h + s][w0 + k - d + pw]      n = s K + d
+// for the K + SP - 1 X rows m (< 8) the group meets: one m16n8k16 step (mma16.cuh: exact products,
+// fp32 sums) with A's rows 8-15 zero (ldmatrix.x2: 2 shared wavefronts) and B = the group's dy rows
+// shifted by the column tap d (two aligned words and a funnel shift per register, 4 wavefronts),
+// so neither operand needs more alignment than the staged rows have. D[m][n] is tap (m - s, d)'s
+// share: gw[b][d] = sum_s D[b + s][s K + d] at the end. Every product x[i] * dy[o] with i = o + d -
+// pw lands in one step (the X columns of the tiles cover the input row once; dy outside the tensor
+// and X in the padding are staged as zeros), so the taps need no bounds tests.
+//
+// Tiles: tr output rows (<= 32, a multiple of SP, the planes' rows split evenly) x 16 nj input
+// columns (nj 1, 2 or 4: the narrowest that covers a row up to 64 wide; wider rows take tiles of
+// 64) of one (sample, channel) plane; X rows h0 - ph + [0, tr + K - 1), dy rows h0 + [0, tr) with
+// columns xc0 - 8 + [0, 16 nj + 16). Staged by cp.async of 16, 8 or 4 bytes when the rows are
+// whole vectors of that size (zeros stored directly off the tensor), else value by value;
+// double-buffered so that the next tile's copies fly during this tile's steps. Warp w takes the
+// column step w % nj of the row groups w / nj + (8 / nj) i: every warp the same number of steps
+// when the groups divide (ConvNeXt-56: 28 rows x 4 steps, 14 per warp), two accumulators in turn.
+//
+// Deterministic: a block is one channel x a fixed chunk of its tiles (from the shapes alone); the
+// sums are in a fixed order (steps in tile order, the two accumulators, the warps, then the blocks'
+// partials [channel][chunk][tap] in chunk order by the channel's last block: an int counter, no
+// float atomics; tc_wgrad1d.cuh's tcw_last_block / tcw_sum_chunks).
+#pragma once
+
+#include "ops/depthwise_conv/cuda/cp_async.cuh"
+#include "ops/depthwise_conv/cuda/mma16.cuh"
+#include "ops/depthwise_conv/cuda/plan.cuh"
+#include "ops/depthwise_conv/cuda/tc_wgrad1d.cuh"
+#include "ops/depthwise_conv/cuda/tc_wgrad3d.cuh"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+namespace convx::cuda {
+
+constexpr int kTcw2Threads = 256, kTcw2Warps = 8;
+constexpr int kTcw2Rows = 32;                  // most output rows per tile
+constexpr int kTcw2XRow = 72, kTcw2DRow = 80;  // shared row strides (values; X: 9 16-byte units, odd)
+
+template <int K>
+__host__ __device__ constexpr int tcw2_sp() {  // output rows per step: N = SP K <= 8 columns
+  return K == 3 ? 2 : 1;
+}
+template <int K>
+__host__ __device__ constexpr int tcw2_xvals() {
+  return (kTcw2Rows + K - 1) * kTcw2XRow;
+}
+template <int K>
+__host__ __device__ constexpr int tcw2_vals() {  // one buffer: X rows, then dy rows
+  return tcw2_xvals<K>() + kTcw2Rows * kTcw2DRow;
+}
+template <int K>
+__host__ __device__ constexpr int tcw2_smem_bytes() {  // two buffers of 16-bit values
+  return 2 * 2 * tcw2_vals<K>();
+}
+
+struct Tcw2 {
+  int H, W, Ho, Wo, ph, pw;
+  int tr;                          // output rows per tile (a multiple of SP)
+  int nj;                          // 16-column steps per tile: 1, 2 or 4
+  int vec;                         // values per staged vector: 8, 4, 2, or 1 (value by value)
+  uint32_t th, tw;                 // tiles along rows and columns
+  uint32_t tiles, chunk, chunks;   // tiles per channel, per block; blocks per channel
+};
+
+// Stride 1, multiplier 1, 2-D K x K (K 3, 5, 7), padding 0 ... K - 1, N > 0, a plane below 2^31
+// values, tile counts within 32 bits. About `target` blocks in all (the chunks from the shapes
+// alone). xa / ga: the addresses of x and dy (the staging vector's alignment).
+inline bool tcw2_plan(Tcw2& L, const Plan& P, int64_t target, uintptr_t xa, uintptr_t ga) {
+  if (P.phases != 1 || P.S[0] != 1 || P.S[1] != 1 || P.S[2] != 1 || P.in_div != 1 || P.J != 1) return false;
+  if (P.k[0] != 1 || P.in[0] != 1 || P.out[0] != 1 || P.pad[0][0] != 0) return false;
+  const int K = P.k[1];
+  if (P.k[2] != K || (K != 3 && K != 5 && K != 7) || P.N <= 0 || P.out_c <= 0) return false;
+  for (int d = 1; d < 3; ++d) {
+    if (P.pad[d][0] < 0 || P.pad[d][0] > K - 1 || P.out[d] <= 0) return false;
+  }
+  constexpr int64_t lim = int64_t(1) << 31;
+  if (P.in[1] * P.in[2] >= lim || P.out[1] * P.out[2] >= lim || P.out_c >= lim) return false;
+  const int sp = K == 3 ? 2 : 1;
+  const int64_t th = ceil_div(P.out[1], kTcw2Rows);
+  const int64_t tr = ceil_div(ceil_div(P.out[1], th), sp) * sp;
+  const int nj = P.in[2] <= 16 ? 1 : P.in[2] <= 32 ? 2 : 4;
+  const int64_t tw = ceil_div(P.in[2], 16 * nj);
+  const int64_t tiles = P.N * th * tw;
+  if (tiles >= lim) return false;
+  int64_t chunks = std::clamp<int64_t>(ceil_div(target, P.out_c), 1, tiles);
+  const int64_t chunk = ceil_div(tiles, chunks);
+  chunks = ceil_div(tiles, chunk);
+  if (P.out_c * chunks >= lim) return false;
+  L.H = static_cast<int>(P.in[1]), L.W = static_cast<int>(P.in[2]);
+  L.Ho = static_cast<int>(P.out[1]), L.Wo = static_cast<int>(P.out[2]);
+  L.ph = P.pad[1][0], L.pw = P.pad[2][0];
+  L.tr = static_cast<int>(tr), L.nj = nj;
+  L.th = static_cast<uint32_t>(th), L.tw = static_cast<uint32_t>(tw);
+  L.tiles = static_cast<uint32_t>(tiles);
+  L.chunk = static_cast<uint32_t>(chunk);
+  L.chunks = static_cast<uint32_t>(chunks);
+  // The widest vector (16 bytes at most) that divides both row lengths and both addresses: every
+  // row of every plane then starts on a vector boundary, and the tiles' columns are multiples of 8.
+  L.vec = 1;
+  for (int v = 8; v > 1; v /= 2) {
+    if (L.W % v == 0 && L.Wo % v == 0 && xa % (2 * v) == 0 && ga % (2 * v) == 0) {
+      L.vec = v;
+      break;
+    }
+  }
+  return true;
+}
+
+// This lane's operands, as offsets from the group's first staged X row and first dy row (values;
+// dy: words): its ldmatrix row of A (lanes < 16: m = lane % 8, rows past K + SP - 1 repeating the
+// last, column half lane / 8) and its B column n = g (SP 2: s = n / 3, d = n % 3, n clamped to 5;
+// SP 1: d = n, clamped to K - 1; unused columns of D) as word f and shift sh: B[k][n] = dy column
+// w0 + k - d + pw of row s = staged column w0 + k - d + pw + 8.
+struct Tcw2Lane {
+  int a, f, sh;
+};
+template <int K>
+__device__ __forceinline__ Tcw2Lane tcw2_lane(int lane, int pw) {
+  constexpr int SP = tcw2_sp<K>();
+  const int m = std::min(lane & 7, K + SP - 2);
+  const int n = std::min(lane >> 2, SP * K - 1), d = n % K, s = n / K;
+  const int e = 2 * (lane & 3) - d + pw + 8;
+  return {m * kTcw2XRow + (lane & 8), s * (kTcw2DRow / 2) + (e >> 1), (e & 1) * 16};
+}
+
+// One step: the group whose first X row is xr and first dy row's words (from the lane's f) dw;
+// a dead step (a warp past its last group: every warp makes the same calls, as the CPU harness's
+// warp exchange needs) adds zeros.
+template <typename T>
+__device__ __forceinline__ void tcw2_step(float (&acc)[4], const T* xr, const uint32_t* dw, const Tcw2Lane& ln,
+                                          bool live) {
+  // (q1:q0) >> sh, sh 0 or 16: two 16-bit values from an even or odd position.
+  const uint32_t b0 = static_cast<uint32_t>(((uint64_t(dw[1]) << 32) | dw[0]) >> ln.sh);
+  const uint32_t b1 = static_cast<uint32_t>(((uint64_t(dw[5]) << 32) | dw[4]) >> ln.sh);
+  const uint32_t b[2] = {live ? b0 : 0u, live ? b1 : 0u};
+  uint32_t a[4];
+  tcw3_ldsm_x2(a, reinterpret_cast<const uint32_t*>(xr + ln.a));
+  mma16816<T>(acc, a, b);
+}
+
+// One tile of a (sample, channel) plane into xs / ds: X rows h0 - ph + r (r < tr + K - 1),
+// columns xc0 + [0, 16 nj); dy rows h0 + [0, tr), columns xc0 - 8 + [0, 16 nj + 16); zeros off
+// the tensors. The tile: columns fastest, then row bands, then samples.
+template <typename T, int K>
+__device__ __forceinline__ void tcw2_stage(T* xs, T* ds, const T* xc, const T* gc, const Tcw2& L, uint32_t i) {
+  const int xc0 = static_cast<int>(i % L.tw) * 16 * L.nj, h0 = static_cast<int>(i / L.tw % L.th) * L.tr;
+  const int tid = static_cast<int>(threadIdx.x), xr = L.tr + K - 1;
+  const int V = L.vec, XQ = 16 * L.nj / V, DQ = (16 * L.nj + 16) / V, NX = xr * XQ, NT = NX + L.tr * DQ;
+  const T zero = static_cast<T>(0.f);
+  for (int v = tid; v < NT; v += kTcw2Threads) {
+    T* dst;
+    const T* src = nullptr;
+    if (v < NX) {
+      const int r = v / XQ, q = v - r * XQ, h = h0 - L.ph + r, w = xc0 + V * q;
+      dst = xs + r * kTcw2XRow + V * q;
+      if (h >= 0 && h < L.H && w < L.W) src = xc + int64_t(h) * L.W + w;
+    } else {
+      const int u = v - NX, r = u / DQ, q = u - r * DQ, h = h0 + r, c = xc0 - 8 + V * q;
+      dst = ds + r * kTcw2DRow + V * q;
+      if (h < L.Ho && c >= 0 && c < L.Wo) src = gc + int64_t(h) * L.Wo + c;
+    }
+    if (V == 1) {
+      *dst = src ? *src : zero;
+    } else if (src) {
+      cp_async_n(dst, src, 2 * V);
+    } else {
+      for (int e = 0; e < V; ++e) dst[e] = zero;
+    }
+  }
+  cp_async_commit();
+}
+
+// x: [N, C, H, W], gy: [N, C, Ho, Wo]. Writes gw [C][K K]: directly when L.chunks == 1, else
+// through part [C][chunks][K K] (fp32), summed by the channel's last block (counters: C, zeroed).
+// Grid: C * chunks blocks of kTcw2Threads (a channel's chunks adjacent); dynamic shared memory
+// tcw2_smem_bytes<K>().
+template <typename T, int K>
+__global__ void __launch_bounds__(kTcw2Threads, 4)
+tcw2_nc(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, unsigned* __restrict__ counters,
+        T* __restrict__ gw, const Tcw2 L, int64_t C) {
+  constexpr int SP = tcw2_sp<K>(), NV = K * K;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* const buf = reinterpret_cast<T*>(smem_raw);
+  const int lane = static_cast<int>(threadIdx.x % 32), warp = static_cast<int>(threadIdx.x / 32);
+  const int64_t co = blockIdx.x / L.chunks;
+  const uint32_t chunk = blockIdx.x % L.chunks;
+  const uint32_t i0 = chunk * L.chunk, i1 = i0 + L.chunk < L.tiles ? i0 + L.chunk : L.tiles;
+  const int64_t in_plane = int64_t(L.H) * L.W, out_plane = int64_t(L.Ho) * L.Wo;
+  auto stage = [&](uint32_t i, int b) {
+    const int64_t n = i / L.tw / L.th;
+    T* xs = buf + b * tcw2_vals<K>();
+    tcw2_stage<T, K>(xs, xs + tcw2_xvals<K>(), x + (n * C + co) * in_plane, gy + (n * C + co) * out_plane, L, i);
+  };
+  const Tcw2Lane ln = tcw2_lane<K>(lane, L.pw);
+  // Warp w: column step j = w % nj of the row groups g0 + gs i, i < steps.
+  const int j = warp % L.nj, g0 = warp / L.nj, gs = kTcw2Warps / L.nj, G = L.tr / SP;
+  const int steps = (G + gs - 1) / gs;  // the same for every warp
+
+  float acc[2][4] = {};
+  if (i0 < i1) stage(i0, 0);
+  for (uint32_t i = i0; i < i1; ++i) {
+    const int b = static_cast<int>(i - i0) & 1;
+    if (i + 1 < i1) {
+      stage(i + 1, b ^ 1);
+      cp_async_wait<1>();
+    } else {
+      cp_async_wait<0>();
+    }
+    __syncthreads();
+    const T* xs = buf + b * tcw2_vals<K>() + 16 * j;
+    const uint32_t* dw = reinterpret_cast<const uint32_t*>(buf + b * tcw2_vals<K>() + tcw2_xvals<K>()) + 8 * j + ln.f;
+    auto step = [&](float(&a)[4], int g) {
+      const bool live = g < G;
+      const int r = live ? SP * g : 0;
+      tcw2_step<T>(a, xs + r * kTcw2XRow, dw + r * (kTcw2DRow / 2), ln, live);
+    };
+    for (int k = 0; k < steps; k += 2) {
+      step(acc[0], g0 + k * gs);
+      if (k + 1 < steps) step(acc[1], g0 + (k + 1) * gs);
+    }
+    __syncthreads();  // the buffer is restaged two tiles on
+  }
+  // D rows 0-7 (A's rows 8-15 are zero): d[0], d[1] = D[g][2t, 2t + 1]; the warps in order
+  // through the idle buffers.
+  float* const red = reinterpret_cast<float*>(smem_raw);
+  red[warp * 64 + lane * 2] = acc[0][0] + acc[1][0];
+  red[warp * 64 + lane * 2 + 1] = acc[0][1] + acc[1][1];
+  __syncthreads();
+  if (threadIdx.x < NV) {
+    const int tb = static_cast<int>(threadIdx.x) / K, td = static_cast<int>(threadIdx.x) % K;
+    float sum = 0.f;
+#pragma unroll
+    for (int w = 0; w < kTcw2Warps; ++w) {
+#pragma unroll
+      for (int s = 0; s < SP; ++s) sum += red[w * 64 + (tb + s) * 8 + s * K + td];
+    }
+    if (L.chunks == 1) {
+      gw[co * NV + threadIdx.x] = static_cast<T>(sum);
+    } else {
+      part[(co * L.chunks + chunk) * NV + threadIdx.x] = sum;
+    }
+  }
+  if (L.chunks > 1 && tcw_last_block(counters + co, L.chunks, reinterpret_cast<int*>(red + kTcw2Warps * 64)))
+    tcw_sum_chunks<T, NV>(part, gw, co, NV, L.chunks);
+}
+
+}  // namespace convx::cuda
