@@ -1428,31 +1428,37 @@ void tcw3_cases() {
   std::printf("tc_wgrad3d: %d launches checked\n", tcw3_taken);
   if (tcw3_taken == 0) ++failures;
 }
-// ---- tc_wgrad2d.cu's tensor-core weight-grad (K x K, fp16 / bf16, NCHW) ----
+// ---- tc_wgrad2d.cu's tensor-core weight-grad (K x K, fp16 / bf16, NCHW and NHWC) ----
 static int tcw2_taken = 0;
 // The launcher's kernel (its last blocks summing the chunks) on poisoned partials and gw, with
 // `target` blocks; undefined when the plan is declined.
 template <typename T, int K>
-Tensor tcw2_run(const T* x, const T* gy, const Plan& P, int64_t target, int64_t* chunks, int* vec) {
+Tensor tcw2_run(const T* x, const T* gy, const Plan& P, bool cl, int64_t target, int64_t* chunks, int* vec) {
   Tcw2 L{};
-  if (!tcw2_plan(L, P, target, reinterpret_cast<uintptr_t>(x), reinterpret_cast<uintptr_t>(gy))) return Tensor();
+  if (!tcw2_plan(L, P, cl, target, reinterpret_cast<uintptr_t>(x), reinterpret_cast<uintptr_t>(gy))) return Tensor();
   constexpr int NV = K * K;
   Tensor gw = at::full({P.out_c * NV}, NAN, c10::CppTypeToScalarType<T>::value);
   Tensor part = at::full({P.out_c * L.chunks * NV}, NAN, at::kFloat);
-  Tensor counters = at::zeros({P.out_c}, at::kInt);
+  Tensor counters = at::zeros({int64_t(L.groups)}, at::kInt);
   *chunks = L.chunks;
-  *vec = L.vec;
-  g_smem_bytes = tcw2_smem_bytes<K>();
-  launch(dim3{unsigned(P.out_c * L.chunks)}, dim3{unsigned(kTcw2Threads)}, [&] {
-    tcw2_nc<T, K>(x, gy, part.data_ptr<float>(), reinterpret_cast<unsigned*>(counters.data_ptr<int>()),
-                  gw.data_ptr<T>(), L, P.out_c);
+  *vec = cl ? 8 : L.vec;
+  g_smem_bytes = cl ? tcw2_cl_smem_bytes<K>(L) : tcw2_smem_bytes<K>();
+  if (cl && g_smem_bytes > size_t(tcw2_cl_smem_max<K>())) ++failures;
+  unsigned* cnt = reinterpret_cast<unsigned*>(counters.data_ptr<int>());
+  launch(dim3{unsigned(L.groups * L.chunks)}, dim3{unsigned(kTcw2Threads)}, [&] {
+    if (cl) {
+      tcw2_cl<T, K>(x, gy, part.data_ptr<float>(), cnt, gw.data_ptr<T>(), L);
+    } else {
+      tcw2_nc<T, K>(x, gy, part.data_ptr<float>(), cnt, gw.data_ptr<T>(), L);
+    }
   });
   if (L.chunks > 1 && !(counters == int(L.chunks)).all().item<bool>()) ++failures;
   return gw;
 }
-// One NCHW problem against float64 on the same rounded data, as allocated and one element past a
-// 16-byte boundary (value by value staging unless the rows are even), with 1 and 2048 blocks'
-// worth of chunks. `takes`: whether the plan is one the kernel covers.
+// One problem in both layouts against float64 on the same rounded data, as allocated and one
+// element past a 16-byte boundary (NCHW: value by value staging unless the rows are even; NHWC:
+// declined), with 1 and 2048 blocks' worth of chunks. `takes`: whether the plan is one the kernel
+// covers (NHWC: also channels a multiple of 8).
 template <typename T>
 void tcw2_case(int64_t N, int64_t C, int64_t H, int64_t W, int K, int64_t ph, int64_t pw, int64_t stride, bool takes,
                double tol) {
@@ -1474,44 +1480,51 @@ void tcw2_case(int64_t N, int64_t C, int64_t H, int64_t W, int K, int64_t ph, in
   char name[96];
   std::snprintf(name, sizeof name, "%s N%ld C%ld %ldx%ld k%d p%ld,%ld s%ld", dt == at::kHalf ? "fp16" : "bf16", long(N),
                 long(C), long(H), long(W), K, long(ph), long(pw), long(stride));
-  for (int off : {0, 1}) {
-    Tensor x1 = at::full({x.numel() + 1}, NAN, x.options()), g1 = at::full({gy.numel() + 1}, NAN, gy.options());
-    x1.narrow(0, 1, x.numel()).copy_(x.flatten());
-    g1.narrow(0, 1, gy.numel()).copy_(gy.flatten());
-    const T* xp = off ? x1.data_ptr<T>() + 1 : x.data_ptr<T>();
-    const T* gp = off ? g1.data_ptr<T>() + 1 : gy.data_ptr<T>();
-    for (int64_t target : {1, 2048}) {
-      int64_t chunks = 0;
-      int vec = 0;
-      const Tensor r = K == 3 ? tcw2_run<T, 3>(xp, gp, P, target, &chunks, &vec)
-                       : K == 5 ? tcw2_run<T, 5>(xp, gp, P, target, &chunks, &vec)
-                                : tcw2_run<T, 7>(xp, gp, P, target, &chunks, &vec);
-      const std::string tag = "wgrad tc2d vec " + std::to_string(vec) + " chunks " + std::to_string(chunks);
-      if (r.defined() != takes) ++failures;
-      if (r.defined()) {
-        ++tcw2_taken;
-        check(tag.c_str(), r, ref, name, tol);
-      } else {
-        std::printf("%-44s %-34s declined%s\n", name, tag.c_str(), takes ? " FAIL" : "");
+  for (bool cl : {false, true}) {
+    const Tensor xm = cl ? to_cl(x) : x.contiguous(), gm = cl ? to_cl(gy) : gy.contiguous();
+    for (int off : {0, 1}) {
+      Tensor x1 = at::full({xm.numel() + 1}, NAN, xm.options()), g1 = at::full({gm.numel() + 1}, NAN, gm.options());
+      x1.narrow(0, 1, xm.numel()).copy_(xm.flatten());
+      g1.narrow(0, 1, gm.numel()).copy_(gm.flatten());
+      const T* xp = off ? x1.data_ptr<T>() + 1 : xm.data_ptr<T>();
+      const T* gp = off ? g1.data_ptr<T>() + 1 : gm.data_ptr<T>();
+      for (int64_t target : {1, 2048}) {
+        int64_t chunks = 0;
+        int vec = 0;
+        const Tensor r = K == 3 ? tcw2_run<T, 3>(xp, gp, P, cl, target, &chunks, &vec)
+                         : K == 5 ? tcw2_run<T, 5>(xp, gp, P, cl, target, &chunks, &vec)
+                                  : tcw2_run<T, 7>(xp, gp, P, cl, target, &chunks, &vec);
+        const std::string tag = std::string("wgrad tc2d ") + (cl ? "nhwc" : "nchw") + " vec " + std::to_string(vec) +
+                                " chunks " + std::to_string(chunks);
+        const bool expect = takes && !(cl && (off || C % 8 != 0));
+        if (r.defined() != expect) ++failures;
+        if (r.defined()) {
+          ++tcw2_taken;
+          check(tag.c_str(), r, ref, name, tol);
+        } else {
+          std::printf("%-44s %-34s declined%s\n", name, tag.c_str(), expect ? " FAIL" : "");
+        }
       }
     }
   }
 }
 void tcw2_cases() {
-  // ConvNeXt-like 7x7 'same' on 16-byte rows (two row tiles of 20, 4 column steps); 5x5 on
-  // 28-wide rows (8-byte vectors, 2 steps); 3x3 pairs of rows on 12-wide rows (4-byte vectors,
-  // one step), odd height; rows wider than 64 (two column tiles), no padding, odd widths (value
-  // by value); padding K - 1 (output wider than the input); one output row; batch 3 in chunks
-  // across samples; stride 2 and padding beyond K - 1 decline.
-  tcw2_case<at::BFloat16>(2, 3, 40, 56, 7, 3, 3, 1, true, 1e-2);
-  tcw2_case<at::Half>(2, 4, 28, 28, 5, 2, 2, 1, true, 2e-3);
-  tcw2_case<at::Half>(1, 3, 13, 12, 3, 1, 1, 1, true, 2e-3);
-  tcw2_case<at::BFloat16>(1, 2, 9, 70, 3, 0, 0, 1, true, 1e-2);
-  tcw2_case<at::Half>(1, 2, 11, 19, 7, 6, 6, 1, true, 2e-3);
-  tcw2_case<at::Half>(1, 2, 5, 21, 5, 0, 4, 1, true, 2e-3);
-  tcw2_case<at::BFloat16>(3, 2, 7, 7, 3, 1, 1, 1, true, 1e-2);
-  tcw2_case<at::Half>(1, 2, 9, 16, 3, 1, 1, 2, false, 2e-3);
-  tcw2_case<at::Half>(1, 2, 9, 16, 3, 3, 1, 1, false, 2e-3);
+  // ConvNeXt-like 7x7 'same' on 16-byte rows (NCHW two row tiles of 20, NHWC three of 14; 4 column
+  // steps); 5x5 on 28-wide rows (8-byte vectors, 2 steps), 2 NHWC channel groups; 3x3 pairs of
+  // rows on 12-wide rows (4-byte vectors, one step), odd height; rows wider than 64 (two column
+  // tiles), no padding, odd widths (value by value); padding K - 1 (output wider than the input);
+  // one output row; batch 3 in chunks across samples; 3 channels (NHWC declines); stride 2 and
+  // padding beyond K - 1 decline.
+  tcw2_case<at::BFloat16>(2, 8, 40, 56, 7, 3, 3, 1, true, 1e-2);
+  tcw2_case<at::Half>(2, 16, 28, 28, 5, 2, 2, 1, true, 2e-3);
+  tcw2_case<at::Half>(1, 8, 13, 12, 3, 1, 1, 1, true, 2e-3);
+  tcw2_case<at::BFloat16>(1, 8, 9, 70, 3, 0, 0, 1, true, 1e-2);
+  tcw2_case<at::Half>(1, 8, 11, 19, 7, 6, 6, 1, true, 2e-3);
+  tcw2_case<at::Half>(1, 8, 5, 21, 5, 0, 4, 1, true, 2e-3);
+  tcw2_case<at::BFloat16>(3, 8, 7, 7, 3, 1, 1, 1, true, 1e-2);
+  tcw2_case<at::Half>(1, 3, 9, 16, 5, 2, 2, 1, true, 2e-3);
+  tcw2_case<at::Half>(1, 8, 9, 16, 3, 1, 1, 2, false, 2e-3);
+  tcw2_case<at::Half>(1, 8, 9, 16, 3, 3, 1, 1, false, 2e-3);
   std::printf("tc_wgrad2d: %d launches checked\n", tcw2_taken);
   if (tcw2_taken == 0) ++failures;
 }

@@ -1,5 +1,6 @@
-// Launcher of the tensor-core weight-grad of K x K filters (K 3, 5, 7) at stride 1 in fp16 / bf16,
-// NCHW (tc_wgrad2d.cuh), tried in front of nc_wgrad_stream on sm_80 and newer.
+// Launcher of the tensor-core weight-grads of K x K filters (K 3, 5, 7) at stride 1 in fp16 / bf16
+// (tc_wgrad2d.cuh), tried in front of nc_wgrad_stream (NCHW) and cl_wgrad_partial (NHWC) on sm_80
+// and newer.
 #include "ops/depthwise_conv/cuda/launch.h"
 #include "ops/depthwise_conv/cuda/tc_wgrad2d.cuh"
 
@@ -7,8 +8,12 @@
 #include <c10/cuda/CUDAException.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAMacros.h>
 #include <cuda_runtime_api.h>
 
+#include <array>
+#include <atomic>
 #include <cstdlib>
 #include <type_traits>
 
@@ -16,28 +21,42 @@ namespace convx::cuda {
 namespace {
 
 // Blocks of the split (a constant: the chunks, and so the bits, depend on the shapes only).
-int64_t tcw2_target() {
-  const char* e = std::getenv("CONVX_TCW2_TARGET");  // temporary A/B knob
-  return e ? std::atoll(e) : 2048;
+int64_t tcw2_target(bool cl) {
+  const char* e = std::getenv(cl ? "CONVX_TCW2_CL_TARGET" : "CONVX_TCW2_TARGET");  // temporary A/B knobs
+  return e ? std::atoll(e) : cl ? 1024 : 2048;
 }
 
-template <typename T, int K>
+template <typename T, int K, bool CL>
 bool run(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
   Tcw2 L{};
-  if (!tcw2_plan(L, P, tcw2_target(), reinterpret_cast<uintptr_t>(x), reinterpret_cast<uintptr_t>(gy))) return false;
+  if (!tcw2_plan(L, P, CL, tcw2_target(CL), reinterpret_cast<uintptr_t>(x), reinterpret_cast<uintptr_t>(gy))) {
+    return false;
+  }
   constexpr int NV = K * K;
   at::Tensor buf;
   float* part = nullptr;
   unsigned* counters = nullptr;
-  if (L.chunks > 1) {  // partials [C][chunks][taps], then the channels' zeroed counters
+  if (L.chunks > 1) {  // partials [C][chunks][taps], then the channels' (groups') zeroed counters
     const int64_t nf = P.out_c * L.chunks * NV;
-    buf = at::empty({nf + P.out_c}, like.options().dtype(at::kFloat));
+    buf = at::empty({nf + L.groups}, like.options().dtype(at::kFloat));
     part = buf.mutable_data_ptr<float>();
     counters = reinterpret_cast<unsigned*>(part + nf);
-    C10_CUDA_CHECK(cudaMemsetAsync(counters, 0, P.out_c * sizeof(unsigned), stream));
+    C10_CUDA_CHECK(cudaMemsetAsync(counters, 0, L.groups * sizeof(unsigned), stream));
   }
-  tcw2_nc<T, K><<<static_cast<unsigned>(P.out_c * L.chunks), kTcw2Threads, tcw2_smem_bytes<K>(), stream>>>(
-      x, gy, part, counters, gw, L, P.out_c);
+  const unsigned blocks = L.groups * L.chunks;
+  if constexpr (CL) {
+    // more than 48 KB of dynamic shared memory: allowed once per device
+    static std::array<std::atomic<bool>, C10_COMPILE_TIME_MAX_GPUS> allowed{};
+    const c10::DeviceIndex dev = c10::cuda::current_device();
+    if (!allowed[dev].load(std::memory_order_relaxed)) {
+      C10_CUDA_CHECK(cudaFuncSetAttribute(tcw2_cl<T, K>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          tcw2_cl_smem_max<K>()));
+      allowed[dev].store(true, std::memory_order_relaxed);
+    }
+    tcw2_cl<T, K><<<blocks, kTcw2Threads, tcw2_cl_smem_bytes<K>(L), stream>>>(x, gy, part, counters, gw, L);
+  } else {
+    tcw2_nc<T, K><<<blocks, kTcw2Threads, tcw2_smem_bytes<K>(), stream>>>(x, gy, part, counters, gw, L);
+  }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return true;
 }
@@ -50,12 +69,16 @@ bool launch_tc_wgrad2d(const T* x, const T* gy, T* gw, const Plan& P, bool chann
   if constexpr (!std::is_same_v<T, c10::Half> && !std::is_same_v<T, c10::BFloat16>) {
     return false;  // tensor cores would change fp32's precision (TF32)
   } else {
-    if (channels_last || !mma16_supported()) return false;
+    if (!mma16_supported()) return false;
     if (const char* e = std::getenv("CONVX_TCW2"); e && e[0] == '0') return false;  // temporary A/B knob
+    if (const char* e = std::getenv("CONVX_TCW2_CL"); channels_last && e && e[0] == '0') return false;  // A/B knob
     if (P.k[1] != P.k[2]) return false;
-    if (P.k[1] == 3) return run<T, 3>(x, gy, gw, P, like, stream);
-    if (P.k[1] == 5) return run<T, 5>(x, gy, gw, P, like, stream);
-    if (P.k[1] == 7) return run<T, 7>(x, gy, gw, P, like, stream);
+#define CONVX_CASE(K) \
+  if (P.k[1] == K) return channels_last ? run<T, K, true>(x, gy, gw, P, like, stream) : run<T, K, false>(x, gy, gw, P, like, stream);
+    CONVX_CASE(3)
+    CONVX_CASE(5)
+    CONVX_CASE(7)
+#undef CONVX_CASE
     return false;
   }
 }

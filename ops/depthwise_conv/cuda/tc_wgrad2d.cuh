@@ -61,19 +61,26 @@ __host__ __device__ constexpr int tcw2_smem_bytes() {  // two buffers of 16-bit 
   return 2 * 2 * tcw2_vals<K>();
 }
 
+constexpr int kTcw2ClRows = 16;  // NHWC: most output rows per tile
+constexpr int kTcw2ClCh = 8;     // NHWC: channels per block, one 16-byte vector per position
+
 struct Tcw2 {
   int H, W, Ho, Wo, ph, pw;
   int tr;                          // output rows per tile (a multiple of SP)
   int nj;                          // 16-column steps per tile: 1, 2 or 4
-  int vec;                         // values per staged vector: 8, 4, 2, or 1 (value by value)
+  int vec;                         // NCHW: values per staged vector: 8, 4, 2, or 1 (value by value)
   uint32_t th, tw;                 // tiles along rows and columns
-  uint32_t tiles, chunk, chunks;   // tiles per channel, per block; blocks per channel
+  uint32_t tiles, chunk, chunks;   // tiles per channel (group), per block; blocks per channel (group)
+  uint32_t groups;                 // NHWC: channel groups of kTcw2ClCh
+  int C;                           // channels
+  int ps;                          // NHWC: a channel's shared tile (values): X rows, then dy rows
 };
 
 // Stride 1, multiplier 1, 2-D K x K (K 3, 5, 7), padding 0 ... K - 1, N > 0, a plane below 2^31
-// values, tile counts within 32 bits. About `target` blocks in all (the chunks from the shapes
-// alone). xa / ga: the addresses of x and dy (the staging vector's alignment).
-inline bool tcw2_plan(Tcw2& L, const Plan& P, int64_t target, uintptr_t xa, uintptr_t ga) {
+// values, tile counts within 32 bits; NHWC (cl): channels a multiple of 8 and x, dy 16-byte
+// aligned. About `target` blocks in all (the chunks from the shapes alone). xa / ga: the addresses
+// of x and dy (the staging vector's alignment).
+inline bool tcw2_plan(Tcw2& L, const Plan& P, bool cl, int64_t target, uintptr_t xa, uintptr_t ga) {
   if (P.phases != 1 || P.S[0] != 1 || P.S[1] != 1 || P.S[2] != 1 || P.in_div != 1 || P.J != 1) return false;
   if (P.k[0] != 1 || P.in[0] != 1 || P.out[0] != 1 || P.pad[0][0] != 0) return false;
   const int K = P.k[1];
@@ -83,17 +90,18 @@ inline bool tcw2_plan(Tcw2& L, const Plan& P, int64_t target, uintptr_t xa, uint
   }
   constexpr int64_t lim = int64_t(1) << 31;
   if (P.in[1] * P.in[2] >= lim || P.out[1] * P.out[2] >= lim || P.out_c >= lim) return false;
+  if (cl && (P.out_c % kTcw2ClCh != 0 || xa % 16 != 0 || ga % 16 != 0)) return false;
   const int sp = K == 3 ? 2 : 1;
-  const int64_t th = ceil_div(P.out[1], kTcw2Rows);
+  const int64_t th = ceil_div(P.out[1], cl ? kTcw2ClRows : kTcw2Rows);
   const int64_t tr = ceil_div(ceil_div(P.out[1], th), sp) * sp;
   const int nj = P.in[2] <= 16 ? 1 : P.in[2] <= 32 ? 2 : 4;
   const int64_t tw = ceil_div(P.in[2], 16 * nj);
-  const int64_t tiles = P.N * th * tw;
+  const int64_t tiles = P.N * th * tw, groups = cl ? P.out_c / kTcw2ClCh : P.out_c;
   if (tiles >= lim) return false;
-  int64_t chunks = std::clamp<int64_t>(ceil_div(target, P.out_c), 1, tiles);
+  int64_t chunks = std::clamp<int64_t>(ceil_div(target, groups), 1, tiles);
   const int64_t chunk = ceil_div(tiles, chunks);
   chunks = ceil_div(tiles, chunk);
-  if (P.out_c * chunks >= lim) return false;
+  if (groups * chunks >= lim) return false;
   L.H = static_cast<int>(P.in[1]), L.W = static_cast<int>(P.in[2]);
   L.Ho = static_cast<int>(P.out[1]), L.Wo = static_cast<int>(P.out[2]);
   L.ph = P.pad[1][0], L.pw = P.pad[2][0];
@@ -102,6 +110,12 @@ inline bool tcw2_plan(Tcw2& L, const Plan& P, int64_t target, uintptr_t xa, uint
   L.tiles = static_cast<uint32_t>(tiles);
   L.chunk = static_cast<uint32_t>(chunk);
   L.chunks = static_cast<uint32_t>(chunks);
+  L.groups = static_cast<uint32_t>(groups);
+  L.C = static_cast<int>(P.out_c);
+  // A channel's shared tile: (tr + K - 1) X rows and tr dy rows, padded to an odd number of
+  // 8-value units (the transposing stores of 8 channels then fall on distinct banks).
+  L.ps = static_cast<int>((tr + K - 1) * kTcw2XRow + tr * kTcw2DRow);
+  if (L.ps / 8 % 2 == 0) L.ps += 8;
   // The widest vector (16 bytes at most) that divides both row lengths and both addresses: every
   // row of every plane then starts on a vector boundary, and the tiles' columns are multiples of 8.
   L.vec = 1;
@@ -185,7 +199,7 @@ __device__ __forceinline__ void tcw2_stage(T* xs, T* ds, const T* xc, const T* g
 template <typename T, int K>
 __global__ void __launch_bounds__(kTcw2Threads, 4)
 tcw2_nc(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, unsigned* __restrict__ counters,
-        T* __restrict__ gw, const Tcw2 L, int64_t C) {
+        T* __restrict__ gw, const Tcw2 L) {
   constexpr int SP = tcw2_sp<K>(), NV = K * K;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* const buf = reinterpret_cast<T*>(smem_raw);
@@ -197,7 +211,7 @@ tcw2_nc(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ p
   auto stage = [&](uint32_t i, int b) {
     const int64_t n = i / L.tw / L.th;
     T* xs = buf + b * tcw2_vals<K>();
-    tcw2_stage<T, K>(xs, xs + tcw2_xvals<K>(), x + (n * C + co) * in_plane, gy + (n * C + co) * out_plane, L, i);
+    tcw2_stage<T, K>(xs, xs + tcw2_xvals<K>(), x + (n * L.C + co) * in_plane, gy + (n * L.C + co) * out_plane, L, i);
   };
   const Tcw2Lane ln = tcw2_lane<K>(lane, L.pw);
   // Warp w: column step j = w % nj of the row groups g0 + gs i, i < steps.
@@ -250,6 +264,162 @@ tcw2_nc(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ p
   }
   if (L.chunks > 1 && tcw_last_block(counters + co, L.chunks, reinterpret_cast<int*>(red + kTcw2Warps * 64)))
     tcw_sum_chunks<T, NV>(part, gw, co, NV, L.chunks);
+}
+
+// ------------------------------------------------------------------------------------------ NHWC
+// ldmatrix.x4.trans: matrix j (rows at lanes 8j ... 8j + 7's p, 8 16-bit values each) transposed,
+// so that a[j] of lane (g, t) holds rows 2t and 2t + 1 of column g: here column g = channel g and
+// rows = 8 consecutive positions, i.e. channel g's values at positions 2t, 2t + 1 (one word of the
+// channel's shared row). CPU harness: the shim's shuffle.
+#if defined(__CUDACC__)
+__device__ __forceinline__ void tcw2_ldsm_x4_trans(uint32_t (&a)[4], const uint32_t* p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
+               : "r"(addr)
+               : "memory");
+#else
+  __trap();  // launchers take the tensor-core kernels on sm_80 and newer only
+#endif
+}
+#else
+inline void tcw2_ldsm_x4_trans(uint32_t (&a)[4], const uint32_t* p) {
+  const int lane = static_cast<int>(threadIdx.x % 32), g = lane / 4, t = lane % 4;
+  for (int j = 0; j < 4; ++j) {
+    const uint16_t* r0 = reinterpret_cast<const uint16_t*>(__shfl_sync(0xffffffffu, p, 8 * j + 2 * t));
+    const uint16_t* r1 = reinterpret_cast<const uint16_t*>(__shfl_sync(0xffffffffu, p, 8 * j + 2 * t + 1));
+    a[j] = uint32_t(r0[g]) | (uint32_t(r1[g]) << 16);
+  }
+}
+#endif
+
+// Shared memory of tcw2_cl: the raw tile (positions as stored, 8 values each: X (tr + K - 1) x 16 nj,
+// then dy tr x (16 nj + 16)) and the 8 channels' tiles of L.ps values (tcw2_nc's layout).
+template <int K>
+__host__ __device__ constexpr int tcw2_cl_raw_positions(int tr, int nj) {
+  return (tr + K - 1) * 16 * nj + tr * (16 * nj + 16);
+}
+template <int K>
+__host__ __device__ inline int tcw2_cl_smem_bytes(const Tcw2& L) {
+  return 2 * (kTcw2ClCh * tcw2_cl_raw_positions<K>(L.tr, L.nj) + kTcw2ClCh * L.ps);
+}
+template <int K>
+__host__ __device__ constexpr int tcw2_cl_smem_max() {  // tr 16, nj 4, ps padded
+  return 2 * (kTcw2ClCh * tcw2_cl_raw_positions<K>(kTcw2ClRows, 4) +
+              kTcw2ClCh * ((kTcw2ClRows + K - 1) * kTcw2XRow + kTcw2ClRows * kTcw2DRow + 8));
+}
+
+// x: [N, H, W, C], gy: [N, Ho, Wo, C] (16-byte aligned, C a multiple of 8). Writes gw [C][K K]:
+// directly when L.chunks == 1, else through part [C][chunks][K K] (fp32), summed by the group's
+// last block (counters: groups, zeroed). Grid: groups * chunks blocks of kTcw2Threads (groups
+// fastest: the blocks in flight read whole 32-byte sectors of the same positions); dynamic shared
+// memory tcw2_cl_smem_bytes<K>(L). Block: 8 channels x a chunk of tiles. Per tile the positions'
+// 16-byte vectors arrive by cp.async (zero-filled off the tensors) in the raw area; after a barrier
+// ldmatrix.trans turns each run of 8 positions into one word per channel and position pair, stored
+// into the channels' tiles (one 32-bit store per word: 4 wavefronts per 256 values); after a second
+// barrier the next tile's copies start into the raw area and warp w runs tcw2_nc's steps on channel
+// w's tile: every row group and column step of the tile, two accumulators in turn.
+template <typename T, int K>
+__global__ void __launch_bounds__(kTcw2Threads, 2)
+tcw2_cl(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, unsigned* __restrict__ counters,
+        T* __restrict__ gw, const Tcw2 L) {
+  constexpr int SP = tcw2_sp<K>(), NV = K * K;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* const raw = reinterpret_cast<T*>(smem_raw);
+  const int xr = L.tr + K - 1, xq = 16 * L.nj, dq = 16 * L.nj + 16;  // X rows; positions per X / dy row
+  const int npos = xr * xq + L.tr * dq;
+  T* const tiles = raw + kTcw2ClCh * npos;  // channel c's tile at c * L.ps
+  const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
+  const uint32_t group = blockIdx.x % L.groups, chunk = blockIdx.x / L.groups;
+  const int c0 = static_cast<int>(group) * kTcw2ClCh;
+  const uint32_t i0 = chunk * L.chunk, i1 = i0 + L.chunk < L.tiles ? i0 + L.chunk : L.tiles;
+
+  auto stage = [&](uint32_t i) {
+    const int xc0 = static_cast<int>(i % L.tw) * xq, h0 = static_cast<int>(i / L.tw % L.th) * L.tr;
+    const int64_t n = i / L.tw / L.th;
+    const T* xn = x + n * L.H * L.W * L.C + c0;
+    const T* gn = gy + n * L.Ho * L.Wo * L.C + c0;
+    for (int v = tid; v < npos; v += kTcw2Threads) {
+      const T* src = nullptr;
+      if (v < xr * xq) {
+        const int r = v / xq, h = h0 - L.ph + r, w = xc0 + v - r * xq;
+        if (h >= 0 && h < L.H && w < L.W) src = xn + (int64_t(h) * L.W + w) * L.C;
+      } else {
+        const int u = v - xr * xq, r = u / dq, h = h0 + r, c = xc0 - 8 + u - r * dq;
+        if (h < L.Ho && c >= 0 && c < L.Wo) src = gn + (int64_t(h) * L.Wo + c) * L.C;
+      }
+      cp_async16(raw + kTcw2ClCh * v, src ? src : x, src ? 16 : 0);
+    }
+    cp_async_commit();
+  };
+  // Runs of 8 positions (one row each: the rows are multiples of 8 positions), 4 per ldmatrix, the
+  // runs q = 4 (warp + 8 k) + j; every warp makes the same calls (runs past the last: no stores).
+  const int runs = npos / 8, rounds = (runs + 4 * kTcw2Warps - 1) / (4 * kTcw2Warps);
+  const int xruns = xr * xq / 8, g = lane >> 2, t = lane & 3;
+  auto transpose = [&]() {
+    for (int k = 0; k < rounds; ++k) {
+      const int q0 = 4 * (warp + kTcw2Warps * k), mine = std::min(q0 + (lane >> 3), runs - 1);
+      uint32_t a[4];
+      tcw2_ldsm_x4_trans(a, reinterpret_cast<const uint32_t*>(raw + kTcw2ClCh * (8 * mine + (lane & 7))));
+      uint32_t* const dst = reinterpret_cast<uint32_t*>(tiles + g * L.ps);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int q = q0 + j;
+        if (q >= runs) break;
+        int off;  // the run's first position in channel g's tile
+        if (q < xruns) {
+          const int r = q / (xq / 8);
+          off = r * kTcw2XRow + 8 * (q - r * (xq / 8));
+        } else {
+          const int r = (q - xruns) / (dq / 8);
+          off = (xr * kTcw2XRow) + r * kTcw2DRow + 8 * (q - xruns - r * (dq / 8));
+        }
+        dst[(off >> 1) + t] = a[j];
+      }
+    }
+  };
+  const Tcw2Lane ln = tcw2_lane<K>(lane, L.pw);
+  const T* const xs = tiles + warp * L.ps;
+  const uint32_t* const dw = reinterpret_cast<const uint32_t*>(xs + xr * kTcw2XRow) + ln.f;
+  const int G = L.tr / SP, units = G * L.nj, js = L.nj == 1 ? 0 : L.nj == 2 ? 1 : 2;
+
+  float acc[2][4] = {};
+  if (i0 < i1) stage(i0);
+  for (uint32_t i = i0; i < i1; ++i) {
+    cp_async_wait<0>();
+    __syncthreads();  // the raw tile has landed; the previous tile's steps are done
+    transpose();
+    __syncthreads();  // the channels' tiles are complete; the raw area is free
+    if (i + 1 < i1) stage(i + 1);
+    auto step = [&](float(&a)[4], int u) {
+      const int gg = u >> js, j = u & (L.nj - 1);
+      tcw2_step<T>(a, xs + SP * gg * kTcw2XRow + 16 * j, dw + SP * gg * (kTcw2DRow / 2) + 8 * j, ln, true);
+    };
+    for (int u = 0; u < units; u += 2) {
+      step(acc[0], u);
+      if (u + 1 < units) step(acc[1], u + 1);
+    }
+  }
+  __syncthreads();  // the tiles are done: the area holds the warps' D
+  float* const red = reinterpret_cast<float*>(smem_raw);
+  red[warp * 64 + lane * 2] = acc[0][0] + acc[1][0];
+  red[warp * 64 + lane * 2 + 1] = acc[0][1] + acc[1][1];
+  __syncthreads();
+  for (int i = tid; i < kTcw2ClCh * NV; i += kTcw2Threads) {
+    const int c = i / NV, tb = i % NV / K, td = i % K;
+    float sum = 0.f;
+#pragma unroll
+    for (int s = 0; s < SP; ++s) sum += red[c * 64 + (tb + s) * 8 + s * K + td];
+    const int64_t co = c0 + c;
+    if (L.chunks == 1) {
+      gw[co * NV + i % NV] = static_cast<T>(sum);
+    } else {
+      part[(co * L.chunks + chunk) * NV + i % NV] = sum;
+    }
+  }
+  if (L.chunks > 1 && tcw_last_block(counters + group, L.chunks, reinterpret_cast<int*>(red + kTcw2Warps * 64)))
+    tcw_sum_chunks<T, NV>(part, gw, c0, kTcw2ClCh * NV, L.chunks);
 }
 
 }  // namespace convx::cuda
