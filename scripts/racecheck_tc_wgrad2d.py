@@ -1,5 +1,5 @@
-"""The tensor-core 2-D weight-grad (tc_wgrad2d: NCHW, 16-byte / 8-byte / value staging, one and
-several chunks) on a few small bf16 problems and nothing else, for compute-sanitizer (racecheck,
+"""The tensor-core 2-D weight-grads (tc_wgrad2d: NCHW with 16-byte / 8-byte / value staging, NHWC;
+one and several chunks) on a few small bf16 problems and nothing else, for compute-sanitizer (racecheck,
 memcheck): the pytest cases' float64 references would be instrumented too and take minutes."""
 
 import torch
@@ -10,10 +10,14 @@ ops = torch.ops.convx
 # (N, C, size, K, padding): ConvNeXt 7 x 7 'same' on 56-wide rows (two row tiles, chunks), 5 x 5
 # on 28-wide rows, 3 x 3 on an odd width (value staging) and on rows of 70 (two column tiles)
 CASES = [(2, 8, (40, 56), 7, (3, 3)), (2, 8, (28, 28), 5, (2, 2)), (2, 8, (9, 19), 3, (1, 1)), (1, 4, (9, 70), 3, (0, 0))]
-for N, C, size, k, p in CASES:
-    x = torch.randn(N, C, *size, device="cuda", dtype=torch.bfloat16)
-    gy_shape = [N, C] + [s + 2 * q - k + 1 for s, q in zip(size, p)]
-    gy = torch.randn(gy_shape, device="cuda", dtype=torch.bfloat16)
-    ops.conv2d_weight_grad(x, [C, 1, k, k], gy, [1, 1], list(p), [1, 1], C)
+for layout in ("nchw", "nhwc"):
+    for N, C, size, k, p in CASES:
+        x = torch.randn(N, C, *size, device="cuda", dtype=torch.bfloat16)
+        gy_shape = [N, C] + [s + 2 * q - k + 1 for s, q in zip(size, p)]
+        gy = torch.randn(gy_shape, device="cuda", dtype=torch.bfloat16)
+        if layout == "nhwc":
+            x = x.contiguous(memory_format=torch.channels_last)
+            gy = gy.contiguous(memory_format=torch.channels_last)
+        ops.conv2d_weight_grad(x, [C, 1, k, k], gy, [1, 1], list(p), [1, 1], C)
 torch.cuda.synchronize()
 print("racecheck_tc_wgrad2d: every call returned")

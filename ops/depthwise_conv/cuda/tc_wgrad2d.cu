@@ -23,13 +23,15 @@ namespace {
 // Blocks of the split (a constant: the chunks, and so the bits, depend on the shapes only).
 int64_t tcw2_target(bool cl) {
   const char* e = std::getenv(cl ? "CONVX_TCW2_CL_TARGET" : "CONVX_TCW2_TARGET");  // temporary A/B knobs
-  return e ? std::atoll(e) : cl ? 1024 : 2048;
+  return e ? std::atoll(e) : cl ? 1024 : 640;
 }
 
 template <typename T, int K, bool CL>
 bool run(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
   Tcw2 L{};
-  if (!tcw2_plan(L, P, CL, tcw2_target(CL), reinterpret_cast<uintptr_t>(x), reinterpret_cast<uintptr_t>(gy))) {
+  const char* rows = std::getenv("CONVX_TCW2_ROWS");  // temporary A/B knob
+  if (!tcw2_plan(L, P, CL, tcw2_target(CL), reinterpret_cast<uintptr_t>(x), reinterpret_cast<uintptr_t>(gy),
+                 rows ? std::atoi(rows) : kTcw2Rows)) {
     return false;
   }
   constexpr int NV = K * K;
@@ -44,18 +46,28 @@ bool run(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& li
     C10_CUDA_CHECK(cudaMemsetAsync(counters, 0, L.groups * sizeof(unsigned), stream));
   }
   const unsigned blocks = L.groups * L.chunks;
-  if constexpr (CL) {
-    // more than 48 KB of dynamic shared memory: allowed once per device
-    static std::array<std::atomic<bool>, C10_COMPILE_TIME_MAX_GPUS> allowed{};
-    const c10::DeviceIndex dev = c10::cuda::current_device();
-    if (!allowed[dev].load(std::memory_order_relaxed)) {
-      C10_CUDA_CHECK(cudaFuncSetAttribute(tcw2_cl<T, K>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          tcw2_cl_smem_max<K>()));
-      allowed[dev].store(true, std::memory_order_relaxed);
+  auto go = [&](auto nj) {
+    constexpr int NJ = decltype(nj)::value;
+    if constexpr (CL) {
+      // more than 48 KB of dynamic shared memory: allowed once per device
+      static std::array<std::atomic<bool>, C10_COMPILE_TIME_MAX_GPUS> allowed{};
+      const c10::DeviceIndex dev = c10::cuda::current_device();
+      if (!allowed[dev].load(std::memory_order_relaxed)) {
+        C10_CUDA_CHECK(cudaFuncSetAttribute(tcw2_cl<T, K, NJ>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            tcw2_cl_smem_max<K>()));
+        allowed[dev].store(true, std::memory_order_relaxed);
+      }
+      tcw2_cl<T, K, NJ><<<blocks, kTcw2Threads, tcw2_cl_smem_bytes<K>(L), stream>>>(x, gy, part, counters, gw, L);
+    } else {
+      tcw2_nc<T, K, NJ><<<blocks, kTcw2Threads, tcw2_nc_smem_bytes(L), stream>>>(x, gy, part, counters, gw, L);
     }
-    tcw2_cl<T, K><<<blocks, kTcw2Threads, tcw2_cl_smem_bytes<K>(L), stream>>>(x, gy, part, counters, gw, L);
+  };
+  if (L.nj == 1) {
+    go(std::integral_constant<int, 1>{});
+  } else if (L.nj == 2) {
+    go(std::integral_constant<int, 2>{});
   } else {
-    tcw2_nc<T, K><<<blocks, kTcw2Threads, tcw2_smem_bytes<K>(), stream>>>(x, gy, part, counters, gw, L);
+    go(std::integral_constant<int, 4>{});
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return true;
