@@ -1332,12 +1332,13 @@ def test_depthwise_tc_wgrad3d(dtype, placement):
         assert torch.equal(gw, gw2), f"{what}: not bitwise repeatable"
 
 
-# The tensor-core weight-grad of K x K filters in fp16 / bf16, NCHW (tc_wgrad2d.cuh): ConvNeXt's
-# 7 x 7 'same' on 56-wide rows (16-byte staging, two row tiles of 28), 96 channels in chunks, 5 x 5
-# on 28-wide rows (8-byte vectors, two column steps), 3 x 3 row pairs, rows of 70 (two column
-# tiles, 4-byte vectors), odd widths (value staging), padding K - 1 and (0, 4), 7 x 7 planes, three
-# row tiles on 33-wide rows, batch 0; stride 2 and padding beyond K - 1 keep nc_wgrad_stream, and
-# channels_last the channels-last kernels.
+# The tensor-core weight-grads of 7 x 7 filters in fp16 / bf16 (tc_wgrad2d.cuh), NCHW for rows
+# wider than 32 and NHWC for rows at least 14 wide, and the CUDA-core kernels around them: ConvNeXt's
+# 7 x 7 'same' on 56-wide rows (NCHW 16-byte staging; NHWC 4 row tiles of 14), 96 channels in
+# chunks (NHWC 3 row tiles); the rest on the CUDA-core kernels: 5 x 5, 3 x 3, 7 x 7 with padding 6
+# on 19-wide rows and 4 channels, batch 0, stride 2, padding beyond K - 1.
+# (On the H100 in session 11 these cases also ran with every 3 x 3 / 5 x 5 / 7 x 7 shape routed to
+# the tensor-core kernels: wg2d_call2_test.log.)
 TC_WGRAD2D_CASES = [  # (N, C, size, K, stride, padding)
     (2, 8, (56, 56), 7, 1, (3, 3)),
     (1, 96, (40, 56), 7, 1, (3, 3)),

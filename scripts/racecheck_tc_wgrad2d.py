@@ -1,5 +1,5 @@
-"""The tensor-core 2-D weight-grads (tc_wgrad2d: NCHW with 16-byte / 8-byte / value staging, NHWC;
-one and several chunks) on a few small bf16 problems and nothing else, for compute-sanitizer (racecheck,
+"""The tensor-core 2-D weight-grads (tc_wgrad2d: 7 x 7, NCHW and NHWC, one and several chunks) on a
+few small bf16 problems and nothing else, for compute-sanitizer (racecheck,
 memcheck): the pytest cases' float64 references would be instrumented too and take minutes."""
 
 import torch
@@ -7,9 +7,9 @@ import torch
 import convx  # noqa: F401  (loads the operator library)
 
 ops = torch.ops.convx
-# (N, C, size, K, padding): ConvNeXt 7 x 7 'same' on 56-wide rows (two row tiles, chunks), 5 x 5
-# on 28-wide rows, 3 x 3 on an odd width (value staging) and on rows of 70 (two column tiles)
-CASES = [(2, 8, (40, 56), 7, (3, 3)), (2, 8, (28, 28), 5, (2, 2)), (2, 8, (9, 19), 3, (1, 1)), (1, 4, (9, 70), 3, (0, 0))]
+# (N, C, size, K, padding): ConvNeXt 7 x 7 'same' on 56-wide rows (NHWC: three row tiles; chunks),
+# 7 x 7 on rows of 70 (two column tiles) and of 19 (NHWC: two column steps)
+CASES = [(2, 8, (40, 56), 7, (3, 3)), (1, 8, (9, 70), 7, (3, 3)), (2, 8, (11, 19), 7, (6, 6))]
 for layout in ("nchw", "nhwc"):
     for N, C, size, k, p in CASES:
         x = torch.randn(N, C, *size, device="cuda", dtype=torch.bfloat16)

@@ -1,31 +1,34 @@
-// Weight-grads of K x K depthwise filters (K 3, 5, 7) at stride 1, multiplier 1, in fp16 / bf16
-// on tensor cores, deterministic, NCHW (tcw2_nc): tc_wgrad3d's scheme with one filter depth.
+// Weight-grads of K x K depthwise filters (K 5, 7) at stride 1, multiplier 1, in fp16 / bf16 on
+// tensor cores, deterministic, NCHW (tcw2_nc) and NHWC (tcw2_cl): tc_wgrad3d's scheme with one
+// filter depth and one output row per step.
 //
-// Why: nc_wgrad_stream spends K*K fp32 FMAs plus conversions per output and ran ConvNeXt's 7 x 7
-// bf16 weight-grad at 234 us for 77 MB of x and dy (session 10, kernels_main.log). Here, per
-// channel, group of SP output rows h + s (s < SP: 2 for K 3, else 1) and 16 input columns w0 + k:
-//     D[m][n] += sum_k X[h + m - ph][w0 + k] * DY[h + s][w0 + k - d + pw]      n = s K + d
-// for the K + SP - 1 X rows m (< 8) the group meets: one m16n8k16 step (mma16.cuh: exact products,
-// fp32 sums) with A's rows 8-15 zero (ldmatrix.x2: 2 shared wavefronts) and B = the group's dy rows
-// shifted by the column tap d (two aligned words and a funnel shift per register, 4 wavefronts),
-// so neither operand needs more alignment than the staged rows have. D[m][n] is tap (m - s, d)'s
-// share: gw[b][d] = sum_s D[b + s][s K + d] at the end. Every product x[i] * dy[o] with i = o + d -
-// pw lands in one step (the X columns of the tiles cover the input row once; dy outside the tensor
-// and X in the padding are staged as zeros), so the taps need no bounds tests.
+// Why: the CUDA-core kernels spend K*K fp32 FMAs plus conversions per output: ConvNeXt's 7 x 7
+// 16-bit weight-grad took 234 us NCHW (nc_wgrad_stream) and 146 us NHWC (cl_wgrad_partial) for 77
+// MB of x and dy (session 10 / 11 kernels logs). Here, per channel, output row h and 16 input
+// columns w0 + k:
+//     D[m][d] += sum_k X[h + m - ph][w0 + k] * DY[h][w0 + k - d + pw]      (m, d < K)
+// is one m16n8k16 step (mma16.cuh: exact products, fp32 sums) with A = the K X rows the output
+// row meets (ldmatrix.x2: 2 shared wavefronts; A's rows 8-15 zero, rows K-7 repeating row K - 1)
+// and B = the dy row shifted by the column tap d (two aligned words and a funnel shift per
+// register, 4 wavefronts), so neither operand needs more alignment than the staged rows have.
+// D[b][d] is tap (b, d)'s share, summed over rows, tiles and blocks. Every product x[i] * dy[o]
+// with i = o + d - pw lands in one step (the X columns of the tiles cover the input row once; dy
+// outside the tensor and X in the padding are staged as zeros), so the taps need no bounds tests.
 //
-// Tiles: tr output rows (<= 32, a multiple of SP, the planes' rows split evenly) x 16 nj input
-// columns (nj 1, 2 or 4: the narrowest that covers a row up to 64 wide; wider rows take tiles of
+// Tiles: tr output rows (the planes' rows split evenly, at most 64 NCHW / 16 NHWC) x 16 NJ input
+// columns (NJ 1, 2 or 4: the narrowest that covers a row up to 64 wide; wider rows take tiles of
 // 64) of one (sample, channel) plane; X rows h0 - ph + [0, tr + K - 1), dy rows h0 + [0, tr) with
-// columns xc0 - 8 + [0, 16 nj + 16). Staged by cp.async of 16, 8 or 4 bytes when the rows are
-// whole vectors of that size (zeros stored directly off the tensor), else value by value;
-// double-buffered so that the next tile's copies fly during this tile's steps. Warp w takes the
-// column step w % nj of the row groups w / nj + (8 / nj) i: every warp the same number of steps
-// when the groups divide (ConvNeXt-56: 28 rows x 4 steps, 14 per warp), two accumulators in turn.
+// columns xc0 - 8 + [0, 16 NJ + 16), in shared rows of 72 (X: 9 16-byte units, odd, so the 8 rows
+// of an ldmatrix phase fall on 8 bank groups) and 80 values.
 //
-// Deterministic: a block is one channel x a fixed chunk of its tiles (from the shapes alone); the
-// sums are in a fixed order (steps in tile order, the two accumulators, the warps, then the blocks'
-// partials [channel][chunk][tap] in chunk order by the channel's last block: an int counter, no
-// float atomics; tc_wgrad1d.cuh's tcw_last_block / tcw_sum_chunks).
+// Deterministic: a block is one channel (NHWC: 8) x a fixed chunk of its tiles (from the shapes
+// alone); the sums are in a fixed order (steps in tile order, the accumulators, the warps, then the
+// blocks' partials [channel][chunk][tap] in chunk order by the channel's last block: an int
+// counter, no float atomics; tc_wgrad1d.cuh's tcw_last_block / tcw_sum_chunks).
+//
+// The launcher (tc_wgrad2d.cu) takes 7 x 7 only; 5 x 5 (CPU harness) did not beat the CUDA-core
+// kernels on the H100. 3 x 3 (two output rows per step, N = 6 of 8) measured slower than them on
+// MobileNetV2 (session 11, wg2d_call2_ab.log: NHWC 0.067 -> 0.119 ms) and was dropped.
 #pragma once
 
 #include "ops/depthwise_conv/cuda/cp_async.cuh"
@@ -46,14 +49,9 @@ constexpr int kTcw2ClRows = 16;                // NHWC: most output rows per til
 constexpr int kTcw2ClCh = 8;                   // NHWC: channels per block, one 16-byte vector per position
 constexpr int kTcw2XRow = 72, kTcw2DRow = 80;  // shared row strides (values; X: 9 16-byte units, odd)
 
-template <int K>
-__host__ __device__ constexpr int tcw2_sp() {  // output rows per step: N = SP K <= 8 columns
-  return K == 3 ? 2 : 1;
-}
-
 struct Tcw2 {
   int H, W, Ho, Wo, ph, pw;
-  int tr;                          // output rows per tile (a multiple of SP)
+  int tr;                          // output rows per tile
   int nj;                          // 16-column steps per tile: 1, 2 or 4 (the kernels' NJ)
   int vec;                         // NCHW: values per staged vector: 8, 4, 2, or 1 (value by value)
   uint32_t th, tw;                 // tiles along rows and columns
@@ -63,25 +61,22 @@ struct Tcw2 {
   int ps;                          // a channel's shared tile (values): tr + K - 1 X rows, then tr dy rows
 };
 
-// Stride 1, multiplier 1, 2-D K x K (K 3, 5, 7), padding 0 ... K - 1, N > 0, a plane below 2^31
+// Stride 1, multiplier 1, 2-D K x K (K 5, 7), padding 0 ... K - 1, N > 0, a plane below 2^31
 // values, tile counts within 32 bits; NHWC (cl): channels a multiple of 8 and x, dy 16-byte
 // aligned. About `target` blocks in all (the chunks from the shapes alone). xa / ga: the addresses
 // of x and dy (the staging vector's alignment).
-inline bool tcw2_plan(Tcw2& L, const Plan& P, bool cl, int64_t target, uintptr_t xa, uintptr_t ga,
-                      int rows = kTcw2Rows) {
+inline bool tcw2_plan(Tcw2& L, const Plan& P, bool cl, int64_t target, uintptr_t xa, uintptr_t ga) {
   if (P.phases != 1 || P.S[0] != 1 || P.S[1] != 1 || P.S[2] != 1 || P.in_div != 1 || P.J != 1) return false;
   if (P.k[0] != 1 || P.in[0] != 1 || P.out[0] != 1 || P.pad[0][0] != 0) return false;
   const int K = P.k[1];
-  if (P.k[2] != K || (K != 3 && K != 5 && K != 7) || P.N <= 0 || P.out_c <= 0) return false;
+  if (P.k[2] != K || (K != 5 && K != 7) || P.N <= 0 || P.out_c <= 0) return false;
   for (int d = 1; d < 3; ++d) {
     if (P.pad[d][0] < 0 || P.pad[d][0] > K - 1 || P.out[d] <= 0) return false;
   }
   constexpr int64_t lim = int64_t(1) << 31;
   if (P.in[1] * P.in[2] >= lim || P.out[1] * P.out[2] >= lim || P.out_c >= lim) return false;
   if (cl && (P.out_c % kTcw2ClCh != 0 || xa % 16 != 0 || ga % 16 != 0)) return false;
-  const int sp = K == 3 ? 2 : 1;
-  const int64_t th = ceil_div(P.out[1], cl ? kTcw2ClRows : std::min(rows, kTcw2Rows));
-  const int64_t tr = ceil_div(ceil_div(P.out[1], th), sp) * sp;
+  const int64_t th = ceil_div(P.out[1], cl ? kTcw2ClRows : kTcw2Rows), tr = ceil_div(P.out[1], th);
   const int nj = P.in[2] <= 16 ? 1 : P.in[2] <= 32 ? 2 : 4;
   const int64_t tw = ceil_div(P.in[2], 16 * nj);
   const int64_t tiles = P.N * th * tw, groups = cl ? P.out_c / kTcw2ClCh : P.out_c;
@@ -116,30 +111,27 @@ inline bool tcw2_plan(Tcw2& L, const Plan& P, bool cl, int64_t target, uintptr_t
   return true;
 }
 
-// This lane's operands, as offsets from the group's first staged X row and first dy row (values;
-// dy: words): its ldmatrix row of A (lanes < 16: m = lane % 8, rows past K + SP - 1 repeating the
-// last, column half lane / 8) and its B column n = g (SP 2: s = n / 3, d = n % 3, n clamped to 5;
-// SP 1: d = n, clamped to K - 1; unused columns of D) as word f and shift sh: B[k][n] = dy column
-// w0 + k - d + pw of row s = staged column w0 + k - d + pw + 8.
+// This lane's operands, as offsets from the output row's first staged X row and its dy row (values;
+// dy: words): its ldmatrix row of A (lanes < 16: m = lane % 8, rows past K - 1 repeating the last,
+// column half lane / 8) and its B column d = g (clamped to K - 1; unused columns of D) as word f and
+// shift sh: B[k][d] = dy column w0 + k - d + pw = staged column w0 + k - d + pw + 8.
 struct Tcw2Lane {
   int a, f, sh;
 };
 template <int K>
 __device__ __forceinline__ Tcw2Lane tcw2_lane(int lane, int pw) {
-  constexpr int SP = tcw2_sp<K>();
-  const int m = std::min(lane & 7, K + SP - 2);
-  const int n = std::min(lane >> 2, SP * K - 1), d = n % K, s = n / K;
+  const int m = std::min(lane & 7, K - 1), d = std::min(lane >> 2, K - 1);
   const int e = 2 * (lane & 3) - d + pw + 8;
-  return {m * kTcw2XRow + (lane & 8), s * (kTcw2DRow / 2) + (e >> 1), (e & 1) * 16};
+  return {m * kTcw2XRow + (lane & 8), e >> 1, (e & 1) * 16};
 }
 
-// The NJ steps of 16 columns of one row group: xr = its first X row, dw = its first dy row's words
-// from the lane's f; acc[j]: columns 16 j ... (independent accumulators). A dead group (a warp
-// past the tile's last: every warp makes the same calls, as the CPU harness's warp exchange needs)
-// adds zeros.
+// The NJ steps of 16 columns of one output row: xr = its first X row, dw = its dy row's words from
+// the lane's f; acc[j]: columns 16 j ... (independent accumulators). A dead row (a warp past the
+// tile's last: every warp makes the same calls, as the CPU harness's warp exchange needs) adds
+// zeros.
 template <typename T, int NJ>
-__device__ __forceinline__ void tcw2_group(float (&acc)[NJ][4], const T* xr, const uint32_t* dw, const Tcw2Lane& ln,
-                                           bool live) {
+__device__ __forceinline__ void tcw2_row(float (&acc)[NJ][4], const T* xr, const uint32_t* dw, const Tcw2Lane& ln,
+                                         bool live) {
 #pragma unroll
   for (int j = 0; j < NJ; ++j) {
     // (q1:q0) >> sh, sh 0 or 16: two 16-bit values from an even or odd position.
@@ -153,7 +145,7 @@ __device__ __forceinline__ void tcw2_group(float (&acc)[NJ][4], const T* xr, con
 }
 
 // The warp's D (rows 0-7: A's rows 8-15 are zero; d[0], d[1] = D[g][2t, 2t + 1]) into red[64],
-// its accumulators added in order; then tap (b, d) = sum_s D[b + s][s K + d] (tcw2_tap).
+// its accumulators added in order; tap (b, d) is red[8 b + d].
 template <int NJ>
 __device__ __forceinline__ void tcw2_store_d(const float (&acc)[NJ][4], float* red, int lane) {
 #pragma unroll
@@ -166,12 +158,7 @@ __device__ __forceinline__ void tcw2_store_d(const float (&acc)[NJ][4], float* r
 }
 template <int K>
 __device__ __forceinline__ float tcw2_tap(const float* red, int i) {
-  constexpr int SP = tcw2_sp<K>();
-  const int tb = i / K, td = i % K;
-  float v = red[tb * 8 + td];
-#pragma unroll
-  for (int s = 1; s < SP; ++s) v += red[(tb + s) * 8 + s * K + td];
-  return v;
+  return red[i / K * 8 + i % K];
 }
 
 // ---------------------------------------------------------------------------------------- NCHW
@@ -188,12 +175,12 @@ __host__ __device__ inline int tcw2_nc_smem_bytes(const Tcw2& L) {
 // rows h0 + [0, tr), columns xc0 - 8 + [0, 16 NJ + 16); zeros off the tensors; columns fastest,
 // then row bands, then samples. Each thread stages fixed columns of rows r0 + k rs (the split
 // made once), by cp.async of L.vec values, or value by value. Double-buffered: tile i + 1's
-// copies fly during tile i's steps. Warp w takes the row groups w + 8 k, all NJ column steps.
+// copies fly during tile i's steps. Warp w takes the output rows w + 8 k, all NJ column steps.
 template <typename T, int K, int NJ>
 __global__ void __launch_bounds__(kTcw2Threads, 4)
 tcw2_nc(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, unsigned* __restrict__ counters,
         T* __restrict__ gw, const Tcw2 L) {
-  constexpr int SP = tcw2_sp<K>(), NV = K * K;
+  constexpr int NV = K * K;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* const buf = reinterpret_cast<T*>(smem_raw);
   const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
@@ -238,7 +225,7 @@ tcw2_nc(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ p
     cp_async_commit();
   };
   const Tcw2Lane ln = tcw2_lane<K>(lane, L.pw);
-  const int G = L.tr / SP, rounds = (G + kTcw2Warps - 1) / kTcw2Warps;  // the same for every warp
+  const int rounds = (L.tr + kTcw2Warps - 1) / kTcw2Warps;  // the same for every warp
 
   float acc[NJ][4] = {};
   if (i0 < i1) stage(i0, 0);
@@ -255,9 +242,9 @@ tcw2_nc(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ p
     const uint32_t* dw = reinterpret_cast<const uint32_t*>(xs + xvals) + ln.f;
     for (int k = 0; k < rounds; ++k) {
       const int g = warp + kTcw2Warps * k;
-      const bool live = g < G;
-      const int r = live ? SP * g : 0;
-      tcw2_group<T, NJ>(acc, xs + r * kTcw2XRow, dw + r * (kTcw2DRow / 2), ln, live);
+      const bool live = g < L.tr;
+      const int r = live ? g : 0;
+      tcw2_row<T, NJ>(acc, xs + r * kTcw2XRow, dw + r * (kTcw2DRow / 2), ln, live);
     }
     __syncthreads();  // the buffer is restaged two tiles on
   }
@@ -328,13 +315,13 @@ __host__ __device__ constexpr int tcw2_cl_smem_max() {  // tr 16, NJ 4, ps padde
 // raw area (each thread fixed columns of rows r0 + k rs); after a barrier ldmatrix.trans turns each
 // run of 8 positions into one word per channel and position pair, stored into the channels' tiles
 // (one 32-bit store per word: 4 wavefronts per 256 values); after a second barrier the next tile's
-// copies start into the raw area and warp w runs tcw2_nc's steps on channel w's tile: every row
-// group, NJ column steps each.
+// copies start into the raw area and warp w runs tcw2_nc's steps on channel w's tile: every
+// output row, NJ column steps each.
 template <typename T, int K, int NJ>
 __global__ void __launch_bounds__(kTcw2Threads, 2)
 tcw2_cl(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, unsigned* __restrict__ counters,
         T* __restrict__ gw, const Tcw2 L) {
-  constexpr int SP = tcw2_sp<K>(), NV = K * K;
+  constexpr int NV = K * K;
   constexpr int XQ = 16 * NJ, DQ = 16 * NJ + 16;  // positions per X / dy row of the raw tile
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* const raw = reinterpret_cast<T*>(smem_raw);
@@ -395,7 +382,6 @@ tcw2_cl(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ p
   const Tcw2Lane ln = tcw2_lane<K>(lane, L.pw);
   const T* const xs = tiles + warp * L.ps;
   const uint32_t* const dw = reinterpret_cast<const uint32_t*>(xs + xr * kTcw2XRow) + ln.f;
-  const int G = L.tr / SP;
 
   float acc[NJ][4] = {};
   if (i0 < i1) stage(i0);
@@ -405,9 +391,7 @@ tcw2_cl(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ p
     transpose();
     __syncthreads();  // the channels' tiles are complete; the raw area is free
     if (i + 1 < i1) stage(i + 1);
-    for (int gg = 0; gg < G; ++gg) {
-      tcw2_group<T, NJ>(acc, xs + SP * gg * kTcw2XRow, dw + SP * gg * (kTcw2DRow / 2), ln, true);
-    }
+    for (int r = 0; r < L.tr; ++r) tcw2_row<T, NJ>(acc, xs + r * kTcw2XRow, dw + r * (kTcw2DRow / 2), ln, true);
   }
   __syncthreads();  // the tiles are done: the area holds the warps' D
   float* const red = reinterpret_cast<float*>(smem_raw);
