@@ -8,7 +8,7 @@
 // columns w0 + k:
 //     D[m][d] += sum_k X[h + m - ph][w0 + k] * DY[h][w0 + k - d + pw]      (m, d < K)
 // is one m16n8k16 step (mma16.cuh: exact products, fp32 sums) with A = the K X rows the output
-// row meets (ldmatrix.x2: 2 shared wavefronts; A's rows 8-15 zero, rows K-7 repeating row K - 1)
+// row meets (ldmatrix.x2: 2 shared wavefronts; A's rows 8-15 zero, rows K ... 7 repeating row K - 1)
 // and B = the dy row shifted by the column tap d (two aligned words and a funnel shift per
 // register, 4 wavefronts), so neither operand needs more alignment than the staged rows have.
 // D[b][d] is tap (b, d)'s share, summed over rows, tiles and blocks. Every product x[i] * dy[o]
