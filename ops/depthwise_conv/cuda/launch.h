@@ -139,9 +139,10 @@ template <typename T>
 bool launch_tc_wgrad3d(const T* x, const T* gy, T* gw, const Plan& P, bool channels_last, const at::TensorBase& like,
                        cudaStream_t stream);
 
-// Weight-grad of K x K filters (K 3, 5, 7) at stride 1, multiplier 1, fp16 / bf16, on tensor cores
-// (tc_wgrad2d.cuh), NCHW, deterministic; false when not covered (fp32, channels-last, other
-// filters or strides, padding beyond K - 1, sm < 80).
+// Weight-grad of 2-D 7 x 7 filters at stride 1, multiplier 1, fp16 / bf16, on tensor cores
+// (tc_wgrad2d.cuh), NCHW rows wider than 32 or (channels_last) NHWC rows at least 14 wide,
+// deterministic; false when not covered (fp32, other filters or strides, padding beyond 6, NHWC
+// channels not a multiple of 8 or misaligned, sm < 80).
 template <typename T>
 bool launch_tc_wgrad2d(const T* x, const T* gy, T* gw, const Plan& P, bool channels_last, const at::TensorBase& like,
                        cudaStream_t stream);
