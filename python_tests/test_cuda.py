@@ -1332,6 +1332,89 @@ def test_depthwise_tc_wgrad3d(dtype, placement):
         assert torch.equal(gw, gw2), f"{what}: not bitwise repeatable"
 
 
+# The tensor-core weight-grads of 7 x 7 filters in fp16 / bf16 (tc_wgrad2d.cuh), NCHW for rows
+# wider than 32 and NHWC for rows at least 14 wide, and the CUDA-core kernels around them: ConvNeXt's
+# 7 x 7 'same' on 56-wide rows (NCHW 16-byte staging; NHWC 4 row tiles of 14), 96 channels in
+# chunks (NHWC 3 row tiles); the rest on the CUDA-core kernels: 5 x 5, 3 x 3, 7 x 7 with padding 6
+# on 19-wide rows and 4 channels, batch 0, stride 2, padding beyond K - 1.
+# (On the H100 in session 11 these cases also ran with every 3 x 3 / 5 x 5 / 7 x 7 shape routed to
+# the tensor-core kernels: wg2d_call2_test.log.)
+TC_WGRAD2D_CASES = [  # (N, C, size, K, stride, padding)
+    (2, 8, (56, 56), 7, 1, (3, 3)),
+    (1, 96, (40, 56), 7, 1, (3, 3)),
+    (2, 16, (28, 28), 5, 1, (2, 2)),
+    (2, 8, (56, 56), 3, 1, (1, 1)),
+    (1, 4, (13, 12), 3, 1, (1, 1)),
+    (1, 4, (9, 70), 3, 1, (0, 0)),
+    (1, 4, (11, 19), 7, 1, (6, 6)),
+    (1, 4, (5, 21), 5, 1, (0, 4)),
+    (3, 4, (7, 7), 3, 1, (1, 1)),
+    (2, 4, (65, 33), 5, 1, (2, 2)),
+    (0, 8, (8, 8), 3, 1, (1, 1)),
+    (2, 4, (9, 16), 3, 2, (1, 1)),
+    (1, 4, (9, 16), 3, 1, (3, 1)),
+]
+
+
+@pytest.mark.parametrize("placement", ["nchw", "nchw_off1", "strided", "nhwc"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+def test_depthwise_tc_wgrad2d(dtype, placement):
+    """Weight-grad of K x K 16-bit filters against float64 on the same rounded data, on poisoned
+    memory, bitwise repeatable. `nchw_off1`: input and gradient one element past an aligned
+    address (staged value by value); `strided`: every other element of a wider last dim (the op
+    makes them dense); `nhwc`: channels_last (the channels-last kernels)."""
+    import torch.nn.functional as F
+
+    tol = {torch.float16: 4e-3, torch.bfloat16: 2e-2}[dtype]
+
+    def place(t):
+        if placement == "nchw":
+            return t.to(DEV, dtype)
+        if placement == "nchw_off1":
+            flat = torch.empty(t.numel() + 1, device=DEV, dtype=dtype)[1:]
+            return flat.view(t.shape).copy_(t)
+        if placement == "strided":
+            wide = torch.empty(*t.shape[:-1], 2 * t.shape[-1], device=DEV, dtype=dtype)[..., ::2]
+            return wide.copy_(t)
+        return t.to(DEV, dtype).contiguous(memory_format=torch.channels_last)
+
+    for i, (N, C, size, k, s, p) in enumerate(TC_WGRAD2D_CASES):
+        gen = torch.Generator().manual_seed(410 + i)
+        x = place(torch.randn(N, C, *size, generator=gen))
+        w = torch.randn(C, 1, k, k, generator=gen).to(DEV, dtype)
+        xr, wr = x.double(), w.double().requires_grad_()
+        ref = F.conv2d(xr, wr, None, s, p, 1, C)
+        gy = place(torch.randn(ref.shape, generator=gen))
+        (gw_ref,) = torch.autograd.grad(ref, (wr,), gy.double())
+        what = f"case {i} {dtype} {placement}"
+        op = torch.ops.convx.conv2d_weight_grad
+        poison()
+        with deterministic():
+            gw = op(x, list(w.shape), gy, [s, s], list(p), [1, 1], C)
+            poison()
+            gw2 = op(x, list(w.shape), gy, [s, s], list(p), [1, 1], C)
+        scale = max(1.0, float(gw_ref.abs().max()))
+        assert not torch.isnan(gw).any(), f"{what}: NaN (unwritten element)"
+        torch.testing.assert_close(gw.double() / scale, gw_ref / scale, rtol=tol, atol=tol, msg=lambda m: f"{what}\n{m}")
+        assert torch.equal(gw, gw2), f"{what}: not bitwise repeatable"
+
+
+def test_depthwise_tc_wgrad2d_beyond_2_pow_31_elements():
+    """The tensor-core 2-D weight-grad on NCHW tensors of more than 2^31 elements (64-bit plane
+    offsets): the first and last channels' weight-grads against aten in float32."""
+    if torch.cuda.mem_get_info()[0] < 20e9:
+        pytest.skip("needs >= 20 GB of free GPU memory")
+    x = torch.empty(2, 1100, 1000, 1000, device=DEV, dtype=torch.bfloat16).uniform_(-1, 1)
+    gy = torch.empty_like(x).uniform_(-1, 1)
+    assert x.numel() > 2**31
+    gw = torch.ops.convx.conv2d_weight_grad(x, [1100, 1, 7, 7], gy, [1, 1], [3, 3], [1, 1], 1100)
+    for c in (0, 1099):
+        ref = torch.nn.grad.conv2d_weight(x[:, c : c + 1].float(), (1, 1, 7, 7), gy[:, c : c + 1].float(), 1, 3)
+        scale = float(ref.abs().max())
+        torch.testing.assert_close(gw[c : c + 1].float() / scale, ref / scale, rtol=2e-2, atol=2e-2)
+    del x, gy
+
+
 def test_depthwise_tc_wgrad3d_beyond_2_pow_31_elements():
     """The tensor-core 3-D weight-grad on NCDHW tensors of more than 2^31 elements (64-bit channel
     offsets): the first and last channels' weight-grads against aten in float32."""

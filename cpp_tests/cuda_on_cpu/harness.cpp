@@ -1,4 +1,4 @@
-// The depthwise CUDA kernels' sources (nc_stream.cuh, nc_stride2_dgrad.cuh, nc_plane.cuh, nc_depth3d.cuh, cl_depth3d.cuh, cl_row1d.cuh, tc_row1d.cuh, tc_rows_nc.cuh, row1d.cuh, row_warp.cuh, tc_wgrad1d.cuh, tc_wgrad3d.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu (both weight-grads), the plans of
+// The depthwise CUDA kernels' sources (nc_stream.cuh, nc_stride2_dgrad.cuh, nc_plane.cuh, nc_depth3d.cuh, cl_depth3d.cuh, cl_row1d.cuh, tc_row1d.cuh, tc_rows_nc.cuh, row1d.cuh, row_warp.cuh, tc_wgrad1d.cuh, tc_wgrad3d.cuh, tc_wgrad2d.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu (both weight-grads), the plans of
 // depthwise_conv.cu) run on the CPU through shim.h and compared with aten in float64, with
 // poisoned outputs and workspaces: the index arithmetic, tiles, phases, shared-memory layout,
 // barriers and fixed-order reductions of every specialisation, without a GPU. The launch glue
@@ -26,6 +26,7 @@
 #include "tc_wgrad1d.cuh"
 #include "tc_rows_nc.cuh"
 #include "tc_wgrad3d.cuh"
+#include "tc_wgrad2d.cuh"
 #include "ops/depthwise_conv/cuda/wgrad_sum.cuh"
 namespace convx::cuda {
 namespace {
@@ -1427,7 +1428,121 @@ void tcw3_cases() {
   std::printf("tc_wgrad3d: %d launches checked\n", tcw3_taken);
   if (tcw3_taken == 0) ++failures;
 }
+// ---- tc_wgrad2d.cu's tensor-core weight-grad (5x5 / 7x7, fp16 / bf16, NCHW and NHWC) ----
+static int tcw2_taken = 0;
+// The launcher's kernel (its last blocks summing the chunks) on poisoned partials and gw, with
+// `target` blocks; undefined when the plan is declined.
+template <typename T, int K>
+Tensor tcw2_run(const T* x, const T* gy, const Plan& P, bool cl, int64_t target, int64_t* chunks, int* vec) {
+  Tcw2 L{};
+  if (!tcw2_plan(L, P, cl, target, reinterpret_cast<uintptr_t>(x), reinterpret_cast<uintptr_t>(gy))) return Tensor();
+  constexpr int NV = K * K;
+  Tensor gw = at::full({P.out_c * NV}, NAN, c10::CppTypeToScalarType<T>::value);
+  Tensor part = at::full({P.out_c * L.chunks * NV}, NAN, at::kFloat);
+  Tensor counters = at::zeros({int64_t(L.groups)}, at::kInt);
+  *chunks = L.chunks;
+  *vec = cl ? 8 : L.vec;
+  g_smem_bytes = cl ? tcw2_cl_smem_bytes<K>(L) : tcw2_nc_smem_bytes(L);
+  if (cl ? g_smem_bytes > size_t(tcw2_cl_smem_max<K>()) : g_smem_bytes > 48 * 1024) ++failures;
+  unsigned* cnt = reinterpret_cast<unsigned*>(counters.data_ptr<int>());
+  auto go = [&](auto nj) {
+    constexpr int NJ = decltype(nj)::value;
+    launch(dim3{unsigned(L.groups * L.chunks)}, dim3{unsigned(kTcw2Threads)}, [&] {
+      if (cl) {
+        tcw2_cl<T, K, NJ>(x, gy, part.data_ptr<float>(), cnt, gw.data_ptr<T>(), L);
+      } else {
+        tcw2_nc<T, K, NJ>(x, gy, part.data_ptr<float>(), cnt, gw.data_ptr<T>(), L);
+      }
+    });
+  };
+  if (L.nj == 1) {
+    go(std::integral_constant<int, 1>{});
+  } else if (L.nj == 2) {
+    go(std::integral_constant<int, 2>{});
+  } else {
+    go(std::integral_constant<int, 4>{});
+  }
+  if (L.chunks > 1 && !(counters == int(L.chunks)).all().item<bool>()) ++failures;
+  return gw;
+}
+// One problem in both layouts against float64 on the same rounded data, as allocated and one
+// element past a 16-byte boundary (NCHW: value by value staging unless the rows are even; NHWC:
+// declined), with 1 and 2048 blocks' worth of chunks. `takes`: whether the plan is one the kernel
+// covers (NHWC: also channels a multiple of 8).
+template <typename T>
+void tcw2_case(int64_t N, int64_t C, int64_t H, int64_t W, int K, int64_t ph, int64_t pw, int64_t stride, bool takes,
+               double tol) {
+  at::manual_seed(12);
+  const auto dt = c10::CppTypeToScalarType<T>::value;
+  Tensor x = at::randn({N, C, H, W}).to(dt), w = at::randn({C, 1, K, K});
+  Tensor y = at::conv2d(x.to(at::kDouble), w.to(at::kDouble), Tensor(), stride, {ph, pw}, 1, C);
+  Tensor gy = at::randn(y.sizes()).to(dt);
+  const Tensor ref = std::get<1>(at::convolution_backward(
+      gy.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble), std::nullopt, {stride, stride}, {ph, pw}, {1, 1},
+      false, {0, 0}, C, {false, true, false})).view({-1});
+  Geometry g;
+  g.batch = N, g.in_channels = C, g.out_channels = C, g.groups = C;
+  g.input[0] = g.output[0] = g.kernel[0] = g.stride[0] = 1, g.padding[0] = 0;
+  g.input[1] = H, g.input[2] = W, g.output[1] = y.size(2), g.output[2] = y.size(3);
+  g.kernel[1] = g.kernel[2] = K, g.padding[1] = ph, g.padding[2] = pw, g.stride[1] = g.stride[2] = stride;
+  Plan P{}; Prep Q{};
+  forward_plan(g, P, Q);
+  char name[96];
+  std::snprintf(name, sizeof name, "%s N%ld C%ld %ldx%ld k%d p%ld,%ld s%ld", dt == at::kHalf ? "fp16" : "bf16", long(N),
+                long(C), long(H), long(W), K, long(ph), long(pw), long(stride));
+  for (bool cl : {false, true}) {
+    const Tensor xm = cl ? to_cl(x) : x.contiguous(), gm = cl ? to_cl(gy) : gy.contiguous();
+    for (int off : {0, 1}) {
+      Tensor x1 = at::full({xm.numel() + 1}, NAN, xm.options()), g1 = at::full({gm.numel() + 1}, NAN, gm.options());
+      x1.narrow(0, 1, xm.numel()).copy_(xm.flatten());
+      g1.narrow(0, 1, gm.numel()).copy_(gm.flatten());
+      const T* xp = off ? x1.data_ptr<T>() + 1 : xm.data_ptr<T>();
+      const T* gp = off ? g1.data_ptr<T>() + 1 : gm.data_ptr<T>();
+      for (int64_t target : {1, 2048}) {
+        int64_t chunks = 0;
+        int vec = 0;
+        // (K 3: the plan declines whatever the template)
+        const Tensor r = K == 7 ? tcw2_run<T, 7>(xp, gp, P, cl, target, &chunks, &vec)
+                                : tcw2_run<T, 5>(xp, gp, P, cl, target, &chunks, &vec);
+        const std::string tag = std::string("wgrad tc2d ") + (cl ? "nhwc" : "nchw") + " vec " + std::to_string(vec) +
+                                " chunks " + std::to_string(chunks);
+        const bool expect = takes && !(cl && (off || C % 8 != 0));
+        if (r.defined() != expect) ++failures;
+        if (r.defined()) {
+          ++tcw2_taken;
+          check(tag.c_str(), r, ref, name, tol);
+        } else {
+          std::printf("%-44s %-34s declined%s\n", name, tag.c_str(), expect ? " FAIL" : "");
+        }
+      }
+    }
+  }
+}
+void tcw2_cases() {
+  // ConvNeXt-like 7x7 'same' on 16-byte rows (NCHW one row tile of 40, NHWC three of 14; 4 column
+  // steps); 5x5 on 28-wide rows (8-byte vectors, 2 steps), 2 NHWC channel groups; 5x5 on 12-wide
+  // rows (4-byte vectors, one step), odd height; rows wider than 64 (two column tiles, 4-byte
+  // vectors), no padding; odd widths (value by value) with padding K - 1 (output wider than the
+  // input); one output row; 7x7 planes, batch 3 in chunks across samples; 3 channels (NHWC
+  // declines); 70 rows (NCHW two row tiles of 35) on 24-wide rows; 3x3, stride 2 and padding beyond
+  // K - 1 decline.
+  tcw2_case<at::BFloat16>(2, 8, 40, 56, 7, 3, 3, 1, true, 1e-2);
+  tcw2_case<at::Half>(2, 16, 28, 28, 5, 2, 2, 1, true, 2e-3);
+  tcw2_case<at::Half>(1, 8, 13, 12, 5, 2, 2, 1, true, 2e-3);
+  tcw2_case<at::BFloat16>(1, 8, 9, 70, 5, 0, 0, 1, true, 1e-2);
+  tcw2_case<at::Half>(1, 8, 11, 19, 7, 6, 6, 1, true, 2e-3);
+  tcw2_case<at::Half>(1, 8, 5, 21, 5, 0, 4, 1, true, 2e-3);
+  tcw2_case<at::BFloat16>(3, 8, 7, 7, 7, 3, 3, 1, true, 1e-2);
+  tcw2_case<at::Half>(1, 3, 9, 16, 5, 2, 2, 1, true, 2e-3);
+  tcw2_case<at::BFloat16>(1, 8, 70, 24, 5, 2, 2, 1, true, 1e-2);
+  tcw2_case<at::Half>(1, 8, 13, 12, 3, 1, 1, 1, false, 2e-3);
+  tcw2_case<at::Half>(1, 8, 9, 16, 5, 2, 2, 2, false, 2e-3);
+  tcw2_case<at::Half>(1, 8, 9, 16, 5, 5, 1, 1, false, 2e-3);
+  std::printf("tc_wgrad2d: %d launches checked\n", tcw2_taken);
+  if (tcw2_taken == 0) ++failures;
+}
 int main() {
+  tcw2_cases();
   tcw3_cases();
   tcw_cases();
   check_fast_div();

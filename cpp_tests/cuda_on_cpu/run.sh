@@ -10,9 +10,10 @@ root=$(cd "$here/../.." && pwd)
 src=$root/ops/depthwise_conv/cuda
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-for f in nc_tiled.cuh cl_tiled.cuh nc_plane.cuh row1d.cuh row_warp.cuh tc_row1d.cuh tc_wgrad1d.cuh tc_rows_nc.cuh tc_wgrad3d.cuh; do
+for f in nc_tiled.cuh cl_tiled.cuh nc_plane.cuh row1d.cuh row_warp.cuh tc_row1d.cuh tc_wgrad1d.cuh tc_rows_nc.cuh tc_wgrad3d.cuh tc_wgrad2d.cuh; do
   sed -e 's|#include "ops/depthwise_conv/cuda/nc_stream.cuh"|#include "nc_stream.cuh"|' \
       -e 's|#include "ops/depthwise_conv/cuda/tc_row1d.cuh"|#include "tc_row1d.cuh"|' \
+      -e 's|#include "ops/depthwise_conv/cuda/tc_wgrad\([13]\)d.cuh"|#include "tc_wgrad\1d.cuh"|' \
       -e 's/extern __shared__ __align__(16) unsigned char smem_raw\[\];/unsigned char* smem_raw = g_smem;/' \
       -e 's/#pragma unroll(KH > 0 ? KH : 1)//' -e 's/__shared__ float red/static float red/' "$src/$f" >"$tmp/$f"
 done

@@ -139,6 +139,14 @@ template <typename T>
 bool launch_tc_wgrad3d(const T* x, const T* gy, T* gw, const Plan& P, bool channels_last, const at::TensorBase& like,
                        cudaStream_t stream);
 
+// Weight-grad of 2-D 7 x 7 filters at stride 1, multiplier 1, fp16 / bf16, on tensor cores
+// (tc_wgrad2d.cuh), NCHW rows wider than 32 or (channels_last) NHWC rows at least 14 wide,
+// deterministic; false when not covered (fp32, other filters or strides, padding beyond 6, NHWC
+// channels not a multiple of 8 or misaligned, sm < 80).
+template <typename T>
+bool launch_tc_wgrad2d(const T* x, const T* gy, T* gw, const Plan& P, bool channels_last, const at::TensorBase& like,
+                       cudaStream_t stream);
+
 // Channels-last weight-grad, channel multiplier 1, one pass + ordered sum (cl_wgrad.cu).
 template <typename T>
 bool launch_cl_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like,
