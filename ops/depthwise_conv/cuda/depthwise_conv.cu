@@ -503,6 +503,16 @@ bool launch_tiled(const Tensor& in, const Tensor& weight, const Tensor& bias, co
            : launch_row_warp<T>(ip, wo, Q.base[2][0], Q.step[2], bp, op, P, stream))
       return true;
   }
+  // Channels-last 2-D square filters at one phase (the forward, the stride-1 data-grad) from the
+  // layer's own filter through the shared-memory ring.
+  if (cl && Q.phases == 1) {
+    bool fwd = true, rot = true;
+    for (int d = 0; d < 3; ++d) {
+      fwd = fwd && Q.T[d] == Q.K[d] && Q.base[d][0] == 0 && Q.step[d] == 1;
+      rot = rot && Q.T[d] == Q.K[d] && Q.base[d][0] == Q.K[d] - 1 && Q.step[d] == -1;
+    }
+    if ((fwd || rot) && launch_cl_ring<T>(ip, w.const_data_ptr<T>(), !fwd, bp, op, P, stream)) return true;
+  }
   if constexpr (sizeof(T) == 2) {
     if (cl && cl_fast_takes(P)) {  // 16-bit weights: the weight tensor's own values
       const Tensor wp = at::empty({Q.phases * P.wphase}, out.options());

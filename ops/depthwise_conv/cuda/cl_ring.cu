@@ -1,0 +1,62 @@
+// Launcher of the channels-last ring kernel (cl_ring.cuh) and its specialisations: 3x3 at
+// stride 1 and 2, 5x5 and 7x7 at stride 1, fp32 / fp16 / bf16.
+#include "ops/depthwise_conv/cuda/cl_ring.cuh"
+#include "ops/depthwise_conv/cuda/launch.h"
+
+#include <c10/cuda/CUDAException.h>
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <type_traits>
+
+namespace convx::cuda {
+namespace {
+
+template <typename T, int K, int S>
+bool run(const T* in, const T* w, const T* bias, T* out, ClRing L, cudaStream_t stream) {
+  if (!ring_tile(L, K, K, S, sizeof(T))) return false;
+  auto kernel = cl_ring<T, K, K, S, 2>;
+  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kRingSmemMax)));
+  const int64_t smem = ring_smem_bytes(L, K, K, sizeof(T));
+  int per_sm = 0;
+  C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, L.threads, smem));
+  if (per_sm < 1 || !ring_bands(L, int64_t(per_sm) * sm_count())) return false;
+  kernel<<<static_cast<unsigned>(L.blocks), L.threads, smem, stream>>>(in, w, bias, out, L);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return true;
+}
+
+}  // namespace
+
+template <typename T>
+bool launch_cl_ring(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, cudaStream_t stream) {
+  if constexpr (std::is_same_v<T, double>) {
+    return false;  // float64 is for correctness only: the generic kernel
+  } else {
+    // A/B knob of this branch's device run (removed before merge): "off", or the steps of
+    // lookahead D ("0", "1", "2"; default 1).
+    const char* knob = std::getenv("CONVX_CLRING");
+    if (knob && knob[0] == 'o') return false;
+    const int D = knob && knob[0] >= '0' && knob[0] <= '2' ? knob[0] - '0' : 1;
+    ClRing L{};
+    if (!ring_plan(L, P, flip, D, sizeof(T))) return false;
+    const int k = P.k[1], s = P.S[1];
+    if (k == 3 && s == 1) return run<T, 3, 1>(in, w, bias, out, L, stream);
+    if (k == 3 && s == 2) return run<T, 3, 2>(in, w, bias, out, L, stream);
+    if (k == 5 && s == 1) return run<T, 5, 1>(in, w, bias, out, L, stream);
+    if (k == 7 && s == 1) return run<T, 7, 1>(in, w, bias, out, L, stream);
+    return false;
+  }
+}
+
+template bool launch_cl_ring<float>(const float*, const float*, bool, const float*, float*, const Plan&, cudaStream_t);
+template bool launch_cl_ring<double>(const double*, const double*, bool, const double*, double*, const Plan&,
+                                     cudaStream_t);
+template bool launch_cl_ring<c10::Half>(const c10::Half*, const c10::Half*, bool, const c10::Half*, c10::Half*,
+                                        const Plan&, cudaStream_t);
+template bool launch_cl_ring<c10::BFloat16>(const c10::BFloat16*, const c10::BFloat16*, bool, const c10::BFloat16*,
+                                            c10::BFloat16*, const Plan&, cudaStream_t);
+
+}  // namespace convx::cuda
