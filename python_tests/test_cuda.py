@@ -597,7 +597,7 @@ def test_depthwise_cl16_fast_path(dtype):
 # 1 and 2, 5x5, 7x7 (forward and stride-1 input-grad); odd sizes, rows per step > 1 (few channels),
 # column tiles and channel chunks (C 264 fp32: 66 vectors in 2 chunks of 33),
 # MobileNetV2's 7x7 planes on 960 channels, padding beyond the filter (negative data-grad padding),
-# output 1x1, a 7x7 filter on 960 channels (no tile fits: declined, cl_gather serves), the bench's
+# output 2x1, a 7x7 filter on 960 channels (channel chunks of 60 lanes, few strips), the bench's
 # tile shapes (56x56 on 144 channels, 112x112 at stride 2 on 96, 28x28 5x5 on 240, 56x56 7x7 on 96).
 CL_RING_CASES = [
     (2, 16, (13, 17), 3, 1, 1, True),
@@ -606,7 +606,7 @@ CL_RING_CASES = [
     (2, 8, (15, 12), 5, 1, 2, True),
     (1, 16, (19, 21), 7, 1, 3, False),
     (1, 8, (6, 9), 3, 1, 4, False),
-    (1, 8, (5, 5), 5, 1, 0, True),
+    (1, 8, (6, 5), 5, 1, 0, True),
     (1, 264, (5, 40), 3, 1, 1, True),
     (2, 960, (7, 7), 3, 1, 1, True),
     (1, 960, (4, 9), 7, 1, 3, False),
@@ -620,9 +620,9 @@ CL_RING_CASES = [
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["fp32", "fp16", "bf16"])
 def test_depthwise_cl_ring(dtype):
     """Channels-last forward and input-grad through the shared-memory ring (cl_ring.cuh) against
-    float64 on the same dtype-rounded data, on poisoned memory, with every lookahead the A/B knob
-    offers; the forward also on an input one element past an aligned address (declines to the
-    other kernels)."""
+    float64 on the same dtype-rounded data, on poisoned memory, with every variant the A/B knob
+    offers (lookahead, register cap, convx's cuDNN path); the forward also on an input one element
+    past an aligned address (declines to the other kernels)."""
     import torch.nn.functional as F
 
     tol = {torch.float32: dict(rtol=2e-5, atol=2e-5), torch.float16: dict(rtol=4e-3, atol=4e-3),
@@ -648,16 +648,19 @@ def test_depthwise_cl_ring(dtype):
                 assert out.stride(1) == 1, f"case {i} {what}: not channels-last"
                 torch.testing.assert_close(out.double() / scale, r / scale, **tol, msg=lambda m: f"case {i} {what}: {m}")
 
-            for knob in ("0", "1", "2"):
-                os.environ["CONVX_CLRING"] = knob
+            for knob in ("d0m2", "d1m2", "d2m2", "d0m3", "d1m3", "d1m2f", "d0m3f", "cudnn", "default"):
+                if knob == "default":
+                    os.environ.pop("CONVX_CLRING", None)
+                else:
+                    os.environ["CONVX_CLRING"] = knob
                 poison()
                 with deterministic():
                     y = ops.depthwise_conv2d(x, w, b, [s, s], [p, p], [1, 1])
-                close(y, ref, f"forward D{knob}")
+                close(y, ref, f"forward {knob}")
                 poison()
                 with deterministic():
                     gx = ops.conv2d_input_grad(list(x.shape), w, gy, [s, s], [p, p], [1, 1], C)
-                close(gx, gx_ref, f"input-grad D{knob}")
+                close(gx, gx_ref, f"input-grad {knob}")
             flat = torch.empty(x.numel() + 1, device=DEV, dtype=dtype)
             xm = flat[1:].view(N, *size, C).movedim(-1, 1)
             xm.copy_(x)

@@ -1,8 +1,8 @@
 # The channels-last ring kernel (cl_ring.cuh, session 11, branch cl2d) under compute-sanitizer:
 # forward and stride-1 input-grad of 3x3 (stride 1, 2), 5x5 and 7x7 filters, fp32 / fp16 / bf16,
 # odd sizes, several rows per step, column tiles and channel chunks with idle lanes (fp32 C 260),
-# 960 channels on 7x7 planes, padding beyond the filter, with 0, 1 and 2 steps of lookahead while
-# the CONVX_CLRING A/B knob exists. Each result is compared with aten (a coarse check: the
+# 960 channels on 7x7 planes, padding beyond the filter, with 0-2 steps of lookahead and both
+# register caps while the CONVX_CLRING A/B knob exists. Each result is compared with aten (a coarse check: the
 # sanitizer is the point). Run: compute-sanitizer --tool memcheck|racecheck python3 <this>
 import os
 
@@ -19,7 +19,7 @@ CASES = [(2, 16, (13, 17), 3, 1, 1), (2, 16, (14, 11), 3, 2, 1), (2, 8, (15, 12)
          (1, 144, (20, 56), 3, 1, 1), (1, 96, (24, 56), 7, 1, 3)]
 n = 0
 worst = 0.0
-for knob in ("0", "1", "2"):
+for knob in ("d0m2", "d1m2", "d2m2", "d0m3", "d1m3", "d1m2f", "d0m3f"):
     os.environ["CONVX_CLRING"] = knob
     for dt in (torch.float32, torch.float16, torch.bfloat16):
         for N, C, size, k, s, p in CASES:

@@ -9,15 +9,17 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <type_traits>
 
 namespace convx::cuda {
 namespace {
 
-template <typename T, int K, int S>
+template <typename T, typename WT, int K, int S, int MINB>
 bool run(const T* in, const T* w, const T* bias, T* out, ClRing L, cudaStream_t stream) {
-  if (!ring_tile(L, K, K, S, sizeof(T))) return false;
-  auto kernel = cl_ring<T, K, K, S, 2>;
+  L.wsz = sizeof(WT);
+  if (!ring_tile(L, K, K, S, sizeof(T), 256 * MINB)) return false;
+  auto kernel = cl_ring<T, WT, K, K, S, MINB>;
   C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kRingSmemMax)));
   const int64_t smem = ring_smem_bytes(L, K, K, sizeof(T));
   int per_sm = 0;
@@ -28,6 +30,16 @@ bool run(const T* in, const T* w, const T* bias, T* out, ClRing L, cudaStream_t 
   return true;
 }
 
+template <typename T, int K, int S>
+bool run_minb(const T* in, const T* w, const T* bias, T* out, const ClRing& L, int minb, bool wf32,
+              cudaStream_t stream) {
+  if (wf32 && !std::is_same_v<T, float>) {
+    return minb == 3 ? run<T, float, K, S, 3>(in, w, bias, out, L, stream)
+                     : run<T, float, K, S, 2>(in, w, bias, out, L, stream);
+  }
+  return minb == 3 ? run<T, T, K, S, 3>(in, w, bias, out, L, stream) : run<T, T, K, S, 2>(in, w, bias, out, L, stream);
+}
+
 }  // namespace
 
 template <typename T>
@@ -35,18 +47,27 @@ bool launch_cl_ring(const T* in, const T* w, bool flip, const T* bias, T* out, c
   if constexpr (std::is_same_v<T, double>) {
     return false;  // float64 is for correctness only: the generic kernel
   } else {
-    // A/B knob of this branch's device run (removed before merge): "off", or the steps of
-    // lookahead D ("0", "1", "2"; default 1).
+    // A/B knob of this branch's device runs (removed before merge): "off" / "cudnn" = not
+    // taken; "dXmY[f]" = taken with X steps of lookahead and __launch_bounds__(256, Y), the filter
+    // staged in fp32 with "f" (else in T); unset = the routing proposed from the first run (fp32:
+    // 3x3 stride 1, D 0; 16-bit: outputs >= 28 wide, D 1).
     const char* knob = std::getenv("CONVX_CLRING");
-    if (knob && knob[0] == 'o') return false;
-    const int D = knob && knob[0] >= '0' && knob[0] <= '2' ? knob[0] - '0' : 1;
+    int D = sizeof(T) == 4 ? 0 : 1, minb = 2;
+    bool wf32 = false;
+    const int k = P.k[1], s = P.S[1];
+    if (knob && knob[0] == 'd' && std::strlen(knob) >= 4) {
+      D = knob[1] - '0', minb = knob[3] - '0', wf32 = knob[4] == 'f';
+    } else if (knob) {
+      return false;
+    } else if (sizeof(T) == 4 ? !(k == 3 && s == 1) : P.out[2] < 28) {
+      return false;
+    }
     ClRing L{};
     if (!ring_plan(L, P, flip, D, sizeof(T))) return false;
-    const int k = P.k[1], s = P.S[1];
-    if (k == 3 && s == 1) return run<T, 3, 1>(in, w, bias, out, L, stream);
-    if (k == 3 && s == 2) return run<T, 3, 2>(in, w, bias, out, L, stream);
-    if (k == 5 && s == 1) return run<T, 5, 1>(in, w, bias, out, L, stream);
-    if (k == 7 && s == 1) return run<T, 7, 1>(in, w, bias, out, L, stream);
+    if (k == 3 && s == 1) return run_minb<T, 3, 1>(in, w, bias, out, L, minb, wf32, stream);
+    if (k == 3 && s == 2) return run_minb<T, 3, 2>(in, w, bias, out, L, minb, wf32, stream);
+    if (k == 5 && s == 1) return run_minb<T, 5, 1>(in, w, bias, out, L, minb, wf32, stream);
+    if (k == 7 && s == 1) return run_minb<T, 7, 1>(in, w, bias, out, L, minb, wf32, stream);
     return false;
   }
 }

@@ -48,6 +48,7 @@ struct ClRing {
   int cvec, CB, PX, PY, TH, D;      // channel vectors, lanes, strips, rows per step, band rows, lookahead steps
   int IWT, NSLOT, KSPAN, RS;        // ring geometry (cl_ring.cuh's header)
   int chunks, wtiles, bands, threads;
+  int wsz;  // bytes per staged weight (the filter's dtype, or fp32: converted once per block)
   int64_t N, blocks;
   bool flip;  // the data-grad: the filter rotated 180 degrees
 };
@@ -58,7 +59,7 @@ constexpr int ring_vec() {
 }
 
 inline int64_t ring_smem_bytes(const ClRing& L, int KH, int KW, int esz) {
-  const int64_t wbytes = (int64_t(KH) * KW * L.CB * (16 / esz) * esz + 15) / 16 * 16;
+  const int64_t wbytes = (int64_t(KH) * KW * L.CB * (16 / esz) * L.wsz + 15) / 16 * 16;
   return int64_t(L.NSLOT) * L.IWT * L.CB * 16 + wbytes;
 }
 
@@ -90,11 +91,11 @@ inline void ring_geometry(ClRing& L, int KH, int KW, int S) {
 // The tile of a problem: channel lanes as cl_gather's (all up to 64; beyond, equal tiles of
 // 32-64 lanes when the count allows); then, of the strips (the whole output width, halved down
 // to one) x rows per step (up to 256 threads), the one with the most resident working threads (an SM of
-// kRingSmemSM bytes of shared memory, 1 KB reserved per block, and the 128-register cap of
-// __launch_bounds__(256, 2): at most 512 threads) times the share of its staged columns that
+// kRingSmemSM bytes of shared memory, 1 KB reserved per block, and at most sm_threads threads:
+// the register cap of __launch_bounds__(256, MINB) allows 256 * MINB) times the share of its staged columns that
 // are its own (not the neighbouring tile's halo); the larger block on a tie. false when no tile
 // fits kRingSmemMax.
-inline bool ring_tile(ClRing& L, int KH, int KW, int S, int esz) {
+inline bool ring_tile(ClRing& L, int KH, int KW, int S, int esz, int sm_threads) {
   L.cvec = L.C / (16 / esz);
   L.CB = 32;
   if (L.cvec <= 64) {
@@ -118,7 +119,7 @@ inline bool ring_tile(ClRing& L, int KH, int KW, int S, int esz) {
       const int64_t smem = ring_smem_bytes(t, KH, KW, esz);
       if (smem > kRingSmemMax) continue;
       const int64_t threads = (int64_t(L.CB) * px * py + 31) / 32 * 32;
-      const int64_t resident = std::min(kRingSmemSM / (smem + 1024), 512 / threads) * L.CB * px * py;
+      const int64_t resident = std::min(kRingSmemSM / (smem + 1024), sm_threads / threads) * L.CB * px * py;
       // resident threads x the share of the staged columns that are the tile's own (not halo)
       const int64_t score = (resident * px * kRingR * S * 4096 / t.IWT) * 1024 + threads;
       if (score > best_score) best_score = score, best = t;
@@ -144,7 +145,7 @@ inline bool ring_bands(ClRing& L, int64_t slots) {
   return L.blocks < (int64_t(1) << 31);
 }
 
-template <typename T, int KH, int KW, int S, int MINB>
+template <typename T, typename WT, int KH, int KW, int S, int MINB>
 __global__ void __launch_bounds__(kRingThreads, MINB)
 cl_ring(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
         const ClRing L) {
@@ -153,7 +154,7 @@ cl_ring(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__
   using Raw = Pack<uint32_t, 4>;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   Raw* const ring = reinterpret_cast<Raw*>(smem_raw);
-  T* const wts = reinterpret_cast<T*>(smem_raw + int64_t(L.NSLOT) * L.IWT * L.CB * 16);
+  WT* const wts = reinterpret_cast<WT*>(smem_raw + int64_t(L.NSLOT) * L.IWT * L.CB * 16);
 
   const int tid = threadIdx.x, nthr = blockDim.x;
   uint32_t b = blockIdx.x;
@@ -169,7 +170,7 @@ cl_ring(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__
     const int cw = L.CB * V, c0 = chunk * cw;
     for (int i = tid; i < KH * KW * cw; i += nthr) {
       const int tap = i / cw, c = c0 + i % cw;
-      wts[i] = c < L.C ? w[int64_t(c) * (KH * KW) + (L.flip ? KH * KW - 1 - tap : tap)] : T(0);
+      wts[i] = c < L.C ? static_cast<WT>(w[int64_t(c) * (KH * KW) + (L.flip ? KH * KW - 1 - tap : tap)]) : WT(0);
     }
   }
 
@@ -211,6 +212,7 @@ cl_ring(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__
     for (int v = 0; v < V; ++v) bv[v] = bias ? static_cast<acc_t>(bp.v[v]) : acc_t(0);
   }
   T* const obase = out + (n * L.OH * L.OW + ox) * L.C + (int64_t(chunk) * L.CB + cl) * V;
+  const Raw* const mine = ring + px * R * S * L.CB + cl;  // the thread's segment in a row slot
 
   for (int g = 0; g <= L.D; ++g) issue(g);
   const int steps = (rows_out + L.PY - 1) / L.PY;
@@ -232,15 +234,22 @@ cl_ring(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__
 #pragma unroll
       for (int v = 0; v < V; ++v) acc[r][v] = bv[v];
     }
+    int slot = (oy * S) % L.NSLOT;  // of filter row kh, stepped below (no division per row)
 #pragma unroll 1
-    for (int kh = 0; kh < KH; ++kh) {
-      const Raw* const row = ring + ((oy * S + kh) % L.NSLOT) * L.IWT * L.CB + px * R * S * L.CB + cl;
+    for (int kh = 0; kh < KH; ++kh, slot = slot + 1 == L.NSLOT ? 0 : slot + 1) {
+      const Raw* const row = mine + slot * L.IWT * L.CB;
       acc_t wv[KW][V];
 #pragma unroll
       for (int k = 0; k < KW; ++k) {
-        const Pack<T, V> pw = *reinterpret_cast<const Pack<T, V>*>(wts + (kh * KW + k) * L.CB * V + cl * V);
+        // 16-byte pieces (an fp32 copy of a 16-bit filter takes two per vector)
+        constexpr int PW = 16 / static_cast<int>(sizeof(WT));
+        const WT* const src = wts + (kh * KW + k) * L.CB * V + cl * V;
 #pragma unroll
-        for (int v = 0; v < V; ++v) wv[k][v] = static_cast<acc_t>(pw.v[v]);
+        for (int q = 0; q < V / PW; ++q) {
+          const Pack<WT, PW> pw = *reinterpret_cast<const Pack<WT, PW>*>(src + q * PW);
+#pragma unroll
+          for (int v = 0; v < PW; ++v) wv[k][q * PW + v] = static_cast<acc_t>(pw.v[v]);
+        }
       }
 #pragma unroll
       for (int c = 0; c < NX; ++c) {

@@ -28,6 +28,7 @@
 #include "ops/depthwise_conv/depthwise_conv.h"
 #include "ops/depthwise_conv/cuda/launch.h"
 #include "ops/conv/conv.h"
+#include "ops/conv/cuda/dense_paths.h"
 
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
@@ -38,6 +39,8 @@
 #include <c10/cuda/CUDAStream.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <type_traits>
 
 namespace convx::cuda {
@@ -551,6 +554,17 @@ Tensor bias_as(const std::optional<Tensor>& bias, const Tensor& out) {
   return b;
 }
 
+// A/B knob of this branch's device run (removed before merge): CONVX_CLRING=cudnn sends the
+// channels-last 2-D square 3 / 5 / 7 forward and stride-1 data-grad (multiplier 1) to convx's
+// own cuDNN path.
+bool cl_to_cudnn(const Geometry& g, bool dgrad) {
+  const char* knob = std::getenv("CONVX_CLRING");
+  if (!knob || std::strcmp(knob, "cudnn") != 0) return false;
+  const int64_t k = g.kernel[1];
+  return g.kernel[0] == 1 && g.input[0] == 1 && g.in_channels == g.out_channels && g.kernel[2] == k &&
+         (k == 3 || k == 5 || k == 7) && unit_dilation(g) && (!dgrad || (g.stride[1] == 1 && g.stride[2] == 1));
+}
+
 }  // namespace
 
 void depthwise_forward(const ConvArgs& a, const Tensor& input, const Tensor& weight,
@@ -559,6 +573,9 @@ void depthwise_forward(const ConvArgs& a, const Tensor& input, const Tensor& wei
   const Geometry g = geometry(a, input, weight, output);
   if (output.numel() == 0) return;
   const bool cl = is_channels_last(output);
+#ifdef CONVX_WITH_CUDNN
+  if (cl && cl_to_cudnn(g, false) && cudnn_forward(a, input, weight, bias, output)) return;
+#endif
   const auto x = to_layout(input, cl);
   with_output_as(output, output.scalar_type(), cl, [&](const Tensor& y) {
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "convx_depthwise_fwd_cuda", [&] {
@@ -607,6 +624,9 @@ void depthwise_data_grad(const ConvArgs& a, const Tensor& grad_output, const Ten
     return;
   }
   const bool cl = is_channels_last(grad_input);
+#ifdef CONVX_WITH_CUDNN
+  if (cl && cl_to_cudnn(g, true) && cudnn_data_grad(a, grad_output, weight, bias, grad_input)) return;
+#endif
   const auto gy = to_layout(grad_output, cl);
   with_output_as(grad_input, grad_input.scalar_type(), cl, [&](const Tensor& gx) {
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, gy.scalar_type(), "convx_depthwise_dgrad_cuda", [&] {
