@@ -8,18 +8,15 @@
 #include <c10/util/Half.h>
 
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <type_traits>
 
 namespace convx::cuda {
 namespace {
 
-template <typename T, typename WT, int K, int S, int MINB>
+template <typename T, int K, int S>
 bool run(const T* in, const T* w, const T* bias, T* out, ClRing L, cudaStream_t stream) {
-  L.wsz = sizeof(WT);
-  if (!ring_tile(L, K, K, S, sizeof(T), 256 * MINB)) return false;
-  auto kernel = cl_ring<T, WT, K, K, S, MINB>;
+  if (!ring_tile(L, K, K, S, sizeof(T))) return false;
+  auto kernel = cl_ring<T, K, K, S>;
   C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kRingSmemMax)));
   const int64_t smem = ring_smem_bytes(L, K, K, sizeof(T));
   int per_sm = 0;
@@ -30,16 +27,6 @@ bool run(const T* in, const T* w, const T* bias, T* out, ClRing L, cudaStream_t 
   return true;
 }
 
-template <typename T, int K, int S>
-bool run_minb(const T* in, const T* w, const T* bias, T* out, const ClRing& L, int minb, bool wf32,
-              cudaStream_t stream) {
-  if (wf32 && !std::is_same_v<T, float>) {
-    return minb == 3 ? run<T, float, K, S, 3>(in, w, bias, out, L, stream)
-                     : run<T, float, K, S, 2>(in, w, bias, out, L, stream);
-  }
-  return minb == 3 ? run<T, T, K, S, 3>(in, w, bias, out, L, stream) : run<T, T, K, S, 2>(in, w, bias, out, L, stream);
-}
-
 }  // namespace
 
 template <typename T>
@@ -47,27 +34,27 @@ bool launch_cl_ring(const T* in, const T* w, bool flip, const T* bias, T* out, c
   if constexpr (std::is_same_v<T, double>) {
     return false;  // float64 is for correctness only: the generic kernel
   } else {
-    // A/B knob of this branch's device runs (removed before merge): "off" / "cudnn" = not
-    // taken; "dXmY[f]" = taken with X steps of lookahead and __launch_bounds__(256, Y), the filter
-    // staged in fp32 with "f" (else in T); unset = the routing proposed from the first run (fp32:
-    // 3x3 stride 1, D 0; 16-bit: outputs >= 28 wide, D 1).
-    const char* knob = std::getenv("CONVX_CLRING");
-    int D = sizeof(T) == 4 ? 0 : 1, minb = 2;
-    bool wf32 = false;
+    // Where it serves, by the H100 A/B run of session 11 (bench/results/h100/session11/
+    // cl2d_call2_ab.log, forward / stride-1 data-grad, ms, cl_gather -> cl_ring):
+    //  - fp32: 3x3 at stride 1 (MobileNetV2 56x56 0.101 -> 0.091, 7x7 planes 0.0164 -> 0.0141),
+    //    one step of copies in flight (D 0; D 1: 0.101). Slower, so declined: 3x3 stride 2
+    //    (0.148 -> 0.154), 5x5 (0.069 -> 0.071), 7x7 (ConvNeXt 56x56 0.138 -> 0.148, 14x14
+    //    0.045 -> 0.056).
+    //  - fp16 / bf16: outputs at least 28 wide (MobileNetV2 56x56 0.069 -> 0.050, stride 2
+    //    0.089 -> 0.078, EfficientNet 5x5 28x28 0.062 -> 0.052, ConvNeXt 56x56 0.129 -> 0.110),
+    //    two steps in flight (D 1; D 0 equal or up to 5% slower). Narrower planes decline: the
+    //    block is a few strips of many channels and its halo columns cost more than the
+    //    staging saves (MobileNetV2 7x7 planes 0.0137 -> 0.0149, ConvNeXt 14x14 0.043 -> 0.064).
     const int k = P.k[1], s = P.S[1];
-    if (knob && knob[0] == 'd' && std::strlen(knob) >= 4) {
-      D = knob[1] - '0', minb = knob[3] - '0', wf32 = knob[4] == 'f';
-    } else if (knob) {
-      return false;
-    } else if (sizeof(T) == 4 ? !(k == 3 && s == 1) : P.out[2] < 28) {
-      return false;
-    }
+    if (sizeof(T) == 4 ? !(k == 3 && s == 1) : P.out[2] < 28) return false;
     ClRing L{};
-    if (!ring_plan(L, P, flip, D, sizeof(T))) return false;
-    if (k == 3 && s == 1) return run_minb<T, 3, 1>(in, w, bias, out, L, minb, wf32, stream);
-    if (k == 3 && s == 2) return run_minb<T, 3, 2>(in, w, bias, out, L, minb, wf32, stream);
-    if (k == 5 && s == 1) return run_minb<T, 5, 1>(in, w, bias, out, L, minb, wf32, stream);
-    if (k == 7 && s == 1) return run_minb<T, 7, 1>(in, w, bias, out, L, minb, wf32, stream);
+    if (!ring_plan(L, P, flip, sizeof(T) == 4 ? 0 : 1, sizeof(T))) return false;
+    if (k == 3 && s == 1) return run<T, 3, 1>(in, w, bias, out, L, stream);
+    if constexpr (sizeof(T) == 2) {
+      if (k == 3 && s == 2) return run<T, 3, 2>(in, w, bias, out, L, stream);
+      if (k == 5 && s == 1) return run<T, 5, 1>(in, w, bias, out, L, stream);
+      if (k == 7 && s == 1) return run<T, 7, 1>(in, w, bias, out, L, stream);
+    }
     return false;
   }
 }

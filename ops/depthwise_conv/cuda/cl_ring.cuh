@@ -45,10 +45,9 @@ constexpr int64_t kRingSmemSM = 228 << 10, kRingSmemMax = 227 << 10;  // H100: p
 
 struct ClRing {
   int H, W, C, OH, OW, padH, padW;  // input / output sizes, channels, padding (negative allowed)
-  int cvec, CB, PX, PY, TH, D;      // channel vectors, lanes, strips, rows per step, band rows, lookahead steps
+  int cvec, CB, PX, PY, TH, D;      // channel vectors, lanes, strips, rows per step, band rows, lookahead (0, 1)
   int IWT, NSLOT, KSPAN, RS;        // ring geometry (cl_ring.cuh's header)
   int chunks, wtiles, bands, threads;
-  int wsz;  // bytes per staged weight (the filter's dtype, or fp32: converted once per block)
   int64_t N, blocks;
   bool flip;  // the data-grad: the filter rotated 180 degrees
 };
@@ -59,7 +58,7 @@ constexpr int ring_vec() {
 }
 
 inline int64_t ring_smem_bytes(const ClRing& L, int KH, int KW, int esz) {
-  const int64_t wbytes = (int64_t(KH) * KW * L.CB * (16 / esz) * L.wsz + 15) / 16 * 16;
+  const int64_t wbytes = (int64_t(KH) * KW * L.CB * (16 / esz) * esz + 15) / 16 * 16;
   return int64_t(L.NSLOT) * L.IWT * L.CB * 16 + wbytes;
 }
 
@@ -91,11 +90,11 @@ inline void ring_geometry(ClRing& L, int KH, int KW, int S) {
 // The tile of a problem: channel lanes as cl_gather's (all up to 64; beyond, equal tiles of
 // 32-64 lanes when the count allows); then, of the strips (the whole output width, halved down
 // to one) x rows per step (up to 256 threads), the one with the most resident working threads (an SM of
-// kRingSmemSM bytes of shared memory, 1 KB reserved per block, and at most sm_threads threads:
-// the register cap of __launch_bounds__(256, MINB) allows 256 * MINB) times the share of its staged columns that
+// kRingSmemSM bytes of shared memory, 1 KB reserved per block, and the 128-register cap of
+// __launch_bounds__(256, 2): at most 512 threads) times the share of its staged columns that
 // are its own (not the neighbouring tile's halo); the larger block on a tie. false when no tile
 // fits kRingSmemMax.
-inline bool ring_tile(ClRing& L, int KH, int KW, int S, int esz, int sm_threads) {
+inline bool ring_tile(ClRing& L, int KH, int KW, int S, int esz) {
   L.cvec = L.C / (16 / esz);
   L.CB = 32;
   if (L.cvec <= 64) {
@@ -119,7 +118,7 @@ inline bool ring_tile(ClRing& L, int KH, int KW, int S, int esz, int sm_threads)
       const int64_t smem = ring_smem_bytes(t, KH, KW, esz);
       if (smem > kRingSmemMax) continue;
       const int64_t threads = (int64_t(L.CB) * px * py + 31) / 32 * 32;
-      const int64_t resident = std::min(kRingSmemSM / (smem + 1024), sm_threads / threads) * L.CB * px * py;
+      const int64_t resident = std::min(kRingSmemSM / (smem + 1024), 512 / threads) * L.CB * px * py;
       // resident threads x the share of the staged columns that are the tile's own (not halo)
       const int64_t score = (resident * px * kRingR * S * 4096 / t.IWT) * 1024 + threads;
       if (score > best_score) best_score = score, best = t;
@@ -145,8 +144,12 @@ inline bool ring_bands(ClRing& L, int64_t slots) {
   return L.blocks < (int64_t(1) << 31);
 }
 
-template <typename T, typename WT, int KH, int KW, int S, int MINB>
-__global__ void __launch_bounds__(kRingThreads, MINB)
+// __launch_bounds__(256, 2): 95-120 registers, no spill (sm_90). The A/B run measured 80
+// registers (3 blocks per SM; 16-bit kernels spill 20-92 bytes) slower on every row (MobileNetV2
+// fp16 0.050 -> 0.061-0.063 ms), as was the filter staged in fp32 (no per-step conversion, twice
+// the shared-memory loads: 0.050 -> 0.054).
+template <typename T, int KH, int KW, int S>
+__global__ void __launch_bounds__(kRingThreads, 2)
 cl_ring(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
         const ClRing L) {
   using acc_t = at::opmath_type<T>;
@@ -154,7 +157,7 @@ cl_ring(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__
   using Raw = Pack<uint32_t, 4>;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   Raw* const ring = reinterpret_cast<Raw*>(smem_raw);
-  WT* const wts = reinterpret_cast<WT*>(smem_raw + int64_t(L.NSLOT) * L.IWT * L.CB * 16);
+  T* const wts = reinterpret_cast<T*>(smem_raw + int64_t(L.NSLOT) * L.IWT * L.CB * 16);
 
   const int tid = threadIdx.x, nthr = blockDim.x;
   uint32_t b = blockIdx.x;
@@ -170,7 +173,7 @@ cl_ring(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__
     const int cw = L.CB * V, c0 = chunk * cw;
     for (int i = tid; i < KH * KW * cw; i += nthr) {
       const int tap = i / cw, c = c0 + i % cw;
-      wts[i] = c < L.C ? static_cast<WT>(w[int64_t(c) * (KH * KW) + (L.flip ? KH * KW - 1 - tap : tap)]) : WT(0);
+      wts[i] = c < L.C ? w[int64_t(c) * (KH * KW) + (L.flip ? KH * KW - 1 - tap : tap)] : T(0);
     }
   }
 
@@ -219,10 +222,8 @@ cl_ring(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__
   for (int j = 0; j < steps; ++j) {
     if (L.D == 0) {
       cp_async_wait<0>();
-    } else if (L.D == 1) {
-      cp_async_wait<1>();
     } else {
-      cp_async_wait<2>();
+      cp_async_wait<1>();
     }
     __syncthreads();  // group j visible to the block; step j - 1's reads done
     issue(j + L.D + 1);
@@ -241,15 +242,9 @@ cl_ring(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__
       acc_t wv[KW][V];
 #pragma unroll
       for (int k = 0; k < KW; ++k) {
-        // 16-byte pieces (an fp32 copy of a 16-bit filter takes two per vector)
-        constexpr int PW = 16 / static_cast<int>(sizeof(WT));
-        const WT* const src = wts + (kh * KW + k) * L.CB * V + cl * V;
+        const Pack<T, V> pw = *reinterpret_cast<const Pack<T, V>*>(wts + (kh * KW + k) * L.CB * V + cl * V);
 #pragma unroll
-        for (int q = 0; q < V / PW; ++q) {
-          const Pack<WT, PW> pw = *reinterpret_cast<const Pack<WT, PW>*>(src + q * PW);
-#pragma unroll
-          for (int v = 0; v < PW; ++v) wv[k][q * PW + v] = static_cast<acc_t>(pw.v[v]);
-        }
+        for (int v = 0; v < V; ++v) wv[k][v] = static_cast<acc_t>(pw.v[v]);
       }
 #pragma unroll
       for (int c = 0; c < NX; ++c) {

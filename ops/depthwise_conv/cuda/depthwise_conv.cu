@@ -30,6 +30,7 @@
 #include "ops/conv/conv.h"
 #include "ops/conv/cuda/dense_paths.h"
 
+#include <ATen/Context.h>
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
 #include <ATen/core/Tensor.h>
@@ -39,8 +40,6 @@
 #include <c10/cuda/CUDAStream.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <type_traits>
 
 namespace convx::cuda {
@@ -554,16 +553,31 @@ Tensor bias_as(const std::optional<Tensor>& bias, const Tensor& out) {
   return b;
 }
 
-// A/B knob of this branch's device run (removed before merge): CONVX_CLRING=cudnn sends the
-// channels-last 2-D square 3 / 5 / 7 forward and stride-1 data-grad (multiplier 1) to convx's
-// own cuDNN path.
-bool cl_to_cudnn(const Geometry& g, bool dgrad) {
-  const char* knob = std::getenv("CONVX_CLRING");
-  if (!knob || std::strcmp(knob, "cudnn") != 0) return false;
-  const int64_t k = g.kernel[1];
-  return g.kernel[0] == 1 && g.input[0] == 1 && g.in_channels == g.out_channels && g.kernel[2] == k &&
-         (k == 3 || k == 5 || k == 7) && unit_dilation(g) && (!dgrad || (g.stride[1] == 1 && g.stride[2] == 1));
+// The channels-last depthwise calls that convx's own cuDNN path (ops/conv/cuda/cudnn_conv.cpp,
+// what aten runs for them) serves faster than every kernel of this family, measured on the H100
+// in session 11 (bench/results/h100/session11/cl2d_call2_ab.log, ms, best own kernel -> cuDNN):
+//  - the forward of 3x3 filters at stride 2 in fp32 / fp16 (MobileNetV2 112x112 -> 56x56 on 96
+//    channels: fp32 cl_gather 0.148 -> 0.129, fp16 cl_ring 0.078 -> 0.073; bf16 stays on
+//    cl_ring, 0.079 against 0.082);
+//  - the forward of 3x3 filters at stride 1 on planes at most 7 wide (MobileNetV2 7x7 on 960
+//    channels: fp32 cl_ring 0.0141 -> 0.0135, fp16 / bf16 cl_gather16 0.0137 / 0.0141 -> 0.0099 /
+//    0.0106; their data-grads stay ours: 0.0141 / 0.0137 / 0.0141 against 0.0154 / 0.0162 / 0.0161);
+//  - the forward and the stride-1 data-grad of 5x5 filters in fp16 (EfficientNet 28x28 on 240
+//    channels: cl_ring 0.052 -> 0.041 both; bf16 stays on cl_ring, 0.054 against 0.056, fp32 on
+//    cl_gather, 0.069 against 0.090).
+// 2-D, multiplier 1, unit dilation; not with torch.backends.cudnn.enabled = False (as the dense
+// path). The weight-grad always stays ours (deterministic).
+#ifdef CONVX_WITH_CUDNN
+bool cl_cudnn_serves(const Geometry& g, at::ScalarType t, bool dgrad) {
+  const int64_t k = g.kernel[1], s = g.stride[1];
+  if (!at::globalContext().userEnabledCuDNN() || g.kernel[0] != 1 || g.input[0] != 1 || g.in_channels != g.out_channels || g.kernel[2] != k ||
+      g.stride[2] != s || !unit_dilation(g))
+    return false;
+  if (k == 3 && s == 2) return !dgrad && (t == at::kFloat || t == at::kHalf);
+  if (k == 3 && s == 1) return !dgrad && g.output[2] <= 7;
+  return k == 5 && s == 1 && t == at::kHalf;
 }
+#endif
 
 }  // namespace
 
@@ -574,7 +588,7 @@ void depthwise_forward(const ConvArgs& a, const Tensor& input, const Tensor& wei
   if (output.numel() == 0) return;
   const bool cl = is_channels_last(output);
 #ifdef CONVX_WITH_CUDNN
-  if (cl && cl_to_cudnn(g, false) && cudnn_forward(a, input, weight, bias, output)) return;
+  if (cl && cl_cudnn_serves(g, input.scalar_type(), false) && cudnn_forward(a, input, weight, bias, output)) return;
 #endif
   const auto x = to_layout(input, cl);
   with_output_as(output, output.scalar_type(), cl, [&](const Tensor& y) {
@@ -625,7 +639,9 @@ void depthwise_data_grad(const ConvArgs& a, const Tensor& grad_output, const Ten
   }
   const bool cl = is_channels_last(grad_input);
 #ifdef CONVX_WITH_CUDNN
-  if (cl && cl_to_cudnn(g, true) && cudnn_data_grad(a, grad_output, weight, bias, grad_input)) return;
+  if (cl && cl_cudnn_serves(g, grad_output.scalar_type(), true) &&
+      cudnn_data_grad(a, grad_output, weight, bias, grad_input))
+    return;
 #endif
   const auto gy = to_layout(grad_output, cl);
   with_output_as(grad_input, grad_input.scalar_type(), cl, [&](const Tensor& gx) {
