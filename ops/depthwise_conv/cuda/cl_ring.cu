@@ -4,6 +4,7 @@
 #include "ops/depthwise_conv/cuda/launch.h"
 
 #include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
@@ -17,8 +18,12 @@ template <typename T, int K, int S>
 bool run(const T* in, const T* w, const T* bias, T* out, ClRing L, cudaStream_t stream) {
   if (!ring_tile(L, K, K, S, sizeof(T))) return false;
   auto kernel = cl_ring<T, K, K, S>;
-  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kRingSmemMax)));
   const int64_t smem = ring_smem_bytes(L, K, K, sizeof(T));
+  // The tile is sized for the H100's shared memory; a GPU with less per block declines it.
+  int optin = 0;
+  C10_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, c10::cuda::current_device()));
+  if (smem > optin) return false;
+  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
   int per_sm = 0;
   C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, L.threads, smem));
   if (per_sm < 1 || !ring_bands(L, int64_t(per_sm) * sm_count())) return false;
@@ -47,6 +52,7 @@ bool launch_cl_ring(const T* in, const T* w, bool flip, const T* bias, T* out, c
     //    staging saves (MobileNetV2 7x7 planes 0.0137 -> 0.0149, ConvNeXt 14x14 0.043 -> 0.064).
     const int k = P.k[1], s = P.S[1];
     if (sizeof(T) == 4 ? !(k == 3 && s == 1) : P.out[2] < 28) return false;
+    if (!mma16_supported()) return false;  // cp.async: sm_80 and newer
     ClRing L{};
     if (!ring_plan(L, P, flip, sizeof(T) == 4 ? 0 : 1, sizeof(T))) return false;
     if (k == 3 && s == 1) return run<T, 3, 1>(in, w, bias, out, L, stream);

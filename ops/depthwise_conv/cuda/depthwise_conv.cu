@@ -570,8 +570,8 @@ Tensor bias_as(const std::optional<Tensor>& bias, const Tensor& out) {
 #ifdef CONVX_WITH_CUDNN
 bool cl_cudnn_serves(const Geometry& g, at::ScalarType t, bool dgrad) {
   const int64_t k = g.kernel[1], s = g.stride[1];
-  if (!at::globalContext().userEnabledCuDNN() || g.kernel[0] != 1 || g.input[0] != 1 || g.in_channels != g.out_channels || g.kernel[2] != k ||
-      g.stride[2] != s || !unit_dilation(g))
+  if (!at::globalContext().userEnabledCuDNN() || g.kernel[0] != 1 || g.input[0] != 1 ||
+      g.in_channels != g.out_channels || g.kernel[2] != k || g.stride[2] != s || !unit_dilation(g))
     return false;
   if (k == 3 && s == 2) return !dgrad && (t == at::kFloat || t == at::kHalf);
   if (k == 3 && s == 1) return !dgrad && g.output[2] <= 7;
