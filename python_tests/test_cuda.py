@@ -593,6 +593,84 @@ def test_depthwise_cl16_fast_path(dtype):
         close(tr, tr_ref, "transposed")
 
 
+# Channels-last 2-D forward / stride-1 input-grad routing (session 11): cl_ring.cuh (fp32 3x3 at
+# stride 1; fp16 / bf16 outputs at least 28 wide), convx's cuDNN path (forward of fp32 / fp16 3x3
+# at stride 2 and of 3x3 on planes up to 7 wide, fp16 5x5 forward and input-grad), cl_gather
+# (the rest). (N, C, size, k, stride, padding, bias): odd sizes, several rows per step, stride 2
+# with and without padding, padding beyond the filter (negative data-grad padding), channel
+# chunks (C 264: 66 fp32 vectors in 2 chunks of 33), 7x7 filters on 960 channels (chunks of 60
+# lanes), MobileNetV2's 7x7 planes, the bench's shapes (56x56 on 144 channels, 112x112 at
+# stride 2 on 96, 28x28 5x5 on 240, 56x56 7x7 on 96).
+CL_RING_CASES = [
+    (2, 16, (13, 17), 3, 1, 1, True),
+    (2, 16, (9, 40), 3, 1, 1, True),
+    (2, 16, (14, 11), 3, 2, 1, True),
+    (2, 16, (14, 60), 3, 2, 1, True),
+    (1, 8, (9, 10), 3, 2, 0, False),
+    (2, 8, (15, 12), 5, 1, 2, True),
+    (2, 8, (15, 30), 5, 1, 2, True),
+    (1, 16, (19, 21), 7, 1, 3, False),
+    (1, 16, (19, 33), 7, 1, 3, False),
+    (1, 8, (6, 9), 3, 1, 4, False),
+    (1, 8, (6, 5), 5, 1, 0, True),
+    (1, 8, (6, 33), 5, 1, 0, True),
+    (1, 264, (5, 40), 3, 1, 1, True),
+    (2, 960, (7, 7), 3, 1, 1, True),
+    (1, 960, (4, 9), 7, 1, 3, False),
+    (1, 960, (4, 30), 7, 1, 3, False),
+    (2, 144, (56, 56), 3, 1, 1, False),
+    (2, 96, (112, 112), 3, 2, 1, True),
+    (2, 240, (28, 28), 5, 1, 2, False),
+    (2, 96, (56, 56), 7, 1, 3, True),
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["fp32", "fp16", "bf16"])
+def test_depthwise_cl_ring(dtype):
+    """Channels-last 2-D forward and input-grad on the routes of session 11 (the shared-memory
+    ring, convx's cuDNN path, cl_gather) against float64 on the same dtype-rounded data, on
+    poisoned memory; the forward also on an input one element past an aligned address (declines
+    to the generic kernel, or cuDNN)."""
+    import torch.nn.functional as F
+
+    tol = {torch.float32: dict(rtol=2e-5, atol=2e-5), torch.float16: dict(rtol=4e-3, atol=4e-3),
+           torch.bfloat16: dict(rtol=2e-2, atol=2e-2)}[dtype]
+    ops = torch.ops.convx
+    for i, (N, C, size, k, s, p, has_bias) in enumerate(CL_RING_CASES):
+        if C % (16 // torch.tensor([], dtype=dtype).element_size()) != 0:
+            continue
+        gen = torch.Generator().manual_seed(90 + i)
+        x = _held(torch.randn(N, C, *size, generator=gen), "channels_last").to(DEV, dtype)
+        w = torch.randn(C, 1, k, k, generator=gen).to(DEV, dtype)
+        b = torch.randn(C, generator=gen).to(DEV, dtype) if has_bias else None
+        bd = None if b is None else b.double()
+        ref = F.conv2d(x.double(), w.double(), bd, s, p, 1, C)
+        gy = _held(torch.randn(ref.shape, generator=gen), "channels_last").to(DEV, dtype)
+        gx_ref = torch.nn.grad.conv2d_input(list(x.shape), w.double(), gy.double(), s, p, 1, C)
+
+        def close(out, r, what):
+            scale = max(1.0, float(r.abs().max()))
+            assert not torch.isnan(out).any(), f"case {i} {what}: NaN (unwritten element)"
+            assert out.stride(1) == 1, f"case {i} {what}: not channels-last"
+            torch.testing.assert_close(out.double() / scale, r / scale, **tol, msg=lambda m: f"case {i} {what}: {m}")
+
+        poison()
+        with deterministic():
+            y = ops.depthwise_conv2d(x, w, b, [s, s], [p, p], [1, 1])
+        close(y, ref, "forward")
+        poison()
+        with deterministic():
+            gx = ops.conv2d_input_grad(list(x.shape), w, gy, [s, s], [p, p], [1, 1], C)
+        close(gx, gx_ref, "input-grad")
+        flat = torch.empty(x.numel() + 1, device=DEV, dtype=dtype)
+        xm = flat[1:].view(N, *size, C).movedim(-1, 1)
+        xm.copy_(x)
+        poison()
+        with deterministic():
+            ym = ops.depthwise_conv2d(xm, w, b, [s, s], [p, p], [1, 1])
+        close(ym, ref, "forward, misaligned input")
+
+
 # Channels-last 1-D rows (cl_row1d.cuh): (N, C, L, k, padding, bias); padding "causal" = k - 1 on
 # both sides, first L outputs kept (as the bench and sequence models do). 2-4, 15 and 31 taps;
 # odd lengths, a row shorter than one strip, 'same' padding, padding beyond the filter (the

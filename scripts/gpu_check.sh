@@ -82,8 +82,9 @@ stage racecheck "$OUT_DIR/sanitizer.log" 150 $SAN --tool racecheck \
 stage racecheck-tc "$OUT_DIR/sanitizer.log" 120 $SAN --tool racecheck python3 scripts/racecheck_tc.py
 # session 10's kernels, each through its own small driver (no float64 references under the tool):
 # tc_rows_nc (2-D / 3-D NC tensor-core rows), tc_wgrad3d (3-D tensor-core weight-grad), the
-# short 1-D rows (row_warp / cl_row1d reading the layer's filter, row tails)
-for s in racecheck_tcnc racecheck_tc_wgrad3d sanitize_short_rows; do
+# short 1-D rows (row_warp / cl_row1d reading the layer's filter, row tails); session 11's
+# channels-last ring (cl_ring, sanitize_cl_ring.py)
+for s in racecheck_tcnc racecheck_tc_wgrad3d sanitize_short_rows sanitize_cl_ring; do
   PYTORCH_NO_CUDA_MEMORY_CACHING=1 stage "memcheck-$s" "$OUT_DIR/sanitizer.log" 90 $SAN --tool memcheck python3 "scripts/$s.py"
   stage "racecheck-$s" "$OUT_DIR/sanitizer.log" 90 $SAN --tool racecheck python3 "scripts/$s.py"
 done

@@ -28,7 +28,9 @@
 #include "ops/depthwise_conv/depthwise_conv.h"
 #include "ops/depthwise_conv/cuda/launch.h"
 #include "ops/conv/conv.h"
+#include "ops/conv/cuda/dense_paths.h"
 
+#include <ATen/Context.h>
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
 #include <ATen/core/Tensor.h>
@@ -503,6 +505,16 @@ bool launch_tiled(const Tensor& in, const Tensor& weight, const Tensor& bias, co
            : launch_row_warp<T>(ip, wo, Q.base[2][0], Q.step[2], bp, op, P, stream))
       return true;
   }
+  // Channels-last 2-D square filters at one phase (the forward, the stride-1 data-grad) from the
+  // layer's own filter through the shared-memory ring.
+  if (cl && Q.phases == 1) {
+    bool fwd = true, rot = true;
+    for (int d = 0; d < 3; ++d) {
+      fwd = fwd && Q.T[d] == Q.K[d] && Q.base[d][0] == 0 && Q.step[d] == 1;
+      rot = rot && Q.T[d] == Q.K[d] && Q.base[d][0] == Q.K[d] - 1 && Q.step[d] == -1;
+    }
+    if ((fwd || rot) && launch_cl_ring<T>(ip, w.const_data_ptr<T>(), !fwd, bp, op, P, stream)) return true;
+  }
   if constexpr (sizeof(T) == 2) {
     if (cl && cl_fast_takes(P)) {  // 16-bit weights: the weight tensor's own values
       const Tensor wp = at::empty({Q.phases * P.wphase}, out.options());
@@ -541,6 +553,32 @@ Tensor bias_as(const std::optional<Tensor>& bias, const Tensor& out) {
   return b;
 }
 
+// The channels-last depthwise calls that convx's own cuDNN path (ops/conv/cuda/cudnn_conv.cpp,
+// what aten runs for them) serves faster than every kernel of this family, measured on the H100
+// in session 11 (bench/results/h100/session11/cl2d_call2_ab.log, ms, best own kernel -> cuDNN):
+//  - the forward of 3x3 filters at stride 2 in fp32 / fp16 (MobileNetV2 112x112 -> 56x56 on 96
+//    channels: fp32 cl_gather 0.148 -> 0.129, fp16 cl_ring 0.078 -> 0.073; bf16 stays on
+//    cl_ring, 0.079 against 0.082);
+//  - the forward of 3x3 filters at stride 1 on planes at most 7 wide (MobileNetV2 7x7 on 960
+//    channels: fp32 cl_ring 0.0141 -> 0.0135, fp16 / bf16 cl_gather16 0.0137 / 0.0141 -> 0.0099 /
+//    0.0106; their data-grads stay ours: 0.0141 / 0.0137 / 0.0141 against 0.0154 / 0.0162 / 0.0161);
+//  - the forward and the stride-1 data-grad of 5x5 filters in fp16 (EfficientNet 28x28 on 240
+//    channels: cl_ring 0.052 -> 0.041 both; bf16 stays on cl_ring, 0.054 against 0.056, fp32 on
+//    cl_gather, 0.069 against 0.090).
+// 2-D, multiplier 1, unit dilation; not with torch.backends.cudnn.enabled = False (as the dense
+// path). The weight-grad always stays ours (deterministic).
+#ifdef CONVX_WITH_CUDNN
+bool cl_cudnn_serves(const Geometry& g, at::ScalarType t, bool dgrad) {
+  const int64_t k = g.kernel[1], s = g.stride[1];
+  if (!at::globalContext().userEnabledCuDNN() || g.kernel[0] != 1 || g.input[0] != 1 ||
+      g.in_channels != g.out_channels || g.kernel[2] != k || g.stride[2] != s || !unit_dilation(g))
+    return false;
+  if (k == 3 && s == 2) return !dgrad && (t == at::kFloat || t == at::kHalf);
+  if (k == 3 && s == 1) return !dgrad && g.output[2] <= 7;
+  return k == 5 && s == 1 && t == at::kHalf;
+}
+#endif
+
 }  // namespace
 
 void depthwise_forward(const ConvArgs& a, const Tensor& input, const Tensor& weight,
@@ -549,6 +587,9 @@ void depthwise_forward(const ConvArgs& a, const Tensor& input, const Tensor& wei
   const Geometry g = geometry(a, input, weight, output);
   if (output.numel() == 0) return;
   const bool cl = is_channels_last(output);
+#ifdef CONVX_WITH_CUDNN
+  if (cl && cl_cudnn_serves(g, input.scalar_type(), false) && cudnn_forward(a, input, weight, bias, output)) return;
+#endif
   const auto x = to_layout(input, cl);
   with_output_as(output, output.scalar_type(), cl, [&](const Tensor& y) {
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "convx_depthwise_fwd_cuda", [&] {
@@ -597,6 +638,11 @@ void depthwise_data_grad(const ConvArgs& a, const Tensor& grad_output, const Ten
     return;
   }
   const bool cl = is_channels_last(grad_input);
+#ifdef CONVX_WITH_CUDNN
+  if (cl && cl_cudnn_serves(g, grad_output.scalar_type(), true) &&
+      cudnn_data_grad(a, grad_output, weight, bias, grad_input))
+    return;
+#endif
   const auto gy = to_layout(grad_output, cl);
   with_output_as(grad_input, grad_input.scalar_type(), cl, [&](const Tensor& gx) {
     AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, gy.scalar_type(), "convx_depthwise_dgrad_cuda", [&] {

@@ -84,6 +84,12 @@ template <typename T>
 bool launch_cl_row1d(const T* in, const T* w, int wbase, int wstep, const T* bias, T* out, const Plan& P,
                      cudaStream_t stream);
 
+// Channels-last 2-D forward and stride-1 data-grad (flip: the filter rotated 180 degrees) of
+// square 3x3 (stride 1, 2), 5x5, 7x7 (stride 1) filters, multiplier 1, through a shared-memory
+// ring of input rows (cl_ring.cuh); w is the layer's filter [C][KH][KW] in T. false otherwise.
+template <typename T>
+bool launch_cl_ring(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, cudaStream_t stream);
+
 // Channels-last forward / data-grad, channel multiplier 1: w is [phases][taps][wrows].
 template <typename T>
 bool launch_cl_gather(const T* in, const at::opmath_type<T>* w, const T* bias, T* out,
