@@ -900,6 +900,9 @@ ROW_WARP_CASES = [  # (N, C, multiplier, L, k, stride, padding, bias)
     (16, 8, 1, 600, 3, 1, 2, False),
     (3, 5, 2, 517, 2, 1, 1, True),
     (0, 8, 1, 40, 3, 1, 2, True),
+    # session 11: 1040 channels (one chunk per channel: each warp writes its channel's weight-grad;
+    # the last block's 4 warps hold 0 (channel, chunk) pairs past the end and return at once)
+    (2, 1040, 1, 515, 3, 1, 2, True),
 ]
 
 

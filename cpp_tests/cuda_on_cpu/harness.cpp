@@ -483,8 +483,14 @@ Tensor clw_run(const T* x, const T* gy, const Plan& P, bool wide_index) {
   Tensor gw = at::full({n}, NAN, dt);
   T* gp = reinterpret_cast<T*>(gw.data_ptr());
   dim3 sgrid, sblock;
-  sgrid.x = unsigned(ceil_div(n, kSumCols)), sblock.x = unsigned(kSumCols * kSumSlices);
-  launch(sgrid, sblock, [&] { sum_chunks<T>(pp, gp, chunks, n); });
+  sblock.x = 256u;
+  if (P.k[0] == 1 && P.k[1] == 1) {  // 1-D rows: the launcher's narrow sum (8 columns x 32 slices)
+    sgrid.x = unsigned(ceil_div(n, kSumCols1d));
+    launch(sgrid, sblock, [&] { sum_chunks<T, kSumCols1d>(pp, gp, chunks, n); });
+  } else {
+    sgrid.x = unsigned(ceil_div(n, kSumCols));
+    launch(sgrid, sblock, [&] { sum_chunks<T>(pp, gp, chunks, n); });
+  }
   return gw;
 }
 // cl_wgrad.cu's run_depth3d<>: the depth-streaming partial kernel, then sum_chunks (poisoned
@@ -509,7 +515,7 @@ Tensor clw3_run(const T* x, const T* gy, const Plan& P, bool wide_index, int* se
   Tensor gw = at::full({n}, NAN, dt);
   T* gp = reinterpret_cast<T*>(gw.data_ptr());
   dim3 sgrid, sblock;
-  sgrid.x = unsigned(ceil_div(n, kSumCols)), sblock.x = unsigned(kSumCols * kSumSlices);
+  sgrid.x = unsigned(ceil_div(n, kSumCols)), sblock.x = 256u;
   launch(sgrid, sblock, [&] { sum_chunks<T>(pp, gp, chunks, n); });
   return gw;
 }

@@ -26,6 +26,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -405,17 +406,20 @@ cl_wgrad_depth3d(const T* __restrict__ x, const T* __restrict__ gy, at::opmath_t
 }
 
 // gw[i] = sum over the chunks of part[chunk][i], in a fixed order: a block of 256 threads takes
-// 32 consecutive i (coalesced rows) x 8 slices of the chunks; each thread adds its slice in
-// chunk order, then the 8 slice sums are added in slice order.
-constexpr int kSumCols = 32, kSumSlices = kWgradThreads / kSumCols;
-template <typename T>
+// COLS consecutive i (coalesced rows) x 256 / COLS slices of the chunks; each thread adds its
+// slice in chunk order, then the slice sums are added in slice order. COLS = 32 (2-D / 3-D);
+// the 1-D rows' 88-264 chunks take COLS = 8 (32 slices: 3-9 loads per thread instead of 11-33,
+// issued 4 at a time).
+constexpr int kSumCols = 32, kSumCols1d = 8;
+template <typename T, int COLS = kSumCols>
 __global__ void __launch_bounds__(kWgradThreads)
 sum_chunks(const at::opmath_type<T>* __restrict__ part, T* __restrict__ gw, int64_t chunks, int64_t n) {
   using acc_t = at::opmath_type<T>;
-  __shared__ acc_t red_slices[kSumSlices][kSumCols];
-  const int col = threadIdx.x % kSumCols, slice = threadIdx.x / kSumCols;
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * kSumCols + col;
-  const int64_t per = (chunks + kSumSlices - 1) / kSumSlices;
+  constexpr int kSlices = kWgradThreads / COLS;
+  __shared__ acc_t red_slices[kSlices][COLS];
+  const int col = threadIdx.x % COLS, slice = threadIdx.x / COLS;
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * COLS + col;
+  const int64_t per = (chunks + kSlices - 1) / kSlices;
   const int64_t c1 = (slice + 1) * per < chunks ? (slice + 1) * per : chunks;
   acc_t s = acc_t(0);
   if (i < n) {
@@ -426,7 +430,7 @@ sum_chunks(const at::opmath_type<T>* __restrict__ part, T* __restrict__ gw, int6
   __syncthreads();
   if (slice == 0 && i < n) {
     acc_t r = red_slices[0][col];
-    for (int k = 1; k < kSumSlices; ++k) r += red_slices[k][col];
+    for (int k = 1; k < kSlices; ++k) r += red_slices[k][col];
     gw[i] = static_cast<T>(r);
   }
 }
@@ -495,8 +499,16 @@ void partials_then_sum(Partial partial, const T* x, const T* gy, T* gw, const Pl
   partial<<<dim3(static_cast<unsigned>(ctiles), static_cast<unsigned>(chunks)), threads, 0, stream>>>(
       x, gy, part.mutable_data_ptr<acc_t>(), P, L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  sum_chunks<T><<<static_cast<unsigned>(std::clamp<int64_t>(ceil_div(n, kSumCols), 1, 1 << 30)), kWgradThreads, 0,
-                  stream>>>(part.const_data_ptr<acc_t>(), gw, chunks, n);
+  // TEMPORARY A/B knob (session 11, read per call so one process alternates), removed after the measurement
+  const char* ab_env = std::getenv("CONVX_ONED_AB");
+  const bool ab_old = ab_env != nullptr && std::strcmp(ab_env, "old") == 0;
+  if (P.k[0] == 1 && P.k[1] == 1 && !ab_old) {
+    sum_chunks<T, kSumCols1d><<<static_cast<unsigned>(std::clamp<int64_t>(ceil_div(n, kSumCols1d), 1, 1 << 30)),
+                                kWgradThreads, 0, stream>>>(part.const_data_ptr<acc_t>(), gw, chunks, n);
+  } else {
+    sum_chunks<T><<<static_cast<unsigned>(std::clamp<int64_t>(ceil_div(n, kSumCols), 1, 1 << 30)), kWgradThreads, 0,
+                    stream>>>(part.const_data_ptr<acc_t>(), gw, chunks, n);
+  }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 

@@ -48,10 +48,9 @@ bool run_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBa
   // One chunk per channel: the block's sum is the weight-grad (no partials, no second launch).
   const bool direct = L.chunks == 1;
   const at::Tensor part = direct ? at::Tensor() : at::empty({P.out_c, int64_t(L.chunks), K}, like.options().dtype(at::kFloat));
-  static const bool ab_old = [] {  // TEMPORARY A/B knob (session 11), removed after the measurement
-    const char* e = std::getenv("CONVX_ONED_AB");
-    return e != nullptr && std::strcmp(e, "old") == 0;
-  }();
+  // TEMPORARY A/B knob (session 11, read per call so one process alternates), removed after the measurement
+  const char* ab_env = std::getenv("CONVX_ONED_AB");
+  const bool ab_old = ab_env != nullptr && std::strcmp(ab_env, "old") == 0;
   if (ab_old) {
     const int threads = static_cast<int>(std::min<int64_t>(kRowWarpThreads, 32 * int64_t(L.chunk)));
     row_warp_wgrad_blocks<T, K, U><<<static_cast<unsigned>(P.out_c * L.chunks), threads, 0, stream>>>(
