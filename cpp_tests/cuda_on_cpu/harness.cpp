@@ -483,14 +483,31 @@ Tensor clw_run(const T* x, const T* gy, const Plan& P, bool wide_index) {
   Tensor gw = at::full({n}, NAN, dt);
   T* gp = reinterpret_cast<T*>(gw.data_ptr());
   dim3 sgrid, sblock;
-  sblock.x = 256u;
-  if (P.k[0] == 1 && P.k[1] == 1) {  // 1-D rows: the launcher's narrow sum (8 columns x 32 slices)
-    sgrid.x = unsigned(ceil_div(n, kSumCols1d));
-    launch(sgrid, sblock, [&] { sum_chunks<T, kSumCols1d>(pp, gp, chunks, n); });
-  } else {
-    sgrid.x = unsigned(ceil_div(n, kSumCols));
-    launch(sgrid, sblock, [&] { sum_chunks<T>(pp, gp, chunks, n); });
-  }
+  sgrid.x = unsigned(ceil_div(n, kSumCols)), sblock.x = unsigned(kSumCols * kSumSlices);
+  launch(sgrid, sblock, [&] { sum_chunks<T>(pp, gp, chunks, n); });
+  return gw;
+}
+// cl_wgrad.cu's run_short16<> (16-bit 1-D rows of 2-4 taps), then sum_chunks (poisoned buffers).
+static int clws_taken = 0;
+template <typename T, int KW>
+Tensor clws_run(const T* x, const T* gy, const Plan& P) {
+  constexpr int VW = kShort16Vw, R = kShort16R;
+  if (P.out_c % VW != 0) return Tensor();
+  ClwTile L{};
+  int64_t ctiles = 0, chunks = 0;
+  if (!choose_clw_tile(L, P, VW, R, R - 1 + KW, 0, ctiles, chunks, 132 * kShort16Blocks, 64)) return Tensor();
+  const int64_t n = P.out_c * KW;
+  Tensor part = at::full({chunks, n}, NAN, at::kFloat);
+  float* pp = part.data_ptr<float>();
+  const unsigned threads = unsigned(ceil_div(int64_t(L.CT) * L.G, 32) * 32);
+  launch(dim3{unsigned(ctiles), unsigned(chunks)}, dim3{threads},
+         [&] { cl_wgrad_partial<T, 1, KW, 1, VW, R, 1, kShort16Blocks>(x, gy, pp, P, L); });
+  Tensor gw = at::full({n}, NAN, at::kHalf);
+  T* gp = reinterpret_cast<T*>(gw.data_ptr());
+  dim3 sgrid, sblock;
+  sgrid.x = unsigned(ceil_div(n, kSumCols)), sblock.x = unsigned(kSumCols * kSumSlices);
+  launch(sgrid, sblock, [&] { sum_chunks<T>(pp, gp, chunks, n); });
+  ++clws_taken;
   return gw;
 }
 // cl_wgrad.cu's run_depth3d<>: the depth-streaming partial kernel, then sum_chunks (poisoned
@@ -515,7 +532,7 @@ Tensor clw3_run(const T* x, const T* gy, const Plan& P, bool wide_index, int* se
   Tensor gw = at::full({n}, NAN, dt);
   T* gp = reinterpret_cast<T*>(gw.data_ptr());
   dim3 sgrid, sblock;
-  sgrid.x = unsigned(ceil_div(n, kSumCols)), sblock.x = 256u;
+  sgrid.x = unsigned(ceil_div(n, kSumCols)), sblock.x = unsigned(kSumCols * kSumSlices);
   launch(sgrid, sblock, [&] { sum_chunks<T>(pp, gp, chunks, n); });
   return gw;
 }
@@ -1006,6 +1023,14 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
       if (r3h.defined()) {
         ++clw3_taken;
         check(("wgrad16 cl d3 segs" + std::to_string(segs)).c_str(), r3h.view(gw16_ref.sizes()), gw16_ref, name, 2e-3);
+      }
+      // 16-bit 1-D rows of 2-4 taps: the launcher's short tile (4 channels per lane, strips of 8)
+      if (P.k[0] == 1 && P.k[1] == 1 && P.k[2] >= 2 && P.k[2] <= 4 && P.S[2] == 1) {
+        const at::Half* xq = xh.data_ptr<at::Half>();
+        const at::Half* gq = gh.data_ptr<at::Half>();
+        const Tensor rs = P.k[2] == 2 ? clws_run<at::Half, 2>(xq, gq, P)
+                        : P.k[2] == 3 ? clws_run<at::Half, 3>(xq, gq, P) : clws_run<at::Half, 4>(xq, gq, P);
+        if (rs.defined()) check("wgrad16 cl short16", rs.view(gw16_ref.sizes()), gw16_ref, name, 2e-3);
       }
     }
   }
@@ -1598,6 +1623,8 @@ int main() {
   run_case(3, 1, 24, 1, {30, 5, 6}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1});
   run_case(3, 1, 8, 1, {9, 7, 11}, {5, 3, 3}, {1, 2, 2}, {2, 1, 1});
   run_case(3, 2, 8, 1, {6, 9, 10}, {3, 3, 3}, {1, 2, 2}, {0, 1, 1});
+  std::printf("cl_wgrad short16 launches checked: %d\n", clws_taken);
+  if (clws_taken == 0) ++failures;
   std::printf("cl_wgrad_depth3d launches checked: %d\n", clw3_taken);
   if (clw3_taken == 0) ++failures;
   // channels-last 1-D rows (cl_row1d.cuh): 2-4, 15, 31 taps; causal padding k-1 on odd lengths

@@ -82,6 +82,12 @@ struct ClwShape {
                                                                                    : (RH * KW * VW > 56 ? 2 : 4));
 };
 
+// 16-bit 1-D rows of 2-4 taps (run_short16): 4 channels per lane (8-byte loads), strips of 8, 64
+// registers: 4 blocks per SM. (ClwShape's tile for them, 8 channels x strips of 4, takes 103
+// registers: 2 blocks, 16 warps per SM; the H100 ran short_k3's (N, L, C) weight-grad at DRAM
+// 65%, warps stalled on loads 56% of the time: ncu, session 11, oned_call1.)
+constexpr int kShort16Vw = 4, kShort16R = 8, kShort16Blocks = 4;
+
 struct ClwTile {
   int CT, G;              // channel lanes per block, pixel groups per block
   int strips;             // work items per output row: ceil(OW / R)
@@ -194,8 +200,8 @@ __device__ __forceinline__ void block_groups_sum(const acc_t (&acc)[TAPS][VW], a
 
 // KH == 0: tall filters (31x31); one filter row per pass over the items (RH == 1; the inputs are
 // read once per filter row, from L2). KH > RH: ceil(KH / RH) passes of RH rows.
-template <typename T, int KH, int KW, int S, int VW, int R, int RH>
-__global__ void __launch_bounds__(kWgradThreads, kWgradBlocksPerSm)
+template <typename T, int KH, int KW, int S, int VW, int R, int RH, int MINB = kWgradBlocksPerSm>
+__global__ void __launch_bounds__(kWgradThreads, MINB)
 cl_wgrad_partial(const T* __restrict__ x, const T* __restrict__ gy, at::opmath_type<T>* __restrict__ part,
                  const Plan P, const ClwTile L) {
   using acc_t = at::opmath_type<T>;
@@ -406,20 +412,17 @@ cl_wgrad_depth3d(const T* __restrict__ x, const T* __restrict__ gy, at::opmath_t
 }
 
 // gw[i] = sum over the chunks of part[chunk][i], in a fixed order: a block of 256 threads takes
-// COLS consecutive i (coalesced rows) x 256 / COLS slices of the chunks; each thread adds its
-// slice in chunk order, then the slice sums are added in slice order. COLS = 32 (2-D / 3-D);
-// the 1-D rows' 88-264 chunks take COLS = 8 (32 slices: 3-9 loads per thread instead of 11-33,
-// issued 4 at a time).
-constexpr int kSumCols = 32, kSumCols1d = 8;
-template <typename T, int COLS = kSumCols>
+// 32 consecutive i (coalesced rows) x 8 slices of the chunks; each thread adds its slice in
+// chunk order, then the 8 slice sums are added in slice order.
+constexpr int kSumCols = 32, kSumSlices = kWgradThreads / kSumCols;
+template <typename T>
 __global__ void __launch_bounds__(kWgradThreads)
 sum_chunks(const at::opmath_type<T>* __restrict__ part, T* __restrict__ gw, int64_t chunks, int64_t n) {
   using acc_t = at::opmath_type<T>;
-  constexpr int kSlices = kWgradThreads / COLS;
-  __shared__ acc_t red_slices[kSlices][COLS];
-  const int col = threadIdx.x % COLS, slice = threadIdx.x / COLS;
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * COLS + col;
-  const int64_t per = (chunks + kSlices - 1) / kSlices;
+  __shared__ acc_t red_slices[kSumSlices][kSumCols];
+  const int col = threadIdx.x % kSumCols, slice = threadIdx.x / kSumCols;
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * kSumCols + col;
+  const int64_t per = (chunks + kSumSlices - 1) / kSumSlices;
   const int64_t c1 = (slice + 1) * per < chunks ? (slice + 1) * per : chunks;
   acc_t s = acc_t(0);
   if (i < n) {
@@ -430,7 +433,7 @@ sum_chunks(const at::opmath_type<T>* __restrict__ part, T* __restrict__ gw, int6
   __syncthreads();
   if (slice == 0 && i < n) {
     acc_t r = red_slices[0][col];
-    for (int k = 1; k < kSlices; ++k) r += red_slices[k][col];
+    for (int k = 1; k < kSumSlices; ++k) r += red_slices[k][col];
     gw[i] = static_cast<T>(r);
   }
 }
@@ -440,7 +443,7 @@ sum_chunks(const at::opmath_type<T>* __restrict__ part, T* __restrict__ gw, int6
 // segments only when there are too few for every group to take at least 4). false: a size is
 // too large.
 inline bool choose_clw_tile(ClwTile& L, const Plan& P, int VW, int R, int SEG, int KD, int64_t& ctiles,
-                            int64_t& chunks) {
+                            int64_t& chunks, int64_t wave = kWgradWave, int64_t max_lanes = 128) {
   constexpr int64_t kSpatialMax = std::numeric_limits<int>::max() / 8;
   for (int d = 0; d < 3; ++d) {
     if (P.in[d] > kSpatialMax || P.q[d] > kSpatialMax) return false;
@@ -450,7 +453,7 @@ inline bool choose_clw_tile(ClwTile& L, const Plan& P, int VW, int R, int SEG, i
   // Channel tiles of at most 128 lanes, balanced; of the first few tile counts, the one whose
   // block CT x G comes closest to 256 threads (C = 384 fp16: 3 tiles of 64 lanes x 4 groups,
   // not 2 of 96 x 2 = 192 threads: registers allow two blocks per SM whatever their size).
-  const int64_t lanes = P.out_c / VW, first = ceil_div(lanes, 128);
+  const int64_t lanes = P.out_c / VW, first = ceil_div(lanes, max_lanes);
   const auto used = [&](int64_t tiles) {
     const int64_t ct = ceil_div(lanes, tiles);
     return ct * (kWgradThreads / ct);
@@ -466,7 +469,7 @@ inline bool choose_clw_tile(ClwTile& L, const Plan& P, int VW, int R, int SEG, i
   const int64_t columns = P.N * P.q[1] * L.strips;
   if (KD > 0) {
     int64_t segs = 1, dl = 1;
-    depth_segments(P.q[0], KD, columns, 4 * L.G * ceil_div(kWgradWave, ctiles), segs, dl);
+    depth_segments(P.q[0], KD, columns, 4 * L.G * ceil_div(wave, ctiles), segs, dl);
     L.segs = static_cast<int>(segs);
     L.dl = static_cast<int>(dl);
     L.items = columns * segs;
@@ -478,7 +481,7 @@ inline bool choose_clw_tile(ClwTile& L, const Plan& P, int VW, int R, int SEG, i
   L.i32 = L.items <= std::numeric_limits<int32_t>::max();
   // One wave in all, each block at least 2 items per group (4 left MobileNetV2's 7x7
   // layer, 448 items, with 112 blocks for 132 SMs).
-  chunks = std::clamp<int64_t>(ceil_div(kWgradWave, ctiles), 1, std::max<int64_t>(1, L.items / (2 * L.G)));
+  chunks = std::clamp<int64_t>(ceil_div(wave, ctiles), 1, std::max<int64_t>(1, L.items / (2 * L.G)));
   chunks = std::min<int64_t>(chunks, 65535);
   L.chunk = ceil_div(std::max<int64_t>(L.items, 1), chunks);
   chunks = ceil_div(std::max<int64_t>(L.items, 1), L.chunk);
@@ -499,16 +502,8 @@ void partials_then_sum(Partial partial, const T* x, const T* gy, T* gw, const Pl
   partial<<<dim3(static_cast<unsigned>(ctiles), static_cast<unsigned>(chunks)), threads, 0, stream>>>(
       x, gy, part.mutable_data_ptr<acc_t>(), P, L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  // TEMPORARY A/B knob (session 11, read per call so one process alternates), removed after the measurement
-  const char* ab_env = std::getenv("CONVX_ONED_AB");
-  const bool ab_old = ab_env != nullptr && std::strcmp(ab_env, "old") == 0;
-  if (P.k[0] == 1 && P.k[1] == 1 && !ab_old) {
-    sum_chunks<T, kSumCols1d><<<static_cast<unsigned>(std::clamp<int64_t>(ceil_div(n, kSumCols1d), 1, 1 << 30)),
-                                kWgradThreads, 0, stream>>>(part.const_data_ptr<acc_t>(), gw, chunks, n);
-  } else {
-    sum_chunks<T><<<static_cast<unsigned>(std::clamp<int64_t>(ceil_div(n, kSumCols), 1, 1 << 30)), kWgradThreads, 0,
-                    stream>>>(part.const_data_ptr<acc_t>(), gw, chunks, n);
-  }
+  sum_chunks<T><<<static_cast<unsigned>(std::clamp<int64_t>(ceil_div(n, kSumCols), 1, 1 << 30)), kWgradThreads, 0,
+                  stream>>>(part.const_data_ptr<acc_t>(), gw, chunks, n);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
@@ -519,10 +514,29 @@ bool vectors_fit(const T* x, const T* gy, const Plan& P) {
          reinterpret_cast<uintptr_t>(gy) % (sizeof(T) * VW) == 0;
 }
 
+template <typename T, int KW>
+bool run_short16(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
+  if (!vectors_fit<T, kShort16Vw>(x, gy, P)) return false;
+  ClwTile L{};
+  int64_t ctiles = 0, chunks = 0;
+  // channel tiles of at most 64 lanes: as many chunks (partials) as the 16-byte tile at twice the blocks
+  if (!choose_clw_tile(L, P, kShort16Vw, kShort16R, kShort16R - 1 + KW, 0, ctiles, chunks, 132 * kShort16Blocks, 64))
+    return false;
+  partials_then_sum(cl_wgrad_partial<T, 1, KW, 1, kShort16Vw, kShort16R, 1, kShort16Blocks>, x, gy, gw, P, L, ctiles,
+                    chunks, KW, like, stream);
+  return true;
+}
+
 template <typename T, int KH, int KW, int S, bool pairs = false>
 bool run(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
   if constexpr (!pairs && KH == 1 && KW >= 15) {
     if (run<T, KH, KW, S, true>(x, gy, gw, P, like, stream)) return true;  // else odd channels: one per lane
+  }
+  if constexpr (sizeof(T) == 2 && KH == 1 && KW <= 4 && S == 1) {
+    // TEMPORARY A/B knob (session 11, read per call so one process alternates), removed after the measurement
+    const char* ab_env = std::getenv("CONVX_ONED_AB");
+    const bool ab_old = ab_env != nullptr && std::strcmp(ab_env, "old") == 0;
+    if (!ab_old && P.k[0] == 1 && run_short16<T, KW>(x, gy, gw, P, like, stream)) return true;
   }
   using Shape = ClwShape<T, KH, KW, pairs>;
   constexpr int VW = Shape::VW, R = Shape::R, RH = Shape::RH;

@@ -51,13 +51,13 @@ bool run_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBa
   // TEMPORARY A/B knob (session 11, read per call so one process alternates), removed after the measurement
   const char* ab_env = std::getenv("CONVX_ONED_AB");
   const bool ab_old = ab_env != nullptr && std::strcmp(ab_env, "old") == 0;
+  // Blocks no wider than the chunk's items (short rows: fewer idle warps).
+  const int threads = static_cast<int>(std::min<int64_t>(kRowWarpThreads, 32 * int64_t(L.chunk)));
   if (ab_old) {
-    const int threads = static_cast<int>(std::min<int64_t>(kRowWarpThreads, 32 * int64_t(L.chunk)));
     row_warp_wgrad_blocks<T, K, U><<<static_cast<unsigned>(P.out_c * L.chunks), threads, 0, stream>>>(
         x, gy, direct ? nullptr : part.mutable_data_ptr<float>(), gw, L);
   } else {
-    constexpr int warps = kRowWarpWThreads / 32;
-    row_warp_wgrad<T, K, U><<<static_cast<unsigned>(ceil_div(P.out_c * L.chunks, warps)), kRowWarpWThreads, 0, stream>>>(
+    row_warp_wgrad<T, K, U><<<static_cast<unsigned>(P.out_c * L.chunks), threads, 0, stream>>>(
         x, gy, direct ? nullptr : part.mutable_data_ptr<float>(), gw, L);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();

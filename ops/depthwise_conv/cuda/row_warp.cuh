@@ -53,7 +53,6 @@
 namespace convx::cuda {
 
 constexpr int kRowWarpThreads = 256;
-constexpr int kRowWarpWThreads = 128;  // the weight-grad: 4 warps, one (channel, chunk) each
 
 // Sub-segments per warp item (vectors per lane): two for short filters, so each lane has two
 // 16-byte loads in flight; one for 15 taps (its window already holds 22 values in 16-bit).
@@ -310,18 +309,18 @@ row_warp(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict_
 
 // ---------------------------------------------------------------- weight-grad
 // gw[co][t] = sum over samples n and outputs o of dy[n][co][o] * x[n][co / in_div][o - pad + t]
-// (the forward's plan), deterministic. A warp owns one channel x a fixed chunk of its (sample,
-// segment) items and takes them in order, segments as in the forward (aligned to the dy row; dy
-// zero outside the row, so the segment's overhang adds nothing): lane l loads its dy vectors and
-// x vectors, takes the x window from its neighbours and keeps the K tap sums in registers across
-// the items (a row's tail past its last segment: one output per lane, as in the forward). Then
-// the 32 lanes are added by a butterfly: with one chunk per channel (every 1-D row of the
-// benchmark) that is the weight-grad itself, written by the warp (no second launch); else one
-// partial per warp [channel][chunk][tap], which sum_slots (wgrad_sum.cuh) adds in order. The
-// chunks depend on the shapes only: one per channel from 1024 channels on (about 8 warps per SM
-// on an H100), else up to ceil(1024 / channels), each of at least 8 items.
+// (the forward's plan), deterministic. Block = one channel x a fixed chunk of its (sample,
+// segment) items; a warp takes the chunk's items in turn, segments as in the forward (aligned
+// to the dy row; dy zero outside the row, so the segment's overhang adds nothing): lane l loads
+// its dy vectors and x vectors, takes the x window from its neighbours and keeps the K tap sums
+// in registers across its items (a row's tail past its last segment: one output per lane, as
+// in the forward). Then the 32 lanes are added by a butterfly, the warps in order through shared
+// memory: with one chunk per channel (the rows of session 10's bench: short_k3, mamba_k4,
+// rwkv_k4) that is the weight-grad itself, written by the block (no second launch); else one
+// partial per block [channel][chunk][tap], which sum_slots (wgrad_sum.cuh) adds in order. The
+// chunks depend on the shapes only.
 struct RowWarpW {
-  uint32_t items_c, chunk, chunks;  // items per channel, per warp, warps per channel
+  uint32_t items_c, chunk, chunks;  // items per channel, per block, blocks per channel
   FastDiv segs;
   uint32_t in_c, out_c, in_div;
   int in_w, out_w, pad;
@@ -331,7 +330,7 @@ inline bool row_warp_wgrad_items(RowWarpW& L, const Plan& P, int V, int U) {
   RowWarp F{};
   if (!row_warp_items(F, P, V, U)) return false;
   const int64_t items_c = P.N * int64_t(F.segs.d);
-  int64_t chunks = std::min(ceil_div(1024, P.out_c), std::max<int64_t>(1, items_c / 8));
+  int64_t chunks = std::min(ceil_div(2048, P.out_c), std::max<int64_t>(1, items_c / 16));
   const int64_t chunk = ceil_div(items_c, chunks);
   chunks = ceil_div(items_c, chunk);
   if (P.out_c * chunks >= (int64_t(1) << 31)) return false;
@@ -457,30 +456,27 @@ __device__ __forceinline__ void row_warp_wgrad_fetch(const T* x, const T* gy, co
 }
 
 // x: [N, in_c, in_w], gy: [N, out_c, out_w]; part: [out_c][chunks][K] (fp32), or null with one
-// chunk: then gw [out_c][K] is written. One warp per (channel, chunk): it walks the chunk's items
-// in order with the next item's loads issued before the current item's products (a warp has two
-// items' loads in flight; the rows of the benchmark have 16-128 items per channel), then adds
-// its 32 lanes by a butterfly. No shared memory, no barriers: warps past the last (channel,
-// chunk) return at once. (Session 10's layout -- a block of 8 warps per channel, 2 items per warp
-// on short_k3, warps added through shared memory -- ran the short_k3 weight-grad at 2 TB/s.)
+// chunk: then gw [out_c][K] is written. Grid: out_c * chunks blocks of up to kRowWarpThreads (a
+// multiple of 32). Warp w takes the chunk's items w, w + warps, ... with the next one's loads
+// issued before the current one's products (two items' loads in flight per warp).
 template <typename T, int K, int U>
-__global__ void __launch_bounds__(kRowWarpWThreads)
+__global__ void __launch_bounds__(kRowWarpThreads)
 row_warp_wgrad(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, T* __restrict__ gw,
                const RowWarpW L) {
-  const int lane = static_cast<int>(threadIdx.x % 32);
-  const uint32_t wid = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-  if (wid >= L.out_c * L.chunks) return;  // warp-uniform
-  const uint32_t co = wid / L.chunks, chunk = wid % L.chunks;
+  constexpr int V = 16 / int(sizeof(T));
+  __shared__ float red[kRowWarpThreads / 32][K];
+  const int lane = static_cast<int>(threadIdx.x % 32), warp = static_cast<int>(threadIdx.x / 32);
+  const uint32_t wpb = blockDim.x / 32;
+  const uint32_t co = blockIdx.x / L.chunks, chunk = blockIdx.x % L.chunks;
   const uint32_t ci = co / L.in_div;
   const uint32_t t0 = chunk * L.chunk, t1 = t0 + L.chunk < L.items_c ? t0 + L.chunk : L.items_c;
   float acc[K];
 #pragma unroll
-  for (int t = 0; t < K; ++t) acc[t] = 0.f;
+  for (int k = 0; k < K; ++k) acc[k] = 0.f;
   RowWarpWItem<K, U> cur, nxt;
-  if (t0 < t1) row_warp_wgrad_fetch<T, K, U>(x, gy, L, co, ci, t0, lane, cur);
-  for (uint32_t t = t0; t < t1; ++t) {
-    if (t + 1 < t1) row_warp_wgrad_fetch<T, K, U>(x, gy, L, co, ci, t + 1, lane, nxt);
-    constexpr int V = 16 / int(sizeof(T));
+  if (t0 + warp < t1) row_warp_wgrad_fetch<T, K, U>(x, gy, L, co, ci, t0 + warp, lane, cur);
+  for (uint32_t t = t0 + warp; t < t1; t += wpb) {
+    if (t + wpb < t1) row_warp_wgrad_fetch<T, K, U>(x, gy, L, co, ci, t + wpb, lane, nxt);
     row_warp_case<V>(cur.m, [&](auto Mc) {
 #pragma unroll
       for (int u = 0; u < U; ++u) {
@@ -500,7 +496,7 @@ row_warp_wgrad(const T* __restrict__ x, const T* __restrict__ gy, float* __restr
     }
     cur = nxt;
   }
-  // Fixed-order sum of the lanes: a butterfly.
+  // Fixed-order block sum: lanes by a butterfly, then warps in order.
 #pragma unroll
   for (int k = 0; k < K; ++k) {
 #pragma unroll
@@ -508,12 +504,16 @@ row_warp_wgrad(const T* __restrict__ x, const T* __restrict__ gy, float* __restr
   }
   if (lane == 0) {
 #pragma unroll
-    for (int k = 0; k < K; ++k) {
-      if (part == nullptr) {
-        gw[int64_t(co) * K + k] = static_cast<T>(acc[k]);
-      } else {
-        part[(int64_t(co) * L.chunks + chunk) * K + k] = acc[k];
-      }
+    for (int k = 0; k < K; ++k) red[warp][k] = acc[k];
+  }
+  __syncthreads();
+  if (threadIdx.x < K) {
+    float sum = 0.f;
+    for (uint32_t v = 0; v < wpb; ++v) sum += red[v][threadIdx.x];
+    if (part == nullptr) {
+      gw[int64_t(co) * K + threadIdx.x] = static_cast<T>(sum);
+    } else {
+      part[(int64_t(co) * L.chunks + chunk) * K + threadIdx.x] = sum;
     }
   }
 }
