@@ -614,6 +614,10 @@ NLC_CASES = [
     (16, 64, 512, 3, "causal", True),
     (1, 24, 300, 2, 1, False),
     (4, 40, 1001, 4, "causal", False),
+    # session 11: the 16-bit 2-4-tap tile (4 channels per lane) over 6 channel tiles of 64 lanes
+    # (short_k3's 1536 channels), the fp32 31-tap one-channel tile over 2 tiles (Conformer's 256)
+    (2, 1536, 130, 3, "causal", True),
+    (2, 256, 400, 31, 15, False),
 ]
 
 

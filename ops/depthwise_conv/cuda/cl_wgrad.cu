@@ -514,16 +514,15 @@ bool vectors_fit(const T* x, const T* gy, const Plan& P) {
          reinterpret_cast<uintptr_t>(gy) % (sizeof(T) * VW) == 0;
 }
 
-template <typename T, int KW>
-bool run_short16(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
-  if (!vectors_fit<T, kShort16Vw>(x, gy, P)) return false;
+// The 1-D tiles of fewer registers (more blocks per SM) than ClwShape's: VW channels per lane,
+// strips of R outputs, MINB blocks per SM, channel tiles of at most LANES lanes.
+template <typename T, int KW, int VW, int R, int MINB, int LANES>
+bool run_narrow(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
+  if (!vectors_fit<T, VW>(x, gy, P)) return false;
   ClwTile L{};
   int64_t ctiles = 0, chunks = 0;
-  // channel tiles of at most 64 lanes: as many chunks (partials) as the 16-byte tile at twice the blocks
-  if (!choose_clw_tile(L, P, kShort16Vw, kShort16R, kShort16R - 1 + KW, 0, ctiles, chunks, 132 * kShort16Blocks, 64))
-    return false;
-  partials_then_sum(cl_wgrad_partial<T, 1, KW, 1, kShort16Vw, kShort16R, 1, kShort16Blocks>, x, gy, gw, P, L, ctiles,
-                    chunks, KW, like, stream);
+  if (!choose_clw_tile(L, P, VW, R, R - 1 + KW, 0, ctiles, chunks, 132 * MINB, LANES)) return false;
+  partials_then_sum(cl_wgrad_partial<T, 1, KW, 1, VW, R, 1, MINB>, x, gy, gw, P, L, ctiles, chunks, KW, like, stream);
   return true;
 }
 
@@ -536,7 +535,16 @@ bool run(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& li
     // TEMPORARY A/B knob (session 11, read per call so one process alternates), removed after the measurement
     const char* ab_env = std::getenv("CONVX_ONED_AB");
     const bool ab_old = ab_env != nullptr && std::strcmp(ab_env, "old") == 0;
-    if (!ab_old && P.k[0] == 1 && run_short16<T, KW>(x, gy, gw, P, like, stream)) return true;
+    // channel tiles of at most 64 lanes: as many chunks (partials) as the 16-byte tile at twice the blocks
+    if (!ab_old && P.k[0] == 1 &&
+        run_narrow<T, KW, kShort16Vw, kShort16R, kShort16Blocks, 64>(x, gy, gw, P, like, stream))
+      return true;
+  }
+  if constexpr (std::is_same_v<T, float> && KH == 1 && KW == 31 && S == 1 && !pairs) {
+    // TEMPORARY A/B (session 11): fp32 31-tap rows one channel per lane, strips of 8, 3 blocks per SM
+    const char* ab_env = std::getenv("CONVX_ONED_AB");
+    const bool ab_old = ab_env != nullptr && std::strcmp(ab_env, "old") == 0;
+    if (!ab_old && P.k[0] == 1 && run_narrow<T, KW, 1, 8, 3, 128>(x, gy, gw, P, like, stream)) return true;
   }
   using Shape = ClwShape<T, KH, KW, pairs>;
   constexpr int VW = Shape::VW, R = Shape::R, RH = Shape::RH;
