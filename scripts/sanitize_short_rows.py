@@ -1,9 +1,9 @@
 # Short 1-D rows under compute-sanitizer (session 10, branch short1d; its device logs call this
 # script san_short1d.py): row_warp (forward / data-grad / weight-grad: 514-wide rows with a tail,
 # a 32-output tail, several chunks, misaligned rows and filter) and cl_row1d ((N, L, C), the
-# layer's own filter), fp32 / fp16 / bf16. Session 11: 1040 channels (the weight-grad's prefetch
-# with one chunk per channel) and 256 channels of 31 taps ((N, L, C) fp32 weight-grad tile of one
-# channel per lane). Run: compute-sanitizer --tool memcheck python3 <this>
+# layer's own filter), fp32 / fp16 / bf16. Session 11: 1040 channels (one weight-grad chunk per
+# channel) and 256 channels of 31 taps; the 16-bit (N, L, C) rows of 2-4 taps take cl_wgrad.cu's
+# short tile. Run: compute-sanitizer --tool memcheck python3 <this>
 import torch
 import convx  # noqa: F401
 

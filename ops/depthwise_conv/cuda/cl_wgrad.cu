@@ -26,7 +26,6 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -82,10 +81,13 @@ struct ClwShape {
                                                                                    : (RH * KW * VW > 56 ? 2 : 4));
 };
 
-// 16-bit 1-D rows of 2-4 taps (run_short16): 4 channels per lane (8-byte loads), strips of 8, 64
-// registers: 4 blocks per SM. (ClwShape's tile for them, 8 channels x strips of 4, takes 103
-// registers: 2 blocks, 16 warps per SM; the H100 ran short_k3's (N, L, C) weight-grad at DRAM
-// 65%, warps stalled on loads 56% of the time: ncu, session 11, oned_call1.)
+// 16-bit 1-D rows of 2-4 taps (run_short16, tried first): 4 channels per lane (8-byte loads),
+// strips of 8, 64 registers: 4 blocks per SM. ClwShape's tile for them (8 channels x strips of 4)
+// takes 103 registers: 2 blocks, 16 warps per SM, and the H100 ran short_k3's (N, L, C)
+// weight-grad at DRAM 65%, warps waiting on loads 56% of the time (ncu). Measured against it
+// (session 11, bench/results/h100/session11/oned_call2_ab.log, alternating in one process): Mamba
+// k4 bf16 weight-grad 110.7 -> 103.4 us, backward 209.4 -> 204.9; short_k3 backward 47.1 -> 46.8
+// (its weight-grad alone 24.5 -> 27.2 us, the kernels in the profile 25.3 + 2.5 -> 25.2 + 2.6).
 constexpr int kShort16Vw = 4, kShort16R = 8, kShort16Blocks = 4;
 
 struct ClwTile {
@@ -438,10 +440,10 @@ sum_chunks(const at::opmath_type<T>* __restrict__ part, T* __restrict__ gw, int6
   }
 }
 
-// The block shape and the split of the items, from the shapes alone (one wave of blocks:
-// kWgradWave). KD > 0: cl_wgrad_depth3d's items (columns of output depths, cut into depth
-// segments only when there are too few for every group to take at least 4). false: a size is
-// too large.
+// The block shape and the split of the items, from the shapes alone (one wave of `wave` blocks:
+// kWgradWave, run_short16's 132 x 4; channel tiles of at most `max_lanes` lanes). KD > 0:
+// cl_wgrad_depth3d's items (columns of output depths, cut into depth segments only when there
+// are too few for every group to take at least 4). false: a size is too large.
 inline bool choose_clw_tile(ClwTile& L, const Plan& P, int VW, int R, int SEG, int KD, int64_t& ctiles,
                             int64_t& chunks, int64_t wave = kWgradWave, int64_t max_lanes = 128) {
   constexpr int64_t kSpatialMax = std::numeric_limits<int>::max() / 8;
@@ -514,15 +516,17 @@ bool vectors_fit(const T* x, const T* gy, const Plan& P) {
          reinterpret_cast<uintptr_t>(gy) % (sizeof(T) * VW) == 0;
 }
 
-// The 1-D tiles of fewer registers (more blocks per SM) than ClwShape's: VW channels per lane,
-// strips of R outputs, MINB blocks per SM, channel tiles of at most LANES lanes.
-template <typename T, int KW, int VW, int R, int MINB, int LANES>
-bool run_narrow(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
-  if (!vectors_fit<T, VW>(x, gy, P)) return false;
+// 16-bit 1-D rows of 2-4 taps on the short tile (kShort16*), channel tiles of at most 64 lanes: as
+// many chunks (partials) as ClwShape's tile has at twice the blocks.
+template <typename T, int KW>
+bool run_short16(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
+  if (!vectors_fit<T, kShort16Vw>(x, gy, P)) return false;
   ClwTile L{};
   int64_t ctiles = 0, chunks = 0;
-  if (!choose_clw_tile(L, P, VW, R, R - 1 + KW, 0, ctiles, chunks, 132 * MINB, LANES)) return false;
-  partials_then_sum(cl_wgrad_partial<T, 1, KW, 1, VW, R, 1, MINB>, x, gy, gw, P, L, ctiles, chunks, KW, like, stream);
+  if (!choose_clw_tile(L, P, kShort16Vw, kShort16R, kShort16R - 1 + KW, 0, ctiles, chunks, 132 * kShort16Blocks, 64))
+    return false;
+  partials_then_sum(cl_wgrad_partial<T, 1, KW, 1, kShort16Vw, kShort16R, 1, kShort16Blocks>, x, gy, gw, P, L, ctiles,
+                    chunks, KW, like, stream);
   return true;
 }
 
@@ -532,19 +536,7 @@ bool run(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& li
     if (run<T, KH, KW, S, true>(x, gy, gw, P, like, stream)) return true;  // else odd channels: one per lane
   }
   if constexpr (sizeof(T) == 2 && KH == 1 && KW <= 4 && S == 1) {
-    // TEMPORARY A/B knob (session 11, read per call so one process alternates), removed after the measurement
-    const char* ab_env = std::getenv("CONVX_ONED_AB");
-    const bool ab_old = ab_env != nullptr && std::strcmp(ab_env, "old") == 0;
-    // channel tiles of at most 64 lanes: as many chunks (partials) as the 16-byte tile at twice the blocks
-    if (!ab_old && P.k[0] == 1 &&
-        run_narrow<T, KW, kShort16Vw, kShort16R, kShort16Blocks, 64>(x, gy, gw, P, like, stream))
-      return true;
-  }
-  if constexpr (std::is_same_v<T, float> && KH == 1 && KW == 31 && S == 1 && !pairs) {
-    // TEMPORARY A/B (session 11): fp32 31-tap rows one channel per lane, strips of 8, 3 blocks per SM
-    const char* ab_env = std::getenv("CONVX_ONED_AB");
-    const bool ab_old = ab_env != nullptr && std::strcmp(ab_env, "old") == 0;
-    if (!ab_old && P.k[0] == 1 && run_narrow<T, KW, 1, 8, 3, 128>(x, gy, gw, P, like, stream)) return true;
+    if (P.k[0] == 1 && run_short16<T, KW>(x, gy, gw, P, like, stream)) return true;
   }
   using Shape = ClwShape<T, KH, KW, pairs>;
   constexpr int VW = Shape::VW, R = Shape::R, RH = Shape::RH;

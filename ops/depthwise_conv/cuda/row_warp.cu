@@ -14,8 +14,6 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <type_traits>
 
 namespace convx::cuda {
@@ -48,18 +46,10 @@ bool run_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBa
   // One chunk per channel: the block's sum is the weight-grad (no partials, no second launch).
   const bool direct = L.chunks == 1;
   const at::Tensor part = direct ? at::Tensor() : at::empty({P.out_c, int64_t(L.chunks), K}, like.options().dtype(at::kFloat));
-  // TEMPORARY A/B knob (session 11, read per call so one process alternates), removed after the measurement
-  const char* ab_env = std::getenv("CONVX_ONED_AB");
-  const bool ab_old = ab_env != nullptr && std::strcmp(ab_env, "old") == 0;
   // Blocks no wider than the chunk's items (short rows: fewer idle warps).
   const int threads = static_cast<int>(std::min<int64_t>(kRowWarpThreads, 32 * int64_t(L.chunk)));
-  if (ab_old) {
-    row_warp_wgrad_blocks<T, K, U><<<static_cast<unsigned>(P.out_c * L.chunks), threads, 0, stream>>>(
-        x, gy, direct ? nullptr : part.mutable_data_ptr<float>(), gw, L);
-  } else {
-    row_warp_wgrad<T, K, U><<<static_cast<unsigned>(P.out_c * L.chunks), threads, 0, stream>>>(
-        x, gy, direct ? nullptr : part.mutable_data_ptr<float>(), gw, L);
-  }
+  row_warp_wgrad<T, K, U><<<static_cast<unsigned>(P.out_c * L.chunks), threads, 0, stream>>>(
+      x, gy, direct ? nullptr : part.mutable_data_ptr<float>(), gw, L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   if (!direct) launch_sum_slots<T>(part.const_data_ptr<float>(), gw, P.out_c, L.chunks, K, stream);
   return true;

@@ -352,7 +352,7 @@ inline bool row_warp_wgrad_items(RowWarpW& L, const Plan& P, int V, int U) {
 // multiple of 32).
 template <typename T, int K, int U>
 __global__ void __launch_bounds__(kRowWarpThreads)
-row_warp_wgrad_blocks(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, T* __restrict__ gw,
+row_warp_wgrad(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, T* __restrict__ gw,
                const RowWarpW L) {
   constexpr int V = 16 / int(sizeof(T)), SEG = 32 * U * V;
   __shared__ float red[kRowWarpThreads / 32][K];
@@ -407,104 +407,6 @@ row_warp_wgrad_blocks(const T* __restrict__ x, const T* __restrict__ gy, float* 
   if (lane == 0) {
 #pragma unroll
     for (int t = 0; t < K; ++t) red[warp][t] = acc[t];
-  }
-  __syncthreads();
-  if (threadIdx.x < K) {
-    float sum = 0.f;
-    for (uint32_t v = 0; v < wpb; ++v) sum += red[v][threadIdx.x];
-    if (part == nullptr) {
-      gw[int64_t(co) * K + threadIdx.x] = static_cast<T>(sum);
-    } else {
-      part[(int64_t(co) * L.chunks + chunk) * K + threadIdx.x] = sum;
-    }
-  }
-}
-
-// One warp's loads for a (sample, segment) item of its channel: the x vectors A (and halo), the
-// dy vectors D, and the row's tail past its last segment (one output per lane: its K x values
-// and dy; `tail` false elsewhere).
-template <int K, int U>
-struct RowWarpWItem {
-  uint32_t A[U + 1][4], D[U][4];
-  float tx[K], tg;
-  int m;
-  bool tail;
-};
-
-template <typename T, int K, int U>
-__device__ __forceinline__ void row_warp_wgrad_fetch(const T* x, const T* gy, const RowWarpW& L, uint32_t co,
-                                                     uint32_t ci, uint32_t t, int lane, RowWarpWItem<K, U>& it) {
-  constexpr int V = 16 / int(sizeof(T)), SEG = 32 * U * V;
-  uint32_t n = t;
-  const uint32_t seg = L.segs.split(n);
-  const T* const grow = gy + (int64_t(n) * L.out_c + co) * L.out_w;
-  const int ao = static_cast<int>(reinterpret_cast<uintptr_t>(grow) / sizeof(T) % V);
-  const int s0 = static_cast<int>(seg) * SEG - ao;  // dy zero outside the row: an overhang adds nothing
-  const T* const xrow = x + (int64_t(n) * L.in_c + ci) * L.in_w;
-  it.m = row_warp_load<T, K, U>(xrow, s0 - L.pad, L.in_w, lane, it.A);
-#pragma unroll
-  for (int u = 0; u < U; ++u) row_load<T>(grow, s0 + (32 * u + lane) * V, L.out_w, it.D[u]);
-  const int o = s0 + SEG + lane;
-  it.tail = seg + 1 == L.segs.d && o < L.out_w;
-  it.tg = 0.f;
-#pragma unroll
-  for (int k = 0; k < K; ++k) it.tx[k] = 0.f;
-  if (it.tail) {
-    row_warp_taps<T, K>(xrow, o, L.pad, L.in_w, it.tx);
-    it.tg = static_cast<float>(grow[o]);
-  }
-}
-
-// x: [N, in_c, in_w], gy: [N, out_c, out_w]; part: [out_c][chunks][K] (fp32), or null with one
-// chunk: then gw [out_c][K] is written. Grid: out_c * chunks blocks of up to kRowWarpThreads (a
-// multiple of 32). Warp w takes the chunk's items w, w + warps, ... with the next one's loads
-// issued before the current one's products (two items' loads in flight per warp).
-template <typename T, int K, int U>
-__global__ void __launch_bounds__(kRowWarpThreads)
-row_warp_wgrad(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, T* __restrict__ gw,
-               const RowWarpW L) {
-  constexpr int V = 16 / int(sizeof(T));
-  __shared__ float red[kRowWarpThreads / 32][K];
-  const int lane = static_cast<int>(threadIdx.x % 32), warp = static_cast<int>(threadIdx.x / 32);
-  const uint32_t wpb = blockDim.x / 32;
-  const uint32_t co = blockIdx.x / L.chunks, chunk = blockIdx.x % L.chunks;
-  const uint32_t ci = co / L.in_div;
-  const uint32_t t0 = chunk * L.chunk, t1 = t0 + L.chunk < L.items_c ? t0 + L.chunk : L.items_c;
-  float acc[K];
-#pragma unroll
-  for (int k = 0; k < K; ++k) acc[k] = 0.f;
-  RowWarpWItem<K, U> cur, nxt;
-  if (t0 + warp < t1) row_warp_wgrad_fetch<T, K, U>(x, gy, L, co, ci, t0 + warp, lane, cur);
-  for (uint32_t t = t0 + warp; t < t1; t += wpb) {
-    if (t + wpb < t1) row_warp_wgrad_fetch<T, K, U>(x, gy, L, co, ci, t + wpb, lane, nxt);
-    row_warp_case<V>(cur.m, [&](auto Mc) {
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        float xv[V + K - 1];
-        row_warp_window<T, K, U, decltype(Mc)::value>(cur.A, lane, u, xv);
-#pragma unroll
-        for (int o = 0; o < V; ++o) {
-          const float g = row_elem<T>(cur.D[u], o);
-#pragma unroll
-          for (int k = 0; k < K; ++k) acc[k] += g * xv[o + k];
-        }
-      }
-    });
-    if (cur.tail) {
-#pragma unroll
-      for (int k = 0; k < K; ++k) acc[k] += cur.tg * cur.tx[k];
-    }
-    cur = nxt;
-  }
-  // Fixed-order block sum: lanes by a butterfly, then warps in order.
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-#pragma unroll
-    for (int off = 16; off > 0; off /= 2) acc[k] += __shfl_xor_sync(0xffffffffu, acc[k], off);
-  }
-  if (lane == 0) {
-#pragma unroll
-    for (int k = 0; k < K; ++k) red[warp][k] = acc[k];
   }
   __syncthreads();
   if (threadIdx.x < K) {
