@@ -692,6 +692,10 @@ NLC_CASES = [
     (16, 64, 512, 3, "causal", True),
     (1, 24, 300, 2, 1, False),
     (4, 40, 1001, 4, "causal", False),
+    # session 11: the 16-bit 2-4-tap weight-grad tile (4 channels per lane) over 6 channel tiles of
+    # 64 lanes (short_k3's 1536 channels); Conformer's 256 channels of 31 taps (2 tiles of pairs)
+    (2, 1536, 130, 3, "causal", True),
+    (2, 256, 400, 31, 15, False),
 ]
 
 
@@ -978,6 +982,9 @@ ROW_WARP_CASES = [  # (N, C, multiplier, L, k, stride, padding, bias)
     (16, 8, 1, 600, 3, 1, 2, False),
     (3, 5, 2, 517, 2, 1, 1, True),
     (0, 8, 1, 40, 3, 1, 2, True),
+    # session 11: 1040 channels (one chunk per channel: 1040 blocks each writing its channel's
+    # weight-grad)
+    (2, 1040, 1, 515, 3, 1, 2, True),
 ]
 
 

@@ -1,4 +1,4 @@
-// The depthwise CUDA kernels' sources (nc_stream.cuh, nc_stride2_dgrad.cuh, nc_plane.cuh, nc_depth3d.cuh, cl_depth3d.cuh, cl_row1d.cuh, tc_row1d.cuh, tc_rows_nc.cuh, row1d.cuh, row_warp.cuh, tc_wgrad1d.cuh, tc_wgrad3d.cuh, tc_wgrad2d.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu (both weight-grads), the plans of
+// The depthwise CUDA kernels' sources (nc_stream.cuh, nc_stride2_dgrad.cuh, nc_plane.cuh, nc_depth3d.cuh, cl_depth3d.cuh, cl_row1d.cuh, tc_row1d.cuh, tc_rows_nc.cuh, row1d.cuh, row_warp.cuh, tc_wgrad1d.cuh, tc_wgrad3d.cuh, tc_wgrad2d.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu (its weight-grads), the plans of
 // depthwise_conv.cu) run on the CPU through shim.h and compared with aten in float64, with
 // poisoned outputs and workspaces: the index arithmetic, tiles, phases, shared-memory layout,
 // barriers and fixed-order reductions of every specialisation, without a GPU. The launch glue
@@ -486,6 +486,29 @@ Tensor clw_run(const T* x, const T* gy, const Plan& P, bool wide_index) {
   dim3 sgrid, sblock;
   sgrid.x = unsigned(ceil_div(n, kSumCols)), sblock.x = unsigned(kSumCols * kSumSlices);
   launch(sgrid, sblock, [&] { sum_chunks<T>(pp, gp, chunks, n); });
+  return gw;
+}
+// cl_wgrad.cu's run_short16<> (16-bit 1-D rows of 2-4 taps), then sum_chunks (poisoned buffers).
+static int clws_taken = 0;
+template <int KW>
+Tensor clws_run(const at::Half* x, const at::Half* gy, const Plan& P) {
+  constexpr int VW = kShort16Vw, R = kShort16R;
+  if (P.out_c % VW != 0) return Tensor();
+  ClwTile L{};
+  int64_t ctiles = 0, chunks = 0;
+  if (!choose_clw_tile(L, P, VW, R, R - 1 + KW, 0, ctiles, chunks, 132 * kShort16Blocks, 64)) return Tensor();
+  const int64_t n = P.out_c * KW;
+  Tensor part = at::full({chunks, n}, NAN, at::kFloat);
+  float* pp = part.data_ptr<float>();
+  const unsigned threads = unsigned(ceil_div(int64_t(L.CT) * L.G, 32) * 32);
+  launch(dim3{unsigned(ctiles), unsigned(chunks)}, dim3{threads},
+         [&] { cl_wgrad_partial<at::Half, 1, KW, 1, VW, R, 1, kShort16Blocks>(x, gy, pp, P, L); });
+  Tensor gw = at::full({n}, NAN, at::kHalf);
+  at::Half* gp = gw.data_ptr<at::Half>();
+  dim3 sgrid, sblock;
+  sgrid.x = unsigned(ceil_div(n, kSumCols)), sblock.x = unsigned(kSumCols * kSumSlices);
+  launch(sgrid, sblock, [&] { sum_chunks<at::Half>(pp, gp, chunks, n); });
+  ++clws_taken;
   return gw;
 }
 // cl_wgrad.cu's run_depth3d<>: the depth-streaming partial kernel, then sum_chunks (poisoned
@@ -1001,6 +1024,13 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
       if (r3h.defined()) {
         ++clw3_taken;
         check(("wgrad16 cl d3 segs" + std::to_string(segs)).c_str(), r3h.view(gw16_ref.sizes()), gw16_ref, name, 2e-3);
+      }
+      // 16-bit 1-D rows of 2-4 taps: the launcher's short tile (4 channels per lane, strips of 8)
+      if (P.k[0] == 1 && P.k[1] == 1 && P.k[2] >= 2 && P.k[2] <= 4 && P.S[2] == 1) {
+        const at::Half* xq = xh.data_ptr<at::Half>();
+        const at::Half* gq = gh.data_ptr<at::Half>();
+        const Tensor rs = P.k[2] == 2 ? clws_run<2>(xq, gq, P) : P.k[2] == 3 ? clws_run<3>(xq, gq, P) : clws_run<4>(xq, gq, P);
+        if (rs.defined()) check("wgrad16 cl short16", rs.view(gw16_ref.sizes()), gw16_ref, name, 2e-3);
       }
     }
   }
@@ -1707,6 +1737,8 @@ int main() {
   run_case(3, 1, 24, 1, {30, 5, 6}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1});
   run_case(3, 1, 8, 1, {9, 7, 11}, {5, 3, 3}, {1, 2, 2}, {2, 1, 1});
   run_case(3, 2, 8, 1, {6, 9, 10}, {3, 3, 3}, {1, 2, 2}, {0, 1, 1});
+  std::printf("cl_wgrad short16 launches checked: %d\n", clws_taken);
+  if (clws_taken == 0) ++failures;
   std::printf("cl_wgrad_depth3d launches checked: %d\n", clw3_taken);
   if (clw3_taken == 0) ++failures;
   // channels-last 1-D rows (cl_row1d.cuh): 2-4, 15, 31 taps; causal padding k-1 on odd lengths

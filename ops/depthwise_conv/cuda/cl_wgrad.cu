@@ -81,6 +81,15 @@ struct ClwShape {
                                                                                    : (RH * KW * VW > 56 ? 2 : 4));
 };
 
+// 16-bit 1-D rows of 2-4 taps (run_short16, tried first): 4 channels per lane (8-byte loads),
+// strips of 8, 64 registers: 4 blocks per SM. ClwShape's tile for them (8 channels x strips of 4)
+// takes 103 registers: 2 blocks, 16 warps per SM, and the H100 ran short_k3's (N, L, C)
+// weight-grad at DRAM 65%, warps waiting on loads 56% of the time (ncu). Measured against it
+// (session 11, bench/results/h100/session11/oned_call2_ab.log, alternating in one process): Mamba
+// k4 bf16 weight-grad 110.7 -> 103.4 us, backward 209.4 -> 204.9; short_k3 backward 47.1 -> 46.8
+// (its weight-grad alone 24.5 -> 27.2 us, the kernels in the profile 25.3 + 2.5 -> 25.2 + 2.6).
+constexpr int kShort16Vw = 4, kShort16R = 8, kShort16Blocks = 4;
+
 struct ClwTile {
   int CT, G;              // channel lanes per block, pixel groups per block
   int strips;             // work items per output row: ceil(OW / R)
@@ -193,8 +202,8 @@ __device__ __forceinline__ void block_groups_sum(const acc_t (&acc)[TAPS][VW], a
 
 // KH == 0: tall filters (31x31); one filter row per pass over the items (RH == 1; the inputs are
 // read once per filter row, from L2). KH > RH: ceil(KH / RH) passes of RH rows.
-template <typename T, int KH, int KW, int S, int VW, int R, int RH>
-__global__ void __launch_bounds__(kWgradThreads, kWgradBlocksPerSm)
+template <typename T, int KH, int KW, int S, int VW, int R, int RH, int MINB = kWgradBlocksPerSm>
+__global__ void __launch_bounds__(kWgradThreads, MINB)
 cl_wgrad_partial(const T* __restrict__ x, const T* __restrict__ gy, at::opmath_type<T>* __restrict__ part,
                  const Plan P, const ClwTile L) {
   using acc_t = at::opmath_type<T>;
@@ -431,12 +440,12 @@ sum_chunks(const at::opmath_type<T>* __restrict__ part, T* __restrict__ gw, int6
   }
 }
 
-// The block shape and the split of the items, from the shapes alone (one wave of blocks:
-// kWgradWave). KD > 0: cl_wgrad_depth3d's items (columns of output depths, cut into depth
-// segments only when there are too few for every group to take at least 4). false: a size is
-// too large.
+// The block shape and the split of the items, from the shapes alone (one wave of `wave` blocks:
+// kWgradWave, run_short16's 132 x 4; channel tiles of at most `max_lanes` lanes). KD > 0:
+// cl_wgrad_depth3d's items (columns of output depths, cut into depth segments only when there
+// are too few for every group to take at least 4). false: a size is too large.
 inline bool choose_clw_tile(ClwTile& L, const Plan& P, int VW, int R, int SEG, int KD, int64_t& ctiles,
-                            int64_t& chunks) {
+                            int64_t& chunks, int64_t wave = kWgradWave, int64_t max_lanes = 128) {
   constexpr int64_t kSpatialMax = std::numeric_limits<int>::max() / 8;
   for (int d = 0; d < 3; ++d) {
     if (P.in[d] > kSpatialMax || P.q[d] > kSpatialMax) return false;
@@ -446,7 +455,7 @@ inline bool choose_clw_tile(ClwTile& L, const Plan& P, int VW, int R, int SEG, i
   // Channel tiles of at most 128 lanes, balanced; of the first few tile counts, the one whose
   // block CT x G comes closest to 256 threads (C = 384 fp16: 3 tiles of 64 lanes x 4 groups,
   // not 2 of 96 x 2 = 192 threads: registers allow two blocks per SM whatever their size).
-  const int64_t lanes = P.out_c / VW, first = ceil_div(lanes, 128);
+  const int64_t lanes = P.out_c / VW, first = ceil_div(lanes, max_lanes);
   const auto used = [&](int64_t tiles) {
     const int64_t ct = ceil_div(lanes, tiles);
     return ct * (kWgradThreads / ct);
@@ -462,7 +471,7 @@ inline bool choose_clw_tile(ClwTile& L, const Plan& P, int VW, int R, int SEG, i
   const int64_t columns = P.N * P.q[1] * L.strips;
   if (KD > 0) {
     int64_t segs = 1, dl = 1;
-    depth_segments(P.q[0], KD, columns, 4 * L.G * ceil_div(kWgradWave, ctiles), segs, dl);
+    depth_segments(P.q[0], KD, columns, 4 * L.G * ceil_div(wave, ctiles), segs, dl);
     L.segs = static_cast<int>(segs);
     L.dl = static_cast<int>(dl);
     L.items = columns * segs;
@@ -474,7 +483,7 @@ inline bool choose_clw_tile(ClwTile& L, const Plan& P, int VW, int R, int SEG, i
   L.i32 = L.items <= std::numeric_limits<int32_t>::max();
   // One wave in all, each block at least 2 items per group (4 left MobileNetV2's 7x7
   // layer, 448 items, with 112 blocks for 132 SMs).
-  chunks = std::clamp<int64_t>(ceil_div(kWgradWave, ctiles), 1, std::max<int64_t>(1, L.items / (2 * L.G)));
+  chunks = std::clamp<int64_t>(ceil_div(wave, ctiles), 1, std::max<int64_t>(1, L.items / (2 * L.G)));
   chunks = std::min<int64_t>(chunks, 65535);
   L.chunk = ceil_div(std::max<int64_t>(L.items, 1), chunks);
   chunks = ceil_div(std::max<int64_t>(L.items, 1), L.chunk);
@@ -507,10 +516,27 @@ bool vectors_fit(const T* x, const T* gy, const Plan& P) {
          reinterpret_cast<uintptr_t>(gy) % (sizeof(T) * VW) == 0;
 }
 
+// 16-bit 1-D rows of 2-4 taps on the short tile (kShort16*), channel tiles of at most 64 lanes: as
+// many chunks (partials) as ClwShape's tile has at twice the blocks.
+template <typename T, int KW>
+bool run_short16(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
+  if (!vectors_fit<T, kShort16Vw>(x, gy, P)) return false;
+  ClwTile L{};
+  int64_t ctiles = 0, chunks = 0;
+  if (!choose_clw_tile(L, P, kShort16Vw, kShort16R, kShort16R - 1 + KW, 0, ctiles, chunks, 132 * kShort16Blocks, 64))
+    return false;
+  partials_then_sum(cl_wgrad_partial<T, 1, KW, 1, kShort16Vw, kShort16R, 1, kShort16Blocks>, x, gy, gw, P, L, ctiles,
+                    chunks, KW, like, stream);
+  return true;
+}
+
 template <typename T, int KH, int KW, int S, bool pairs = false>
 bool run(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
   if constexpr (!pairs && KH == 1 && KW >= 15) {
     if (run<T, KH, KW, S, true>(x, gy, gw, P, like, stream)) return true;  // else odd channels: one per lane
+  }
+  if constexpr (sizeof(T) == 2 && KH == 1 && KW <= 4 && S == 1) {
+    if (P.k[0] == 1 && run_short16<T, KW>(x, gy, gw, P, like, stream)) return true;
   }
   using Shape = ClwShape<T, KH, KW, pairs>;
   constexpr int VW = Shape::VW, R = Shape::R, RH = Shape::RH;
