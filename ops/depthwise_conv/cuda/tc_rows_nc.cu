@@ -18,6 +18,8 @@
 #include <c10/util/Half.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <type_traits>
 
 namespace convx::cuda {
 
@@ -25,7 +27,7 @@ namespace {
 
 template <typename T, int KD, int KH, int KS>
 void run(const T* in, const T* w, const T* bias, T* out, const TcRowsNc& L, cudaStream_t stream) {
-  const int bytes = tcn_smem_bytes<KD, KH, KS>(L.kw, L.pitch);
+  const int bytes = tcn_smem_bytes<T, KD, KH, KS>(L.kw, L.pitch);
   if (bytes > 48 * 1024) {  // above the default limit: opt in once per size reached
     static std::atomic<int> opted{0};
     if (opted.load(std::memory_order_relaxed) < bytes) {
@@ -39,26 +41,48 @@ void run(const T* in, const T* w, const T* bias, T* out, const TcRowsNc& L, cuda
 
 }  // namespace
 
-template <typename T>
-bool launch_tc_rows_nc(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, cudaStream_t stream) {
-  static_assert(sizeof(T) == 2, "tensor-core rows: fp16 / bf16");
-  const int KD = P.k[0], KH = P.k[1], KW = P.k[2];
-  const bool x3d = KD == 5 && KH == 3 && KW <= 9;
-  const bool k31 = KD == 1 && KH == 31 && KW >= 26 && KW <= 41;
-  const bool k7 = KD == 1 && KH == 7 && KW <= 9 && P.out[1] >= 56 && P.out[2] >= 56;
-  if (!(x3d || k31 || k7) || !mma16_supported()) return false;
-  // Blocks wanted per SM (H100, tcnc_req2_bench.log): 32 for X3D (0.711 ms against 0.797 at 8),
-  // 8 for 2-D (RepLKNet 0.374 against 0.402 at 32; ConvNeXt 0.099 / 0.100).
-  TcRowsNc L{};
-  int kd = 0, kh = 0, KS = 0;
-  if (!tc_rows_nc_plan(L, P, flip, in, (KD > 1 ? 32 : 8) * sm_count(), kd, kh, KS)) return false;
-  if (x3d && KS == 1) run<T, 5, 3, 1>(in, w, bias, out, L, stream);
-  else if (k31 && KS == 3) run<T, 1, 31, 3>(in, w, bias, out, L, stream);
-  else if (k7 && KS == 1) run<T, 1, 7, 1>(in, w, bias, out, L, stream);
-  else return false;
-  return true;
+// A/B knobs (temporary, removed after the device run): blocks per SM, TF32 rounding of the bricks.
+static int ab_env(const char* name, int dflt) {
+  const char* e = std::getenv(name);
+  return e && *e ? std::atoi(e) : dflt;
 }
 
+bool tc_rows_nc_f32_takes(const Plan& P) {
+  // RepLKNet's 31 x 31 and the widths of the same five k-steps of 8 (26-33).
+  return P.k[0] == 1 && P.k[1] == 31 && P.k[2] >= 26 && P.k[2] <= 33;
+}
+
+template <typename T>
+bool launch_tc_rows_nc(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, cudaStream_t stream) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (!tc_rows_nc_f32_takes(P) || !mma16_supported()) return false;
+    TcRowsNc L{};
+    int kd = 0, kh = 0, KS = 0;
+    if (!tc_rows_nc_plan(L, P, flip, in, ab_env("CONVX_AB_TCN_TARGET", 8) * sm_count(), kd, kh, KS) || KS != 5) return false;
+    L.rnd = ab_env("CONVX_AB_TCN_ROUND", 1);
+    run<float, 1, 31, 5>(in, w, bias, out, L, stream);
+    return true;
+  } else {
+    const int KD = P.k[0], KH = P.k[1], KW = P.k[2];
+    const bool x3d = KD == 5 && KH == 3 && KW <= 9;
+    const bool k31 = KD == 1 && KH == 31 && KW >= 26 && KW <= 41;
+    const bool k7 = KD == 1 && KH == 7 && KW <= 9 && P.out[1] >= 56 && P.out[2] >= 56;
+    if (!(x3d || k31 || k7) || !mma16_supported()) return false;
+    // Blocks wanted per SM (H100, tcnc_req2_bench.log): 32 for X3D (0.711 ms against 0.797 at 8),
+    // 8 for 2-D (RepLKNet 0.374 against 0.402 at 32; ConvNeXt 0.099 / 0.100).
+    TcRowsNc L{};
+    int kd = 0, kh = 0, KS = 0;
+    if (!tc_rows_nc_plan(L, P, flip, in, (KD > 1 ? 32 : 8) * sm_count(), kd, kh, KS)) return false;
+    if (x3d && KS == 1) run<T, 5, 3, 1>(in, w, bias, out, L, stream);
+    else if (k31 && KS == 3) run<T, 1, 31, 3>(in, w, bias, out, L, stream);
+    else if (k7 && KS == 1) run<T, 1, 7, 1>(in, w, bias, out, L, stream);
+    else return false;
+    return true;
+  }
+}
+
+template bool launch_tc_rows_nc<float>(const float*, const float*, bool, const float*, float*, const Plan&,
+                                       cudaStream_t);
 template bool launch_tc_rows_nc<c10::Half>(const c10::Half*, const c10::Half*, bool, const c10::Half*, c10::Half*,
                                            const Plan&, cudaStream_t);
 template bool launch_tc_rows_nc<c10::BFloat16>(const c10::BFloat16*, const c10::BFloat16*, bool, const c10::BFloat16*,
