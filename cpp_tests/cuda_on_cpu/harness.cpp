@@ -1148,10 +1148,10 @@ void tc_case(int64_t N, int64_t C, int64_t Lx, int64_t K, int64_t p, double tol)
 // element past a 16-byte boundary (single-element staging), block targets 1 and 4096 (one and
 // several depth / h segments per column).
 static int tcn_taken = 0;
-template <typename T, int KD, int KH, int KS>
+template <typename T, int KD, int KH, int KS, int MT = 1>
 void tcn_run(const T* in, const T* w, const T* bias, T* out, const TcRowsNc& L) {
-  g_smem_bytes = tcn_smem_bytes<T, KD, KH, KS>(L.kw, L.pitch);
-  launch(dim3{L.items}, dim3{unsigned(32 * L.nw)}, [&] { tc_rows_nc<T, KD, KH, KS>(in, w, bias, out, L); });
+  g_smem_bytes = tcn_smem_bytes<T, KD, KH, KS, MT>(L.kw, L.pitch);
+  launch(dim3{L.items}, dim3{unsigned(32 * L.nw)}, [&] { tc_rows_nc<T, KD, KH, KS, MT>(in, w, bias, out, L); });
 }
 template <typename T>
 void tcn_check(const char* what, const Plan& P, bool flip, const Tensor& src, const Tensor& w16, const Tensor& bias,
@@ -1160,12 +1160,14 @@ void tcn_check(const char* what, const Plan& P, bool flip, const Tensor& src, co
   const T* bp = bias.defined() ? bias.data_ptr<T>() : nullptr;
   Tensor src1 = at::full({src.numel() + 1}, NAN, opts);
   src1.narrow(0, 1, src.numel()).copy_(src.flatten());
+  // fp32: one and two M-tiles per step
+  for (int mt = 1; mt <= (sizeof(T) == 4 ? 2 : 1); ++mt)
   for (int64_t target : {1, 4096}) {
     for (int off : {0, 1}) {
       const T* ip = off ? src1.data_ptr<T>() + 1 : src.data_ptr<T>();
       TcRowsNc L{};
       int KD = 0, KH = 0, KS = 0;
-      if (!tc_rows_nc_plan(L, P, flip, ip, target, KD, KH, KS)) {
+      if (!tc_rows_nc_plan(L, P, flip, ip, target, KD, KH, KS, mt)) {
         std::printf("%-44s %-34s declined FAIL\n", name.c_str(), what);
         ++failures;
         return;
@@ -1175,7 +1177,8 @@ void tcn_check(const char* what, const Plan& P, bool flip, const Tensor& src, co
       const T* wp = w16.data_ptr<T>();
       L.rnd = 1;
       if constexpr (std::is_same_v<T, float>) {
-        if (KD == 1 && KH == 31 && KS == 5) tcn_run<T, 1, 31, 5>(ip, wp, bp, op, L);
+        if (KD == 1 && KH == 31 && KS == 5 && mt == 2) tcn_run<T, 1, 31, 5, 2>(ip, wp, bp, op, L);
+        else if (KD == 1 && KH == 31 && KS == 5) tcn_run<T, 1, 31, 5>(ip, wp, bp, op, L);
         else { std::printf("%-44s %-34s not built FAIL\n", name.c_str(), what); ++failures; return; }
       } else if (KD == 5 && KH == 3 && KS == 1) tcn_run<T, 5, 3, 1>(ip, wp, bp, op, L);
       else if (KD == 1 && KH == 7 && KS == 1) tcn_run<T, 1, 7, 1>(ip, wp, bp, op, L);
@@ -1183,7 +1186,7 @@ void tcn_check(const char* what, const Plan& P, bool flip, const Tensor& src, co
       else { std::printf("%-44s %-34s not built FAIL\n", name.c_str(), what); ++failures; return; }
       ++tcn_taken;
       check((std::string(what) + " tcn vec" + std::to_string(L.vec) + " nw" + std::to_string(L.nw) + " ch" +
-             std::to_string(L.chunks) + " items" + std::to_string(L.items) + (off ? " off1" : "")).c_str(),
+             std::to_string(L.chunks) + " items" + std::to_string(L.items) + " mt" + std::to_string(mt) + (off ? " off1" : "")).c_str(),
             o, ref, name, tol);
     }
   }

@@ -39,7 +39,6 @@
 #include <c10/cuda/CUDAStream.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <type_traits>
 
 namespace convx::cuda {
@@ -488,21 +487,13 @@ bool launch_tiled(const Tensor& in, const Tensor& weight, const Tensor& bias, co
     tc_rot = tc_rot && Q.T[d] == Q.K[d] && Q.base[d][0] == Q.K[d] - 1 && Q.step[d] == -1;
   }
   if constexpr (std::is_same_v<T, float>) {
-    // fp32 31 x 31 as TF32 where torch.backends.cudnn.allow_tf32 allows it (the flag convx's
-    // dense cuDNN path honours; docs/ops.md, precision). Channels-last goes through NCHW copies
-    // of the input and output: two transposes cost less than the CUDA-core cl kernel's lead.
-    if ((tc_fwd || tc_rot) && tc_rows_nc_f32_takes(P) && tf32_allowed_for_conv()) {
-      if (!cl) {
-        if (launch_tc_rows_nc<T>(ip, w.const_data_ptr<T>(), !tc_fwd, bp, op, P, stream)) return true;
-      } else if (!std::getenv("CONVX_AB_TCN_NOCL")) {  // A/B knob (temporary)
-        const Tensor xn = in.contiguous(), yn = at::empty(out.sizes(), out.options());
-        if (launch_tc_rows_nc<T>(xn.const_data_ptr<T>(), w.const_data_ptr<T>(), !tc_fwd, bp, yn.mutable_data_ptr<T>(), P,
-                                 stream)) {
-          out.copy_(yn);
-          return true;
-        }
-      }
-    }
+    // NC* fp32 31 x 31 as TF32 where torch.backends.cudnn.allow_tf32 allows it (the flag convx's
+    // dense cuDNN path honours; docs/ops.md, precision). Channels-last stays on the exact
+    // CUDA-core kernels: a route through NCHW copies measured 0.83 ms against their 1.36 (H100,
+    // k31tf_ab.log), but layouts are served natively, without conversion copies (issue #4).
+    if (!cl && (tc_fwd || tc_rot) && tc_rows_nc_f32_takes(P) && tf32_allowed_for_conv() &&
+        launch_tc_rows_nc<T>(ip, w.const_data_ptr<T>(), !tc_fwd, bp, op, P, stream))
+      return true;
   }
   if constexpr (sizeof(T) == 2) {
     // Long 1-D rows on tensor cores read the layer's own 16-bit filter: no preparation launch.

@@ -25,17 +25,17 @@ namespace convx::cuda {
 
 namespace {
 
-template <typename T, int KD, int KH, int KS>
+template <typename T, int KD, int KH, int KS, int MT = 1>
 void run(const T* in, const T* w, const T* bias, T* out, const TcRowsNc& L, cudaStream_t stream) {
-  const int bytes = tcn_smem_bytes<T, KD, KH, KS>(L.kw, L.pitch);
+  const int bytes = tcn_smem_bytes<T, KD, KH, KS, MT>(L.kw, L.pitch);
   if (bytes > 48 * 1024) {  // above the default limit: opt in once per size reached
     static std::atomic<int> opted{0};
     if (opted.load(std::memory_order_relaxed) < bytes) {
-      C10_CUDA_CHECK(cudaFuncSetAttribute(tc_rows_nc<T, KD, KH, KS>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+      C10_CUDA_CHECK(cudaFuncSetAttribute(tc_rows_nc<T, KD, KH, KS, MT>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
       opted.store(bytes, std::memory_order_relaxed);
     }
   }
-  tc_rows_nc<T, KD, KH, KS><<<L.items, 32 * L.nw, bytes, stream>>>(in, w, bias, out, L);
+  tc_rows_nc<T, KD, KH, KS, MT><<<L.items, 32 * L.nw, bytes, stream>>>(in, w, bias, out, L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
@@ -58,9 +58,12 @@ bool launch_tc_rows_nc(const T* in, const T* w, bool flip, const T* bias, T* out
     if (!tc_rows_nc_f32_takes(P) || !mma16_supported()) return false;
     TcRowsNc L{};
     int kd = 0, kh = 0, KS = 0;
-    if (!tc_rows_nc_plan(L, P, flip, in, ab_env("CONVX_AB_TCN_TARGET", 8) * sm_count(), kd, kh, KS) || KS != 5) return false;
+    const int mt = ab_env("CONVX_AB_TCN_MT", 2);
+    if (!tc_rows_nc_plan(L, P, flip, in, ab_env("CONVX_AB_TCN_TARGET", 8) * sm_count(), kd, kh, KS, mt) || KS != 5)
+      return false;
     L.rnd = ab_env("CONVX_AB_TCN_ROUND", 1);
-    run<float, 1, 31, 5>(in, w, bias, out, L, stream);
+    if (mt == 2) run<float, 1, 31, 5, 2>(in, w, bias, out, L, stream);
+    else run<float, 1, 31, 5>(in, w, bias, out, L, stream);
     return true;
   } else {
     const int KD = P.k[0], KH = P.k[1], KW = P.k[2];

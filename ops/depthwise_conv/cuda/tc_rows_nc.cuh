@@ -67,8 +67,8 @@ template <typename T>
 __host__ __device__ constexpr int tcn_k() { return sizeof(T) == 2 ? 16 : 8; }
 template <typename T>
 __host__ __device__ constexpr int tcn_vec16() { return 16 / static_cast<int>(sizeof(T)); }
-template <typename T>
-__host__ __device__ constexpr int tcn_stages() { return sizeof(T) == 2 ? 6 : 3; }
+template <typename T, int MT>
+__host__ __device__ constexpr int tcn_stages() { return sizeof(T) == 2 ? 6 : MT == 1 ? 3 : 2; }
 // A value's bits as staged and fed to the MMA: 16-bit as stored, fp32 rounded to TF32.
 template <typename T>
 __device__ __forceinline__ TcnBits<T> tcn_bits(T v) {
@@ -106,29 +106,31 @@ template <int KD, int KH, int KS>
 __host__ __device__ constexpr int tcn_frags() {
   return KD * KH * KS;
 }
-__host__ __device__ constexpr int tcn_brick_rows(int KH) { return kTcnRows + KH - 1; }
+__host__ __device__ constexpr int tcn_brick_rows(int KH, int MT) { return kTcnRows * MT + KH - 1; }
 // Shared memory: B fragments (two words per lane), the channel's filter (staged bits, 16-byte
 // rounded), the ring of bricks.
 template <typename T, int KD, int KH, int KS>
 __host__ __device__ constexpr int tcn_filter_bytes(int kw) {
   return (KD * KH * kw * int(sizeof(T)) + 15) / 16 * 16;
 }
-template <typename T, int KD, int KH, int KS>
+template <typename T, int KD, int KH, int KS, int MT = 1>
 __host__ __device__ constexpr int tcn_smem_bytes(int kw, int pitch) {
   return 8 * 32 * tcn_frags<KD, KH, KS>() + tcn_filter_bytes<T, KD, KH, KS>(kw) +
-         tcn_stages<T>() * tcn_brick_rows(KH) * pitch * int(sizeof(T));
+         tcn_stages<T, MT>() * tcn_brick_rows(KH, MT) * pitch * int(sizeof(T));
 }
 
 
 // in: [N][C][D][H][W]; out: [N][C][OD][OH][OW]; w: [C][KD][KH][kw] (the layer's filter); bias: C or null.
 // 3 blocks per SM for 3-D (80 registers, 16 bytes spilled: X3D 0.711 ms against 0.847 with 124
 // registers and 2 blocks, H100, tcnc_req2_bench.log); 4 for 2-D (at most 64 registers, no spill).
-template <typename T, int KD, int KH, int KS>
-__global__ void __launch_bounds__(32 * kTcnMaxWarps, KD > 1 ? 3 : 4)
+template <typename T, int KD, int KH, int KS, int MT = 1>
+__global__ void __launch_bounds__(32 * kTcnMaxWarps, KD > 1 ? 3 : sizeof(T) == 4 ? 2 : 4)
 tc_rows_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
            const TcRowsNc L) {
   using Bits = TcnBits<T>;
-  constexpr int F = tcn_frags<KD, KH, KS>(), BR = tcn_brick_rows(KH), KK = tcn_k<T>(), STAGES = tcn_stages<T>();
+  static_assert(MT == 1 || KD == 1, "tc_rows_nc: several M-tiles per step for 2-D walks only");
+  constexpr int F = tcn_frags<KD, KH, KS>(), BR = tcn_brick_rows(KH, MT), KK = tcn_k<T>(), STAGES = tcn_stages<T, MT>();
+  constexpr int ROWS = kTcnRows * MT;  // output rows per step
   constexpr bool kBReg = F <= 16;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   TcnPair* const btab = reinterpret_cast<TcnPair*>(smem_raw);  // [F][32]
@@ -192,7 +194,7 @@ tc_rows_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restric
     ht0 = ib;
   } else {
     ht0 = ib * L.seg;
-    nreal = spc = std::min(L.seg, (L.OH + kTcnRows - 1) / kTcnRows - ht0);
+    nreal = spc = std::min(L.seg, (L.OH + ROWS - 1) / ROWS - ht0);
   }
   const int nsteps = ncols * spc;
   const int64_t plane_in = int64_t(L.H) * L.W, plane_out = int64_t(L.OH) * L.OW;
@@ -208,7 +210,7 @@ tc_rows_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restric
     const int id = KD > 1 ? od0 - L.padD + si : ia - L.padD;
     if (si < nreal && id >= 0 && id < L.D) {
       Bits* const dst = ring + (sgi % STAGES) * BR * L.pitch;
-      const int hb = kTcnRows * (KD > 1 ? ht0 : ht0 + si) - L.padH;
+      const int hb = ROWS * (KD > 1 ? ht0 : ht0 + si) - L.padH;
       const T* const src = in + ((int64_t(n0 + scol) * L.C + c) * L.D + id) * plane_in;
       for (int j = j0; j < BR; j += rs) {
         const int ih = hb + j;
@@ -236,7 +238,7 @@ tc_rows_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restric
   auto round_own = [&](int gi) {
     const int i = gi % spc, id = KD > 1 ? od0 - L.padD + i : ia - L.padD;
     if (i >= nreal || id < 0 || id >= L.D) return;  // block-uniform: nothing staged
-    const int hb = kTcnRows * (KD > 1 ? ht0 : ht0 + i) - L.padH;
+    const int hb = ROWS * (KD > 1 ? ht0 : ht0 + i) - L.padH;
     Bits* const dst = ring + (gi % STAGES) * BR * L.pitch;
     for (int j = j0; j < BR; j += rs) {
       const int ih = hb + j;
@@ -245,7 +247,13 @@ tc_rows_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restric
         const int v = cu * L.vec, iw = wic + v;
         if (iw < 0 || iw + L.vec > L.W || L.vec == 1) continue;
         Bits* const d = dst + j * L.pitch + v;
-        for (int e = 0; e < L.vec; ++e) d[e] = tf32_round(d[e]);
+        if (L.vec == 4) {  // 16 bytes: one shared load and store
+          uint4 q = *reinterpret_cast<const uint4*>(d);
+          q = make_uint4(tf32_round(q.x), tf32_round(q.y), tf32_round(q.z), tf32_round(q.w));
+          *reinterpret_cast<uint4*>(d) = q;
+        } else {
+          for (int e = 0; e < L.vec; ++e) d[e] = tf32_round(d[e]);
+        }
       }
     }
   };
@@ -277,7 +285,7 @@ tc_rows_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restric
     if (k < nsteps) stage_next();
     cp_async_commit();
   }
-  float acc[KD][4] = {};
+  float acc[KD * MT][4] = {};
   int col = 0;
   for (int gi0 = 0; gi0 < nsteps; gi0 += spc, ++col) {
     for (int i0 = 0; i0 < spc; i0 += KD) {
@@ -306,6 +314,21 @@ tc_rows_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restric
                 }
               }
             }
+          } else if constexpr (MT > 1) {  // KD == 1: each B fragment feeds the MT M-tiles
+#pragma unroll 1
+            for (int kh = 0; kh < KH; ++kh) {
+#pragma unroll
+              for (int s = 0; s < KS; ++s) {
+                const TcnPair bv = btab[(kh * KS + s) * 32 + lane];
+                const uint32_t b[2] = {bv.x, bv.y};
+#pragma unroll
+                for (int m = 0; m < MT; ++m) {
+                  uint32_t a[4];
+                  tc_ldsm_x4(a, reinterpret_cast<const uint32_t*>(brick + (kh + kTcnRows * m) * L.pitch + KK * s));
+                  tcn_mma<T>(acc[m], a, b);
+                }
+              }
+            }
           } else {
 #pragma unroll 1
             for (int kh = 0; kh < KH; ++kh) {
@@ -324,13 +347,24 @@ tc_rows_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restric
           }
         }
         // Output plane od0 + i - (KD - 1) (KD == 1: this step's h-tile) is complete.
-        const int done = (jj + 1) % KD;
-        if (i >= KD - 1 && i < nreal) {
-          if constexpr (KD > 1) store(acc[done], n0 + col, od0 + i - (KD - 1), kTcnRows * ht0);
-          else store(acc[done], n0 + col, ia, kTcnRows * (ht0 + i));
-        }
+        if constexpr (MT > 1) {
+          if (i < nreal) {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) acc[done][e] = 0.f;
+            for (int m = 0; m < MT; ++m) store(acc[m], n0 + col, ia, ROWS * (ht0 + i) + kTcnRows * m);
+          }
+#pragma unroll
+          for (int m = 0; m < MT; ++m)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[m][e] = 0.f;
+        } else {
+          const int done = (jj + 1) % KD;
+          if (i >= KD - 1 && i < nreal) {
+            if constexpr (KD > 1) store(acc[done], n0 + col, od0 + i - (KD - 1), kTcnRows * ht0);
+            else store(acc[done], n0 + col, ia, kTcnRows * (ht0 + i));
+          }
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc[done][e] = 0.f;
+        }
       }
     }
   }
@@ -345,7 +379,8 @@ inline int64_t tcn_ceil8(int64_t x) { return x >= 0 ? (x + 7) / 8 * 8 : -((-x) /
 // width needs KS k-steps of the MMA's K (tcn_k<T>). `target`: blocks wanted (depth / h segments
 // are cut to reach it). `in` decides the staging vector. false when not covered.
 template <typename T>
-bool tc_rows_nc_plan(TcRowsNc& L, const Plan& P, bool flip, const T* in, int64_t target, int& KD, int& KH, int& KS) {
+bool tc_rows_nc_plan(TcRowsNc& L, const Plan& P, bool flip, const T* in, int64_t target, int& KD, int& KH, int& KS,
+                     int mt = 1) {
   constexpr int KK = tcn_k<T>(), E = tcn_vec16<T>();
   if (P.phases != 1 || P.J != 1 || P.in_div != 1 || P.out_c != P.in_c) return false;
   for (int d = 0; d < 3; ++d) {
@@ -389,7 +424,7 @@ bool tc_rows_nc_plan(TcRowsNc& L, const Plan& P, bool flip, const T* in, int64_t
   const uintptr_t a = reinterpret_cast<uintptr_t>(in);
   L.vec = E;
   while (L.vec > 1 && (L.W % L.vec != 0 || a % (L.vec * sizeof(T)) != 0)) L.vec /= 2;
-  const int64_t htiles = ceil_div(P.out[1], kTcnRows), per_n = P.out_c * chunks;
+  const int64_t htiles = ceil_div(P.out[1], kTcnRows * mt), per_n = P.out_c * chunks;
   int64_t na, nb;
   if (KD > 1) {
     int64_t segs, dl;
