@@ -1,6 +1,9 @@
 // Launcher of the tensor-core NC(D)HW rows kernel (tc_rows_nc.cuh): fp16 / bf16 forward and
 // stride-1 data-grad of 2-D and 3-D depthwise filters, multiplier 1, tried before the CUDA-core
-// kernels (which need a prepared fp32 copy of the filter; this one reads the layer's own).
+// kernels (which need a prepared fp32 copy of the filter; this one reads the layer's own); and
+// fp32 31 x 26-33 as TF32 where the caller found torch.backends.cudnn.allow_tf32 true
+// (RepLKNet k31 N32 C128 56^2: nc_gather 1.16 -> 0.506 ms forward and data-grad, H100,
+// bench/results/h100/session11/k31tf_call2_ab.log).
 //
 // Taken only where the H100 measured it faster than the kernel it replaces (session 10,
 // bench/results/h100/session10/tcnc_req2_bench.log; ms, forward, before -> after):
@@ -18,7 +21,6 @@
 #include <c10/util/Half.h>
 
 #include <atomic>
-#include <cstdlib>
 #include <type_traits>
 
 namespace convx::cuda {
@@ -41,15 +43,11 @@ void run(const T* in, const T* w, const T* bias, T* out, const TcRowsNc& L, cuda
 
 }  // namespace
 
-// A/B knobs (temporary, removed after the device run): blocks per SM, TF32 rounding of the bricks.
-static int ab_env(const char* name, int dflt) {
-  const char* e = std::getenv(name);
-  return e && *e ? std::atoi(e) : dflt;
-}
-
 bool tc_rows_nc_f32_takes(const Plan& P) {
-  // RepLKNet's 31 x 31 and the widths of the same five k-steps of 8 (26-33).
-  return P.k[0] == 1 && P.k[1] == 31 && P.k[2] >= 26 && P.k[2] <= 33;
+  // RepLKNet's 31 x 31 and the widths of the same five k-steps of 8 (26-33), on planes of at
+  // least 56 x 56: measured there only (smaller planes fill fewer of each step's 32 rows and
+  // 8-output blocks; not measured, left to the exact kernels).
+  return P.k[0] == 1 && P.k[1] == 31 && P.k[2] >= 26 && P.k[2] <= 33 && P.out[1] >= 56 && P.out[2] >= 56;
 }
 
 template <typename T>
@@ -58,12 +56,10 @@ bool launch_tc_rows_nc(const T* in, const T* w, bool flip, const T* bias, T* out
     if (!tc_rows_nc_f32_takes(P) || !mma16_supported()) return false;
     TcRowsNc L{};
     int kd = 0, kh = 0, KS = 0;
-    const int mt = ab_env("CONVX_AB_TCN_MT", 2);
-    if (!tc_rows_nc_plan(L, P, flip, in, ab_env("CONVX_AB_TCN_TARGET", 8) * sm_count(), kd, kh, KS, mt) || KS != 5)
-      return false;
-    L.rnd = ab_env("CONVX_AB_TCN_ROUND", 1);
-    if (mt == 2) run<float, 1, 31, 5, 2>(in, w, bias, out, L, stream);
-    else run<float, 1, 31, 5>(in, w, bias, out, L, stream);
+    // Two M-tiles (32 output rows) per step, 8 blocks wanted per SM (H100, k31tf_call2_ab.log:
+    // RepLKNet 0.506 ms against 0.620 with one M-tile, 0.599 at 4 blocks/SM, 0.509 at 16).
+    if (!tc_rows_nc_plan(L, P, flip, in, 8 * sm_count(), kd, kh, KS, 2) || KS != 5) return false;
+    run<float, 1, 31, 5, 2>(in, w, bias, out, L, stream);
     return true;
   } else {
     const int KD = P.k[0], KH = P.k[1], KW = P.k[2];

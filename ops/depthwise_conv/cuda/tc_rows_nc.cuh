@@ -1,8 +1,7 @@
 // Tensor-core 2-D / 3-D depthwise correlation for fp16 / bf16 (and fp32 as TF32, see below) in
-// NCHW / NCDHW (forward and the
-// stride-1 data-grad, which is the forward with the filter rotated), channel multiplier 1,
-// stride 1, one kernel family over the spatial rank (2-D is the 3-D case with one plane and a
-// filter one plane deep).
+// NCHW / NCDHW (forward and the stride-1 data-grad, which is the forward with the filter
+// rotated), channel multiplier 1, stride 1, one kernel family over the spatial rank (2-D is the
+// 3-D case with one plane and a filter one plane deep).
 //
 // Why: the CUDA-core kernels spend KD*KH*KW fp32 FMAs per 16-bit output (45 for X3D's 5x3x3) and
 // stay instruction-bound far below the copy bandwidth. A correlation at stride 1 is a sum over
@@ -26,9 +25,11 @@
 // output planes id + padD - kd for every kd, so each A fragment serves KD MMAs into KD rolling
 // accumulators (the loop is unrolled by KD so the slots are registers), and output plane od is
 // stored once its last input plane (od - padD + KD - 1) is done. With KD = 1 (2-D, or 1 x KH x
-// KW 3-D filters) a block walks h-tiles of one plane instead.
+// KW 3-D filters) a block walks h-tiles of one plane instead, MT M-tiles (16 MT output rows) per
+// step: each B fragment then feeds MT MMAs and the brick's KH - 1 halo rows serve 16 MT outputs
+// (fp32 31x31 takes MT = 2: 0.506 ms against 0.620 with MT = 1, H100, k31tf_call2_ab.log).
 //
-// Staging: the brick of a step (16 + KH - 1 input rows x the chunk's windows) goes to shared
+// Staging: the brick of a step (16 MT + KH - 1 input rows x the chunk's windows) goes to shared
 // memory by cp.async in vectors as wide as the rows' alignment allows (16, 8, 4 bytes; single
 // elements for odd widths), tcn_stages bricks in flight (the next steps load while this one
 // computes); zeros where rows / columns fall off the input. A block walks several samples of
@@ -37,7 +38,9 @@
 // fp32 (TF32, only where torch.backends.cudnn.allow_tf32 allows it): the same with m16n8k8 MMAs
 // (K = 8 inputs per k-step: 31 taps take 5 k-steps, against 3 of 16 for 16-bit), values
 // rounded to TF32 (round to nearest) as the filter is read and as each brick lands, so that
-// the products are of rounded, not truncated, operands; fp32 accumulation as for 16-bit.
+// the products are of rounded, not truncated, operands (the tensor core drops the low mantissa
+// bits: error 5.1e-4 of the output scale instead of 3.0e-4 on RepLKNet's row, for 7% of the
+// time, 0.472 against 0.506 ms, k31tf_call2_ab.log); fp32 accumulation as for 16-bit.
 //
 // Weights: the layer's own filter (no prepared copy): the block copies its channel's
 // filter (rotated for the data-grad) to shared memory and builds the B fragments of every
@@ -58,9 +61,9 @@ constexpr int kTcnMaxWarps = 8;
 
 // What differs between the 16-bit kernel and the fp32 (TF32) one: a staged value's bits
 // (TcnBits), the MMA's K (16 / 8 inputs: m16n8k16 / m16n8k8), values per 16 bytes, and the ring's
-// depth: 6 bricks (5 loading while one computes) for 16-bit; 3 for fp32, whose bricks are twice
-// as large (31x31: 3 x 18.4 KB ring + 39.7 KB B table = 95 KB, two blocks per SM; 6 would leave
-// one).
+// depth: 6 bricks (5 loading while one computes) for 16-bit; for fp32, whose bricks are twice as
+// large, 3 (MT = 1) or 2 (MT = 2: 31x31 on 56-wide rows, 2 x 22.8 KB ring + 39.7 KB B table +
+// 3.8 KB filter = 89 KB, two blocks per SM; a deeper ring would leave one).
 template <typename T>
 using TcnBits = std::conditional_t<sizeof(T) == 2, uint16_t, uint32_t>;
 template <typename T>
@@ -95,7 +98,6 @@ struct TcRowsNc {
   int kw, seg, C;           // filter width; output planes (KD > 1) or h-tiles (KD == 1) per segment; channels
   int vec;                  // staging vector in elements: 16 bytes' worth or a half, quarter, ... down to 1
   int flip;                 // data-grad: the filter rotated 180 degrees
-  int rnd;                  // A/B (temporary): fp32 bricks rounded to TF32
 };
 
 struct alignas(8) TcnPair {  // one lane's B fragment (two registers)
@@ -122,7 +124,8 @@ __host__ __device__ constexpr int tcn_smem_bytes(int kw, int pitch) {
 
 // in: [N][C][D][H][W]; out: [N][C][OD][OH][OW]; w: [C][KD][KH][kw] (the layer's filter); bias: C or null.
 // 3 blocks per SM for 3-D (80 registers, 16 bytes spilled: X3D 0.711 ms against 0.847 with 124
-// registers and 2 blocks, H100, tcnc_req2_bench.log); 4 for 2-D (at most 64 registers, no spill).
+// registers and 2 blocks, H100, tcnc_req2_bench.log); 4 for 2-D (at most 64 registers, no spill);
+// 2 for fp32, which shared memory limits to 2 anyway (78 registers at MT = 2, no spill).
 template <typename T, int KD, int KH, int KS, int MT = 1>
 __global__ void __launch_bounds__(32 * kTcnMaxWarps, KD > 1 ? 3 : sizeof(T) == 4 ? 2 : 4)
 tc_rows_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
@@ -293,7 +296,7 @@ tc_rows_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restric
       for (int jj = 0; jj < KD; ++jj) {
         const int i = i0 + jj, gi = gi0 + i;
         cp_async_wait<STAGES - 2>();
-        if constexpr (sizeof(T) == 4) if (L.rnd) round_own(gi);
+        if constexpr (sizeof(T) == 4) round_own(gi);
         __syncthreads();  // brick gi is in; every warp is done with brick gi - 1, whose slot is refilled next
         if (gi + STAGES - 1 < nsteps) stage_next();
         cp_async_commit();
