@@ -487,10 +487,11 @@ bool launch_tiled(const Tensor& in, const Tensor& weight, const Tensor& bias, co
     tc_rot = tc_rot && Q.T[d] == Q.K[d] && Q.base[d][0] == Q.K[d] - 1 && Q.step[d] == -1;
   }
   if constexpr (std::is_same_v<T, float>) {
-    // NC* fp32 31 x 31 as TF32 where torch.backends.cudnn.allow_tf32 allows it (the flag convx's
-    // dense cuDNN path honours; docs/ops.md, precision). Channels-last stays on the exact
-    // CUDA-core kernels: a route through NCHW copies measured 0.83 ms against their 1.36 (H100,
-    // k31tf_ab.log), but layouts are served natively, without conversion copies (issue #4).
+    // NCHW fp32 31 x 26-33 (planes >= 56 x 56) as TF32 where torch.backends.cudnn.allow_tf32
+    // allows it (the flag convx's dense cuDNN path honours; docs/ops.md, "Precision of float32
+    // on CUDA"). Channels-last stays on the exact CUDA-core kernels: a route through NCHW copies
+    // measured 0.83 ms against their 1.36 (H100, bench/results/h100/session11/k31tf_call1_ab.log),
+    // but layouts are served natively, without conversion copies (issue #4).
     if (!cl && (tc_fwd || tc_rot) && tc_rows_nc_f32_takes(P) && tf32_allowed_for_conv() &&
         launch_tc_rows_nc<T>(ip, w.const_data_ptr<T>(), !tc_fwd, bp, op, P, stream))
       return true;

@@ -240,7 +240,7 @@ tc_rows_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restric
   // otherwise drop their low mantissa bits. Element-wise copies were rounded when written.
   auto round_own = [&](int gi) {
     const int i = gi % spc, id = KD > 1 ? od0 - L.padD + i : ia - L.padD;
-    if (i >= nreal || id < 0 || id >= L.D) return;  // block-uniform: nothing staged
+    if (i >= nreal || id < 0 || id >= L.D) return;  // nothing was staged for this step
     const int hb = ROWS * (KD > 1 ? ht0 : ht0 + i) - L.padH;
     Bits* const dst = ring + (gi % STAGES) * BR * L.pitch;
     for (int j = j0; j < BR; j += rs) {
