@@ -394,7 +394,13 @@ def _held(t, layout):
 @pytest.mark.parametrize("cfg", FAST_PATHS, ids=FP_IDS)
 def test_depthwise_fast_paths(cfg, layout, dtype):
     """Forward, input-grad, weight-grad and (multiplier 1) the depthwise transposed convolution
-    against aten in float64, on poisoned memory, in both layouts, layout preserved."""
+    against aten in float64, on poisoned memory, in both layouts, layout preserved. float32 at
+    full precision (allow_tf32 off; the TF32 31x31 path: test_depthwise_tc_rows_nc_tf32)."""
+    with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
+        _fast_path(cfg, layout, dtype)
+
+
+def _fast_path(cfg, layout, dtype):
     import torch.nn.functional as F
 
     rank, N, C, m, size, k, s, p, d, has_bias = cfg
@@ -1201,6 +1207,94 @@ def test_depthwise_tc_rows_nc(dtype, layout):
         poison()
         tr = getattr(ops, f"conv_transpose{n}d")(gy, w, b, one, pad, [0] * n, C, one)
         close(tr, tr_ref, what + " transposed")
+
+
+# float32 31 x 26-33 filters on tensor cores as TF32 (tc_rows_nc.cuh), taken in NC* layouts on
+# planes of at least 56 x 56 while torch.backends.cudnn.allow_tf32 is true: (N, C, spatial,
+# kernel, padding, bias). RepLKNet's 31x31 on 56x56 planes; the others (rows shorter than the
+# filter, several samples per block, widths 26 and 33 with asymmetric padding, an odd width,
+# batch 0) stay on the exact kernels under both flag values (the CPU harness runs the TF32
+# kernel on them).
+TC_TF32_CASES = [
+    (2, 16, (56, 56), (31, 31), (15, 15), True),
+    (1, 5, (17, 9), (31, 31), (15, 15), False),
+    (64, 128, (14, 14), (31, 31), (15, 15), False),
+    (2, 3, (30, 56), (31, 26), (15, 12), True),
+    (1, 2, (33, 45), (31, 33), (15, 16), True),
+    (1, 4, (40, 37), (31, 31), (3, 0), True),
+    (0, 4, (20, 20), (31, 31), (15, 15), True),
+]
+
+
+@pytest.mark.parametrize("tf32", [True, False], ids=["tf32", "exact"])
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last", "off1", "strided"])
+def test_depthwise_tc_rows_nc_tf32(layout, tf32):
+    """float32 31x31-class depthwise filters under both values of allow_tf32: forward (operator and
+    autograd), input-grad and the depthwise transposed conv against float64 on the same float32
+    data, on poisoned memory, layout kept. NC* 56x56 with the flag on: within 1e-3 of the output
+    scale (TF32: 10 mantissa bits) and not within 1e-5 (the tensor-core path did run). Flag off,
+    channels-last and smaller planes (no TF32 kernel): within 2e-5 (the exact CUDA-core kernels).
+    The weight-grad stays exact either way."""
+    import torch.nn.functional as F
+
+    ops = torch.ops.convx
+
+    def held(t):
+        if layout == "off1":
+            flat = torch.empty(t.numel() + 1, device=DEV)[1:]
+            return flat.view(t.shape).copy_(t)
+        if layout == "strided":
+            return to_dev(t.unsqueeze(-1).expand(*t.shape, 2).flatten(-2)[..., ::2], dtype=torch.float32)
+        if layout == "channels_last":
+            return _held(t, layout).to(DEV)
+        return t.to(DEV)
+
+    def err(out, ref, what):
+        scale = max(1.0, float(ref.abs().max())) if ref.numel() else 1.0
+        assert not torch.isnan(out).any(), f"{what}: NaN (unwritten element)"
+        e = float((out.double() - ref).abs().max()) / scale if ref.numel() else 0.0
+        assert e <= tol, f"{what}: error {e:.2e} of the output scale, above {tol:.0e}"
+        return e
+
+    with torch.backends.cudnn.flags(enabled=True, allow_tf32=tf32):
+        for i, (N, C, sp, k, p, has_bias) in enumerate(TC_TF32_CASES):
+            gen = torch.Generator().manual_seed(470 + i)
+            x = held(torch.randn(N, C, *sp, generator=gen))
+            w = torch.randn(C, 1, *k, generator=gen).to(DEV)
+            b = torch.randn(C, generator=gen).to(DEV) if has_bias else None
+            bd = None if b is None else b.double()
+            xr, wr = x.double().requires_grad_(), w.double().requires_grad_()
+            ref = F.conv2d(xr, wr, bd, 1, p, 1, C)
+            gy = held(torch.randn(ref.shape, generator=gen))
+            gx_ref, gw_ref = torch.autograd.grad(ref, (xr, wr), gy.double())
+            what = f"case {i} {layout} tf32={tf32}"
+            tc = tf32 and layout != "channels_last" and min(sp) >= 56
+            tol = 1e-3 if tc else 2e-5
+            one, pad = [1, 1], list(p)
+            poison()
+            y = ops.depthwise_conv2d(x, w, b, one, pad, one)
+            e = err(y, ref.detach(), what + " forward")
+            if tc:
+                assert e > 1e-5, f"{what}: error {e:.1e}: the TF32 path did not run"
+            if layout == "channels_last" and N > 0:
+                assert y.stride(1) == 1, f"{what}: output not channels-last"
+            poison()
+            gx = ops.conv2d_input_grad(list(x.shape), w, gy, one, pad, one, C)
+            err(gx, gx_ref, what + " input-grad")
+            poison()
+            gw = ops.conv2d_weight_grad(x, list(w.shape), gy, one, pad, one, C)
+            scale = max(1.0, float(gw_ref.abs().max()))
+            assert float((gw.double() - gw_ref).abs().max()) / scale <= 2e-5, f"{what} weight-grad"
+            xa = x.detach().clone().requires_grad_()
+            poison()
+            ya = ops.depthwise_conv2d(xa, w, b, one, pad, one)
+            ya.backward(gy)
+            err(ya.detach(), ref.detach(), what + " autograd forward")
+            err(xa.grad, gx_ref, what + " autograd input-grad")
+            tr_ref = F.conv_transpose2d(gy.double(), w.double(), bd, 1, pad, 0, C)
+            poison()
+            tr = ops.conv_transpose2d(gy, w, b, one, pad, [0, 0], C, one)
+            err(tr, tr_ref, what + " transposed")
 
 
 @pytest.mark.parametrize("layout", ["ncl", "nlc"])

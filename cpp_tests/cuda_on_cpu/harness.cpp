@@ -8,6 +8,7 @@
 #include <ATen/ATen.h>
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include "ops/common/args.h"
 
 #include "nc_stream.cuh"
@@ -1178,10 +1179,10 @@ void tc_case(int64_t N, int64_t C, int64_t Lx, int64_t K, int64_t p, double tol)
 // element past a 16-byte boundary (single-element staging), block targets 1 and 4096 (one and
 // several depth / h segments per column).
 static int tcn_taken = 0;
-template <typename T, int KD, int KH, int KS>
+template <typename T, int KD, int KH, int KS, int MT = 1>
 void tcn_run(const T* in, const T* w, const T* bias, T* out, const TcRowsNc& L) {
-  g_smem_bytes = tcn_smem_bytes<KD, KH, KS>(L.kw, L.pitch);
-  launch(dim3{L.items}, dim3{unsigned(32 * L.nw)}, [&] { tc_rows_nc<T, KD, KH, KS>(in, w, bias, out, L); });
+  g_smem_bytes = tcn_smem_bytes<T, KD, KH, KS, MT>(L.kw, L.pitch);
+  launch(dim3{L.items}, dim3{unsigned(32 * L.nw)}, [&] { tc_rows_nc<T, KD, KH, KS, MT>(in, w, bias, out, L); });
 }
 template <typename T>
 void tcn_check(const char* what, const Plan& P, bool flip, const Tensor& src, const Tensor& w16, const Tensor& bias,
@@ -1190,12 +1191,13 @@ void tcn_check(const char* what, const Plan& P, bool flip, const Tensor& src, co
   const T* bp = bias.defined() ? bias.data_ptr<T>() : nullptr;
   Tensor src1 = at::full({src.numel() + 1}, NAN, opts);
   src1.narrow(0, 1, src.numel()).copy_(src.flatten());
+  const int mt = sizeof(T) == 4 ? 2 : 1;  // fp32: two M-tiles per step, as the launcher
   for (int64_t target : {1, 4096}) {
     for (int off : {0, 1}) {
       const T* ip = off ? src1.data_ptr<T>() + 1 : src.data_ptr<T>();
       TcRowsNc L{};
       int KD = 0, KH = 0, KS = 0;
-      if (!tc_rows_nc_plan(L, P, flip, ip, target, KD, KH, KS)) {
+      if (!tc_rows_nc_plan(L, P, flip, ip, target, KD, KH, KS, mt)) {
         std::printf("%-44s %-34s declined FAIL\n", name.c_str(), what);
         ++failures;
         return;
@@ -1203,7 +1205,10 @@ void tcn_check(const char* what, const Plan& P, bool flip, const Tensor& src, co
       Tensor o = at::full(ref.sizes(), NAN, opts);
       T* op = o.data_ptr<T>();
       const T* wp = w16.data_ptr<T>();
-      if (KD == 5 && KH == 3 && KS == 1) tcn_run<T, 5, 3, 1>(ip, wp, bp, op, L);
+      if constexpr (std::is_same_v<T, float>) {
+        if (KD == 1 && KH == 31 && KS == 5) tcn_run<T, 1, 31, 5, 2>(ip, wp, bp, op, L);
+        else { std::printf("%-44s %-34s not built FAIL\n", name.c_str(), what); ++failures; return; }
+      } else if (KD == 5 && KH == 3 && KS == 1) tcn_run<T, 5, 3, 1>(ip, wp, bp, op, L);
       else if (KD == 1 && KH == 7 && KS == 1) tcn_run<T, 1, 7, 1>(ip, wp, bp, op, L);
       else if (KD == 1 && KH == 31 && KS == 3) tcn_run<T, 1, 31, 3>(ip, wp, bp, op, L);
       else { std::printf("%-44s %-34s not built FAIL\n", name.c_str(), what); ++failures; return; }
@@ -1240,7 +1245,7 @@ void tcn_case(int64_t N, int64_t C, int64_t D, int64_t H, int64_t W, int64_t kd,
     g.input[d] = x.size(2 + d - o), g.output[d] = y.size(2 + d - o), g.kernel[d] = w.size(2 + d - o);
     g.padding[d] = pad[d - o];
   }
-  const std::string name = std::string(dt == at::kHalf ? "tcn fp16" : "tcn bf16") + " N" + std::to_string(N) + " C" +
+  const std::string name = std::string(dt == at::kFloat ? "tcn tf32" : dt == at::kHalf ? "tcn fp16" : "tcn bf16") + " N" + std::to_string(N) + " C" +
                            std::to_string(C) + " " + std::to_string(D) + "x" + std::to_string(H) + "x" +
                            std::to_string(W) + " k" + std::to_string(kd) + std::to_string(kh) + "x" + std::to_string(kw) +
                            " p" + std::to_string(pd) + std::to_string(ph) + "," + std::to_string(pw);
@@ -1571,7 +1576,59 @@ void tcw2_cases() {
   std::printf("tc_wgrad2d: %d launches checked\n", tcw2_taken);
   if (tcw2_taken == 0) ++failures;
 }
+// tensor-core 2-D / 3-D rows (tc_rows_nc.cuh)
+void tcn_cases() {
+  // tensor-core 2-D / 3-D rows (tc_rows_nc.cuh), the filters its launcher takes: X3D's 5x3x3
+  // (its padding, zero padding, padding beyond the filter: negative data-grad padding, a depth
+  // longer than two segments, three samples in one block: columns of 24 steps rounded to 25),
+  // 5x3x5 and 5x3x7, 2-D 7x7 / 7x5 and 31x31, widths giving every staging vector (56: 16 bytes,
+  // 28: 8, 14: 4 / 2, odd: elements), heights not a multiple of 16, blocks of 8 cut by the row's
+  // ends, several chunks per row (W 150)
+  for (int dt = 0; dt < 2; ++dt) {
+    auto one = [&](int64_t N, int64_t C, int64_t D, int64_t H, int64_t W, int64_t kd, int64_t kh, int64_t kw, int64_t pd,
+                   int64_t ph, int64_t pw) {
+      if (dt == 0) tcn_case<at::Half>(N, C, D, H, W, kd, kh, kw, pd, ph, pw, 2e-3);
+      else tcn_case<at::BFloat16>(N, C, D, H, W, kd, kh, kw, pd, ph, pw, 1e-2);
+    };
+    one(1, 2, 7, 19, 56, 5, 3, 3, 2, 1, 1);
+    one(1, 1, 23, 5, 21, 5, 3, 3, 2, 1, 1);
+    one(3, 1, 20, 5, 16, 5, 3, 3, 2, 1, 1);
+    one(2, 1, 6, 9, 14, 5, 3, 3, 0, 0, 0);
+    one(1, 1, 3, 9, 14, 5, 3, 3, 3, 2, 4);
+    one(1, 2, 5, 17, 28, 5, 3, 5, 2, 1, 2);
+    one(1, 1, 4, 6, 40, 5, 3, 7, 2, 1, 3);
+    one(1, 2, 0, 18, 56, 1, 7, 7, 0, 3, 3);
+    one(1, 1, 0, 33, 150, 1, 7, 5, 0, 4, 0);
+    one(1, 1, 0, 7, 9, 1, 7, 7, 0, 0, 6);
+    one(1, 1, 0, 20, 45, 1, 31, 31, 0, 15, 15);
+    one(2, 1, 0, 5, 14, 1, 31, 31, 0, 15, 15);
+  }
+  // fp32 as TF32 (31 x 26-33 only): against float64 on the fp32 data, so the error includes the
+  // rounding to TF32 (10 mantissa bits; 1e-3 of the output scale). Widths 26 and 33 (the k-step
+  // count's ends), odd sizes (element staging), every staging vector (56: 16 bytes, 30: 8,
+  // odd: 4-byte elements), several chunks (W 150).
+  {
+    auto one = [&](int64_t N, int64_t C, int64_t H, int64_t W, int64_t kw, int64_t ph, int64_t pw) {
+      tcn_case<float>(N, C, 0, H, W, 1, 31, kw, 0, ph, pw, 1e-3);
+    };
+    one(1, 2, 20, 56, 31, 15, 15);
+    one(2, 1, 5, 14, 31, 15, 15);
+    one(1, 1, 19, 30, 26, 15, 12);
+    one(1, 1, 17, 45, 33, 15, 16);
+    one(1, 1, 33, 150, 31, 15, 15);
+    one(1, 1, 40, 33, 31, 3, 0);
+  }
+  std::printf("tc_rows_nc launches checked: %d\n", tcn_taken);
+  if (tcn_taken == 0) ++failures;
+}
+
+// HARNESS_ONLY=tcn runs tcn_cases alone (the tensor-core rows kernel; minutes less on 2 cores).
 int main() {
+  if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "tcn") {
+    tcn_cases();
+    std::printf("failures: %d\n", failures);
+    return failures != 0;
+  }
   tcw2_cases();
   tcw3_cases();
   tcw_cases();
@@ -1793,33 +1850,7 @@ int main() {
   }
   std::printf("tc_row1d launches checked: %d\n", tc_taken);
   if (tc_taken == 0) ++failures;
-  // tensor-core 2-D / 3-D rows (tc_rows_nc.cuh), the filters its launcher takes: X3D's 5x3x3
-  // (its padding, zero padding, padding beyond the filter: negative data-grad padding, a depth
-  // longer than two segments, three samples in one block: columns of 24 steps rounded to 25),
-  // 5x3x5 and 5x3x7, 2-D 7x7 / 7x5 and 31x31, widths giving every staging vector (56: 16 bytes,
-  // 28: 8, 14: 4 / 2, odd: elements), heights not a multiple of 16, blocks of 8 cut by the row's
-  // ends, several chunks per row (W 150)
-  for (int dt = 0; dt < 2; ++dt) {
-    auto one = [&](int64_t N, int64_t C, int64_t D, int64_t H, int64_t W, int64_t kd, int64_t kh, int64_t kw, int64_t pd,
-                   int64_t ph, int64_t pw) {
-      if (dt == 0) tcn_case<at::Half>(N, C, D, H, W, kd, kh, kw, pd, ph, pw, 2e-3);
-      else tcn_case<at::BFloat16>(N, C, D, H, W, kd, kh, kw, pd, ph, pw, 1e-2);
-    };
-    one(1, 2, 7, 19, 56, 5, 3, 3, 2, 1, 1);
-    one(1, 1, 23, 5, 21, 5, 3, 3, 2, 1, 1);
-    one(3, 1, 20, 5, 16, 5, 3, 3, 2, 1, 1);
-    one(2, 1, 6, 9, 14, 5, 3, 3, 0, 0, 0);
-    one(1, 1, 3, 9, 14, 5, 3, 3, 3, 2, 4);
-    one(1, 2, 5, 17, 28, 5, 3, 5, 2, 1, 2);
-    one(1, 1, 4, 6, 40, 5, 3, 7, 2, 1, 3);
-    one(1, 2, 0, 18, 56, 1, 7, 7, 0, 3, 3);
-    one(1, 1, 0, 33, 150, 1, 7, 5, 0, 4, 0);
-    one(1, 1, 0, 7, 9, 1, 7, 7, 0, 0, 6);
-    one(1, 1, 0, 20, 45, 1, 31, 31, 0, 15, 15);
-    one(2, 1, 0, 5, 14, 1, 31, 31, 0, 15, 15);
-  }
-  std::printf("tc_rows_nc launches checked: %d\n", tcn_taken);
-  if (tcn_taken == 0) ++failures;
+  tcn_cases();
   std::printf("failures: %d\n", failures);
   return failures != 0;
 }

@@ -24,6 +24,10 @@ inline dim3 g_blockDim, g_gridDim;
 #define __launch_bounds__(...)
 #define __align__(n) alignas(n)
 struct alignas(16) float4 { float x, y, z, w; };
+struct alignas(8) float2 { float x, y; };
+struct alignas(16) uint4 { unsigned x, y, z, w; };
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
+inline float2 make_float2(float x, float y) { return {x, y}; }
 inline std::barrier<>* g_bar = nullptr;
 inline void __syncthreads() { g_bar->arrive_and_wait(); }
 // A block barrier stands in for the warp's: callers keep the count of __syncwarp block-uniform.

@@ -480,21 +480,30 @@ bool launch_tiled(const Tensor& in, const Tensor& weight, const Tensor& bias, co
   Q.cl = cl;
   P.wphase = P.wrows * Q.T[0] * Q.T[1] * Q.T[2];
   const T* bp = bias.defined() ? bias.const_data_ptr<T>() : nullptr;
+  // 2-D / 3-D filters at stride 1 on tensor cores (tc_rows_nc), from the layer's own filter: the
+  // forward (taps as stored) and the stride-1 data-grad (every dim rotated).
+  bool tc_fwd = Q.phases == 1, tc_rot = Q.phases == 1;
+  for (int d = 0; d < 3; ++d) {
+    tc_fwd = tc_fwd && Q.T[d] == Q.K[d] && Q.base[d][0] == 0 && Q.step[d] == 1;
+    tc_rot = tc_rot && Q.T[d] == Q.K[d] && Q.base[d][0] == Q.K[d] - 1 && Q.step[d] == -1;
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    // NCHW fp32 31 x 26-33 (planes >= 56 x 56) as TF32 where torch.backends.cudnn.allow_tf32
+    // allows it (the flag convx's dense cuDNN path honours; docs/ops.md, "Precision of float32
+    // on CUDA"). Channels-last stays on the exact CUDA-core kernels: a route through NCHW copies
+    // measured 0.83 ms against their 1.36 (H100, bench/results/h100/session11/k31tf_call1_ab.log),
+    // but layouts are served natively, without conversion copies (issue #4).
+    if (!cl && (tc_fwd || tc_rot) && tc_rows_nc_f32_takes(P) && tf32_allowed_for_conv() &&
+        launch_tc_rows_nc<T>(ip, w.const_data_ptr<T>(), !tc_fwd, bp, op, P, stream))
+      return true;
+  }
   if constexpr (sizeof(T) == 2) {
     // Long 1-D rows on tensor cores read the layer's own 16-bit filter: no preparation launch.
     if (Q.phases == 1 && Q.T[2] == Q.K[2] &&
         launch_tc_row1d<T>(ip, w.const_data_ptr<T>(), Q.base[2][0], Q.step[2], bp, op, P, cl, stream))
       return true;
-    // 2-D / 3-D NC* filters at stride 1 on tensor cores, from the layer's own filter: the forward
-    // (taps as stored) and the stride-1 data-grad (every dim rotated).
-    if (!cl && Q.phases == 1) {
-      bool fwd = true, rot = true;
-      for (int d = 0; d < 3; ++d) {
-        fwd = fwd && Q.T[d] == Q.K[d] && Q.base[d][0] == 0 && Q.step[d] == 1;
-        rot = rot && Q.T[d] == Q.K[d] && Q.base[d][0] == Q.K[d] - 1 && Q.step[d] == -1;
-      }
-      if ((fwd || rot) && launch_tc_rows_nc<T>(ip, w.const_data_ptr<T>(), !fwd, bp, op, P, stream)) return true;
-    }
+    if (!cl && (tc_fwd || tc_rot) && launch_tc_rows_nc<T>(ip, w.const_data_ptr<T>(), !tc_fwd, bp, op, P, stream))
+      return true;
   }
   // The short 1-D rows' kernels (row_warp, cl_row1d) read the layer's own filter too (cl_row1d
   // reads 16-byte vectors, so a misaligned filter is copied first): 2.5 us of a 20 us call on short_k3 (H100, session 10).

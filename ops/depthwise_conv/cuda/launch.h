@@ -74,8 +74,12 @@ bool launch_tc_row1d(const T* in, const T* w, int wbase, int wstep, const T* bia
 // at stride 1, multiplier 1, on tensor cores (tc_rows_nc.cuh): 5 x 3 x w 3-D filters (w <= 9),
 // 31 x 26-41 and (planes of 56 x 56 or more) 7 x w (w <= 9) 2-D filters; w is the layer's 16-bit
 // filter [C][KD][KH][KW]. false when not covered (or sm < 80).
+// fp32 (TF32; the caller checks torch.backends.cudnn.allow_tf32): 31 x 26-33 2-D filters on
+// planes of at least 56 x 56 only.
 template <typename T>
 bool launch_tc_rows_nc(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, cudaStream_t stream);
+// The filters launch_tc_rows_nc<float> takes (before its plan's checks).
+bool tc_rows_nc_f32_takes(const Plan& P);
 
 // Channels-last 1-D rows (the (N, L, C) layout; 1 x K filters on NHWC / NDHWC rows): forward and
 // stride-1 data-grad with 2, 3, 4, 15 or 31 taps, multiplier 1 (cl_row1d.cuh); w, wbase, wstep as

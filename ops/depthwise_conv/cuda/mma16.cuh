@@ -1,7 +1,7 @@
 // One warp-wide tensor-core step for 16-bit depthwise kernels: D (16x8, fp32) += A (16x16) * B
 // (16x8), A and B in fp16 or bf16, products exact and sums in fp32 (mma.sync m16n8k16, sm_80+),
 // so a 16-bit kernel that feeds its taps through it keeps the fp32 accumulation the CUDA-core
-// kernels have.
+// kernels have. mma1688_tf32 (below) is the fp32 kernels' TF32 step.
 //
 // Fragments (PTX ISA, "mma.m16n8k16" for .f16/.bf16; g = lane / 4, t = lane % 4), each 32-bit
 // register holding two 16-bit values, the lower column (A) or row (B) in the low half:
@@ -84,6 +84,67 @@ void mma16816(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
     const int row = g + (i >= 2 ? 8 : 0), col = 2 * t + (i & 1);
     float s = d[i];
     for (int k = 0; k < 16; ++k) s += A(row, k) * B(k, col);
+    d[i] = s;
+  }
+  shim_warp_release();
+}
+#endif
+
+// fp32 on tensor cores (TF32, taken only where torch.backends.cudnn.allow_tf32 allows it): one
+// warp-wide m16n8k8 step, D (16x8, fp32) += A (16x8) * B (8x8), A and B fp32 bit patterns of
+// which the tensor core uses sign, exponent and the top 10 mantissa bits (tf32_round first gives
+// round-to-nearest instead of dropping the rest). Fragments (PTX ISA, "mma.m16n8k8" for .tf32;
+// g = lane / 4, t = lane % 4), one value per register:
+//   a[0]: A[g][t]   a[1]: A[g+8][t]   a[2]: A[g][t+4]   a[3]: A[g+8][t+4]
+//   b[0]: B[t][g]   b[1]: B[t+4][g]   d as for m16n8k16.
+// The A fragment is tc_ldsm_x4 over rows of 8 fp32 values (each 8x8 16-bit matrix is 8 rows x 4
+// fp32 columns, lane g t receiving row g, column t).
+#if defined(__CUDACC__)
+__device__ __forceinline__ uint32_t tf32_round(uint32_t bits) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(__uint_as_float(bits)));
+  return r;
+#else
+  __trap();
+  return bits;
+#endif
+}
+__device__ __forceinline__ void mma1688_tf32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+  __trap();  // launchers take the tensor-core kernels on sm_80 and newer only
+#endif
+}
+#else
+// Round to nearest, ties away from zero, to 10 mantissa bits (cvt.rna.tf32.f32); Inf and NaN
+// unchanged.
+inline uint32_t tf32_round(uint32_t bits) {
+  if ((bits & 0x7f800000u) == 0x7f800000u) return bits;
+  return (bits + 0x1000u) & 0xffffe000u;
+}
+// The CPU harness: the tensor core's view of an operand is its top 19 bits (the kernels round
+// before), products exact in float (11 x 11 significant bits), sums in float.
+inline void mma1688_tf32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const uint32_t* frags = shim_warp_exchange(a, b);
+  auto val = [](uint32_t r) {
+    const uint32_t bits = r & 0xffffe000u;
+    float v;
+    std::memcpy(&v, &bits, 4);
+    return v;
+  };
+  auto A = [&](int row, int col) { return val(frags[((row % 8) * 4 + col % 4) * 6 + (row >= 8) + 2 * (col >= 4)]); };
+  auto B = [&](int row, int col) { return val(frags[(col * 4 + row % 4) * 6 + 4 + (row >= 4)]); };
+  const int g = lane / 4, t = lane % 4;
+  for (int i = 0; i < 4; ++i) {
+    const int row = g + (i >= 2 ? 8 : 0), col = 2 * t + (i & 1);
+    float s = d[i];
+    for (int k = 0; k < 8; ++k) s += A(row, k) * B(k, col);
     d[i] = s;
   }
   shim_warp_release();
