@@ -13,11 +13,12 @@
 # a failing stage is reported and the next one still
 # runs; the exit status is non-zero when any stage failed.
 set -euo pipefail
-# PARTS: any of tests (GPU tests), sanitize (compute-sanitizer memcheck / racecheck) and bench
-# (benchmarks), default all three; each builds first (a no-op when already built). One 600 s
-# device call holds `tests bench` (~100 + 80 + 300 s on a fresh machine) or `sanitize` (~100 +
-# 400 s), not all three since session 10's kernels joined the sanitizer lists.
-PARTS=" ${*:-tests sanitize bench} "
+# PARTS: any of tests (GPU tests), sanitize (compute-sanitizer memcheck / racecheck over pytest
+# selections and the per-kernel drivers), drivers (the per-kernel drivers alone), bench (the
+# depthwise benchmark) and dense (the dense benchmark); default all. Each builds first (a no-op
+# when already built). One 600 s device call holds `tests drivers bench` (~100 + 80 + 60 + 240 s
+# on a fresh machine) or `sanitize` (~100 + 400 s), not everything.
+PARTS=" ${*:-tests sanitize bench dense} "
 part() { [[ $PARTS == *" $1 "* ]]; }
 cd "$(dirname "$0")/.."
 
@@ -37,8 +38,8 @@ stage() {  # stage NAME LOG SECONDS CMD...: runs CMD with a time limit, tee'd in
 
 : >"$OUT_DIR/build.log"
 part tests && : >"$OUT_DIR/gpu_tests.log"
-part sanitize && : >"$OUT_DIR/sanitizer.log"
-part bench && : >"$OUT_DIR/bench.log"
+{ part sanitize || part drivers; } && : >"$OUT_DIR/sanitizer.log"
+{ part bench || part dense; } && : >"$OUT_DIR/bench.log"
 nvidia-smi 2>&1 | tee -a "$OUT_DIR/build.log" || true
 
 stage build "$OUT_DIR/build.log" 300 bash -c ". scripts/gpu_build.sh"
@@ -80,19 +81,25 @@ stage racecheck "$OUT_DIR/sanitizer.log" 150 $SAN --tool racecheck \
   -k "(bitwise_repeatable and k3 and not k31) or (test_depthwise_fast_paths and fp32 and contiguous and (r2_k3x3_s1_m1_n2_c8 or r2_k4x4_s2_m1_n2_c4)) or (test_depthwise_row1d and fp32 and aligned) or (test_depthwise_nc_small_planes and fp32 and aligned and n3_c40) or (test_depthwise_depth3d and fp32 and ndhwc and not off1)"
 # the tensor-core 1-D kernels through a script without float64 references (see its header)
 stage racecheck-tc "$OUT_DIR/sanitizer.log" 120 $SAN --tool racecheck python3 scripts/racecheck_tc.py
+
+fi
+
+if part sanitize || part drivers; then
+SAN="/usr/local/cuda/bin/compute-sanitizer --error-exitcode=99"
 # session 10's kernels, each through its own small driver (no float64 references under the tool):
 # tc_rows_nc (2-D / 3-D NC tensor-core rows), tc_wgrad3d (3-D tensor-core weight-grad), the
 # short 1-D rows (row_warp / cl_row1d reading the layer's filter, row tails); session 11's
-# channels-last ring (cl_ring, sanitize_cl_ring.py)
-for s in racecheck_tcnc racecheck_tc_wgrad3d sanitize_short_rows sanitize_cl_ring; do
+# channels-last ring (cl_ring, sanitize_cl_ring.py) and 2-D tensor-core weight-grad (tc_wgrad2d)
+for s in racecheck_tcnc racecheck_tc_wgrad3d sanitize_short_rows sanitize_cl_ring racecheck_tc_wgrad2d; do
   PYTORCH_NO_CUDA_MEMORY_CACHING=1 stage "memcheck-$s" "$OUT_DIR/sanitizer.log" 90 $SAN --tool memcheck python3 "scripts/$s.py"
   stage "racecheck-$s" "$OUT_DIR/sanitizer.log" 90 $SAN --tool racecheck python3 "scripts/$s.py"
 done
-
 fi
 
 if part bench; then
 stage bench "$OUT_DIR/bench.log" 240 python3 bench/gpu_bench.py --out "$OUT_DIR/gpu_depthwise.json"
+fi
+if part dense; then
 stage dense-bench "$OUT_DIR/bench.log" 200 python3 bench/gpu_dense_bench.py --out "$OUT_DIR/gpu_dense.json"
 fi
 
