@@ -1118,6 +1118,78 @@ def test_depthwise_tc_rows_nc(dtype, layout):
         close(tr, tr_ref, what + " transposed")
 
 
+# 16-bit 5x3x3 on CUDA cores with the filter in registers (depth3d_regs.cuh), forward and stride-1
+# data-grad, NCDHW and NDHWC: (N, C, (D, H, W), padding, bias). X3D's padding at X3D's size (two
+# samples) and small, C 40 (NDHWC warps across strips), padding 0 / 3 in depth and height (the
+# data-grad's padding 2 / 1 / 0, heights changing), a depth giving several segments, one strip
+# per row, batch 0; widths not a multiple of 8 and width padding 0 go to the other kernels.
+D3R_CASES = [
+    (2, 192, (16, 56, 56), (2, 1, 1), True),
+    (2, 8, (7, 19, 56), (2, 1, 1), True),
+    (1, 40, (5, 6, 24), (2, 1, 1), False),
+    (1, 3, (4, 5, 8), (0, 0, 1), True),
+    (1, 4, (45, 3, 16), (2, 1, 1), True),
+    (1, 2, (6, 6, 8), (3, 2, 1), True),
+    (0, 4, (4, 8, 8), (2, 1, 1), True),
+    (1, 2, (5, 5, 12), (2, 1, 1), True),
+    (1, 2, (5, 5, 16), (2, 1, 0), True),
+]
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "off1", "channels_last"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+def test_depthwise_depth3d_regs(dtype, layout):
+    """Forward (operator and autograd), input-grad and the depthwise transposed conv of 16-bit
+    5x3x3 depthwise filters in NCDHW and NDHWC against float64 on the same 16-bit data, on
+    poisoned memory. `off1`: input and gradient one element past a 16-byte boundary (NCDHW: the
+    kernel declines them)."""
+    tol = {torch.float16: 4e-3, torch.bfloat16: 2e-2}[dtype]
+    ops = torch.ops.convx
+    import torch.nn.functional as F
+
+    def held(t):
+        if layout == "off1":
+            flat = torch.empty(t.numel() + 1, device=DEV, dtype=dtype)[1:]
+            return flat.view(t.shape).copy_(t)
+        if layout == "channels_last":
+            return t.to(DEV, dtype).contiguous(memory_format=torch.channels_last_3d)
+        return t.to(DEV, dtype)
+
+    def close(out, ref, what):
+        scale = max(1.0, float(ref.abs().max())) if ref.numel() else 1.0
+        assert not torch.isnan(out).any(), f"{what}: NaN (unwritten element)"
+        torch.testing.assert_close(out.double() / scale, ref / scale, rtol=tol, atol=tol, msg=lambda m: f"{what}\n{m}")
+
+    for i, (N, C, sp, pad, has_bias) in enumerate(D3R_CASES):
+        gen = torch.Generator().manual_seed(520 + i)
+        x = held(torch.randn(N, C, *sp, generator=gen))
+        w = torch.randn(C, 1, 5, 3, 3, generator=gen).to(DEV, dtype)
+        b = torch.randn(C, generator=gen).to(DEV, dtype) if has_bias else None
+        bd = None if b is None else b.double()
+        xr = x.double().requires_grad_()
+        ref = F.conv3d(xr, w.double(), bd, 1, pad, 1, C)
+        gy = held(torch.randn(ref.shape, generator=gen))
+        (gx_ref,) = torch.autograd.grad(ref, (xr,), gy.double())
+        what = f"case {i} {dtype} {layout}"
+        one, pad = [1] * 3, list(pad)
+        poison()
+        y = ops.depthwise_conv3d(x, w, b, one, pad, one)
+        close(y, ref.detach(), what + " forward")
+        poison()
+        gx = ops.conv3d_input_grad(list(x.shape), w, gy, one, pad, one, C)
+        close(gx, gx_ref, what + " input-grad")
+        xa = x.detach().clone().requires_grad_()
+        poison()
+        ya = ops.depthwise_conv3d(xa, w, b, one, pad, one)
+        ya.backward(gy)
+        close(ya.detach(), ref.detach(), what + " autograd forward")
+        close(xa.grad, gx_ref, what + " autograd input-grad")
+        tr_ref = F.conv_transpose3d(gy.double(), w.double(), bd, 1, pad, 0, C)
+        poison()
+        tr = ops.conv_transpose3d(gy, w, b, one, pad, [0] * 3, C, one)
+        close(tr, tr_ref, what + " transposed")
+
+
 @pytest.mark.parametrize("layout", ["ncl", "nlc"])
 def test_depthwise_tc_rows_beyond_2_pow_31_elements(layout):
     """A bf16 k31 'same' row tensor of more than 2**31 elements on the tensor-core kernels: the

@@ -1,4 +1,4 @@
-// The depthwise CUDA kernels' sources (nc_stream.cuh, nc_stride2_dgrad.cuh, nc_plane.cuh, nc_depth3d.cuh, cl_depth3d.cuh, cl_row1d.cuh, tc_row1d.cuh, tc_rows_nc.cuh, row1d.cuh, row_warp.cuh, tc_wgrad1d.cuh, tc_wgrad3d.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu (both weight-grads), the plans of
+// The depthwise CUDA kernels' sources (nc_stream.cuh, nc_stride2_dgrad.cuh, nc_plane.cuh, nc_depth3d.cuh, cl_depth3d.cuh, depth3d_regs.cuh, cl_row1d.cuh, tc_row1d.cuh, tc_rows_nc.cuh, row1d.cuh, row_warp.cuh, tc_wgrad1d.cuh, tc_wgrad3d.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu (both weight-grads), the plans of
 // depthwise_conv.cu) run on the CPU through shim.h and compared with aten in float64, with
 // poisoned outputs and workspaces: the index arithmetic, tiles, phases, shared-memory layout,
 // barriers and fixed-order reductions of every specialisation, without a GPU. The launch glue
@@ -26,6 +26,7 @@
 #include "tc_wgrad1d.cuh"
 #include "tc_rows_nc.cuh"
 #include "tc_wgrad3d.cuh"
+#include "depth3d_regs.cuh"
 #include "ops/depthwise_conv/cuda/wgrad_sum.cuh"
 namespace convx::cuda {
 namespace {
@@ -1222,6 +1223,87 @@ void tcn_case(int64_t N, int64_t C, int64_t D, int64_t H, int64_t W, int64_t kd,
   if (data_grad_plan(g, P, Q)) tcn_check<T>("dgrad", P, true, gy, w, Tensor(), gx, name, tol);
 }
 
+// depth3d_regs.cuh (16-bit 5x3x3, filter in registers): forward and data-grad of one 3-D problem
+// in NCDHW and NDHWC against float64 on the same rounded data, input as allocated and one
+// element past a 16-byte boundary (NCDHW declines it, NDHWC takes it), both accumulator windows,
+// targets 1 and 2^40 (one and the most depth segments per column). want: whether the launcher
+// should take the problem (NCDHW aligned).
+static int d3r_taken = 0;
+template <typename T>
+void d3r_check(const char* what, const Plan& P, bool flip, const Tensor& src, const Tensor& w16, const Tensor& bias,
+               const Tensor& ref, const std::string& name, double tol, bool want) {
+  const auto opts = src.options();
+  const T* bp = bias.defined() ? bias.data_ptr<T>() : nullptr;
+  for (bool cl : {false, true}) {
+    const Tensor s0 = cl ? to_cl(src) : src.contiguous();
+    Tensor src1 = at::full({s0.numel() + 1}, NAN, opts);
+    src1.narrow(0, 1, s0.numel()).copy_(s0.flatten());
+    for (int off : {0, 1}) {
+      const T* ip = off ? src1.data_ptr<T>() + 1 : s0.data_ptr<T>();
+      for (int64_t target : {int64_t(1), int64_t(1) << 40}) {
+        for (bool roll : {true, false}) {
+          D3rItems L{};
+          const std::string tag = std::string(what) + (cl ? " cl" : " nc") + (off ? " off1" : "") +
+                                  (target == 1 ? " seg1" : " segs") + (roll ? " roll" : " move");
+          const bool aligned_ok = cl || off == 0;
+          if (!aligned_ok || !depth3d_regs_items(L, P, 5, cl, target)) {
+            const bool bad = want && aligned_ok;
+            std::printf("%-44s %-34s declined%s\n", name.c_str(), tag.c_str(), bad ? " FAIL" : "");
+            if (bad) ++failures;
+            continue;
+          }
+          if (!want) {
+            std::printf("%-44s %-34s taken, expected declined FAIL\n", name.c_str(), tag.c_str());
+            ++failures;
+            continue;
+          }
+          Tensor o = at::full(cl ? to_cl(ref).sizes() : ref.sizes(), NAN, opts);
+          T* op = o.data_ptr<T>();
+          const T* wp = w16.data_ptr<T>();
+          launch(dim3{unsigned(ceil_div(L.items, kD3rThreads))}, dim3{kD3rThreads}, [&] {
+            if (cl && roll) depth3d_regs<T, 5, true, true>(ip, wp, flip, bp, op, P, L);
+            else if (cl) depth3d_regs<T, 5, true, false>(ip, wp, flip, bp, op, P, L);
+            else if (roll) depth3d_regs<T, 5, false, true>(ip, wp, flip, bp, op, P, L);
+            else depth3d_regs<T, 5, false, false>(ip, wp, flip, bp, op, P, L);
+          });
+          ++d3r_taken;
+          check((tag + " segs" + std::to_string(L.segs)).c_str(), cl ? from_cl(o) : o, ref, name, tol);
+        }
+      }
+    }
+  }
+}
+template <typename T>
+void d3r_case(int64_t N, int64_t C, int64_t D, int64_t H, int64_t W, int64_t pd, int64_t ph, int64_t pw, bool bias,
+              double tol, bool want) {
+  at::manual_seed(5);
+  const auto dt = c10::CppTypeToScalarType<T>::value;
+  Tensor x = at::randn({N, C, D, H, W}).to(dt), w = at::randn({C, 1, 5, 3, 3}).to(dt), b = at::randn({C}).to(dt);
+  const std::vector<int64_t> pad{pd, ph, pw}, one{1, 1, 1}, zero{0, 0, 0};
+  Tensor y = at::convolution(x.to(at::kDouble), w.to(at::kDouble), bias ? b.to(at::kDouble) : Tensor(), one, pad, one,
+                             false, zero, C);
+  Tensor gy = at::randn(y.sizes()).to(dt);
+  Tensor gx = std::get<0>(at::convolution_backward(gy.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble), std::nullopt,
+                                                   one, pad, one, false, zero, C, {true, false, false}));
+  Geometry g;
+  g.batch = N, g.in_channels = C, g.out_channels = C, g.groups = C;
+  for (int d = 0; d < 3; ++d) {
+    g.input[d] = x.size(2 + d), g.output[d] = y.size(2 + d), g.kernel[d] = w.size(2 + d);
+    g.padding[d] = pad[d];
+  }
+  const std::string name = std::string(dt == at::kHalf ? "d3r fp16" : "d3r bf16") + " N" + std::to_string(N) + " C" +
+                           std::to_string(C) + " " + std::to_string(D) + "x" + std::to_string(H) + "x" +
+                           std::to_string(W) + " p" + std::to_string(pd) + std::to_string(ph) + std::to_string(pw) +
+                           (bias ? " bias" : "");
+  {
+    Plan P{}; Prep Q{};
+    forward_plan(g, P, Q);
+    d3r_check<T>("fwd", P, false, x, w, bias ? b : Tensor(), y, name, tol, want);
+  }
+  Plan P{}; Prep Q{};
+  if (data_grad_plan(g, P, Q)) d3r_check<T>("dgrad", P, true, gy, w, Tensor(), gx, name, tol, want);
+}
+
 // ---- tc_wgrad1d.cu's tensor-core weight-grads (15 / 31-tap 1-D rows, fp16 / bf16) ----
 static int tcw_taken = 0;
 // The launcher's kernel (several chunks: the last block of each channel / group sums), on poisoned partials and gw; `target`
@@ -1673,6 +1755,28 @@ int main() {
   }
   std::printf("tc_rows_nc launches checked: %d\n", tcn_taken);
   if (tcn_taken == 0) ++failures;
+  // depth3d_regs.cuh (16-bit 5x3x3, filter in registers): X3D's padding on 1-3 strips per row
+  // (both edge columns zero, one, neither), C 3 and 40 (NDHWC warps spanning strips and rows),
+  // depth and height padding 0, 3 and 4 (data-grad padding 2, 1, 0, heights changing), depths
+  // shallower than the filter and deep enough for several segments, batch 2; declined: width
+  // padding 0 / 2, widths not a multiple of 8
+  for (int dt = 0; dt < 2; ++dt) {
+    auto one = [&](int64_t N, int64_t C, int64_t D, int64_t H, int64_t W, int64_t pd, int64_t ph, int64_t pw, bool b,
+                   bool want) {
+      if (dt == 0) d3r_case<at::Half>(N, C, D, H, W, pd, ph, pw, b, 2e-3, want);
+      else d3r_case<at::BFloat16>(N, C, D, H, W, pd, ph, pw, b, 1e-2, want);
+    };
+    one(1, 3, 7, 5, 16, 2, 1, 1, true, true);
+    one(2, 2, 4, 3, 8, 2, 1, 1, false, true);
+    one(1, 40, 3, 4, 24, 2, 1, 1, true, true);
+    one(1, 2, 45, 3, 8, 2, 0, 1, true, true);
+    one(1, 2, 6, 6, 8, 3, 2, 1, false, true);
+    one(1, 1, 5, 4, 16, 4, 0, 1, true, true);
+    one(1, 2, 3, 3, 12, 2, 1, 1, true, false);
+    one(1, 2, 3, 3, 16, 2, 1, 0, true, false);
+  }
+  std::printf("depth3d_regs launches checked: %d\n", d3r_taken);
+  if (d3r_taken == 0) ++failures;
   std::printf("failures: %d\n", failures);
   return failures != 0;
 }

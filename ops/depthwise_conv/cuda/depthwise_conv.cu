@@ -483,15 +483,17 @@ bool launch_tiled(const Tensor& in, const Tensor& weight, const Tensor& bias, co
     if (Q.phases == 1 && Q.T[2] == Q.K[2] &&
         launch_tc_row1d<T>(ip, w.const_data_ptr<T>(), Q.base[2][0], Q.step[2], bp, op, P, cl, stream))
       return true;
-    // 2-D / 3-D NC* filters at stride 1 on tensor cores, from the layer's own filter: the forward
-    // (taps as stored) and the stride-1 data-grad (every dim rotated).
-    if (!cl && Q.phases == 1) {
+    // 3-D 5x3x3 (NC* and channels-last) on CUDA cores, then 2-D / 3-D NC* filters at stride 1 on
+    // tensor cores, both from the layer's own filter: the forward (taps as stored) and the
+    // stride-1 data-grad (every dim rotated).
+    if (Q.phases == 1) {
       bool fwd = true, rot = true;
       for (int d = 0; d < 3; ++d) {
         fwd = fwd && Q.T[d] == Q.K[d] && Q.base[d][0] == 0 && Q.step[d] == 1;
         rot = rot && Q.T[d] == Q.K[d] && Q.base[d][0] == Q.K[d] - 1 && Q.step[d] == -1;
       }
-      if ((fwd || rot) && launch_tc_rows_nc<T>(ip, w.const_data_ptr<T>(), !fwd, bp, op, P, stream)) return true;
+      if ((fwd || rot) && launch_depth3d_regs<T>(ip, w.const_data_ptr<T>(), !fwd, bp, op, P, cl, stream)) return true;
+      if (!cl && (fwd || rot) && launch_tc_rows_nc<T>(ip, w.const_data_ptr<T>(), !fwd, bp, op, P, stream)) return true;
     }
   }
   // The short 1-D rows' kernels (row_warp, cl_row1d) read the layer's own filter too (cl_row1d

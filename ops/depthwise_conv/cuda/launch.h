@@ -77,6 +77,13 @@ bool launch_tc_row1d(const T* in, const T* w, int wbase, int wstep, const T* bia
 template <typename T>
 bool launch_tc_rows_nc(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, cudaStream_t stream);
 
+// fp16 / bf16 5 x 3 x 3 forward and stride-1 data-grad (flip: the filter rotated 180 degrees),
+// NCDHW or (cl) NDHWC, multiplier 1, width padding 1 and widths a multiple of 8 (NCDHW: 16-byte
+// aligned tensors), CUDA cores with the filter in registers (depth3d_regs.cuh); w is the layer's
+// 16-bit filter [C][5][3][3]. false when not covered.
+template <typename T>
+bool launch_depth3d_regs(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, bool cl,
+                         cudaStream_t stream);
 // Channels-last 1-D rows (the (N, L, C) layout; 1 x K filters on NHWC / NDHWC rows): forward and
 // stride-1 data-grad with 2, 3, 4, 15 or 31 taps, multiplier 1 (cl_row1d.cuh); w, wbase, wstep as
 // launch_row_warp's (wstep 1 or -1). false otherwise (then launch_cl_gather).
