@@ -1118,8 +1118,8 @@ def test_depthwise_tc_rows_nc(dtype, layout):
         close(tr, tr_ref, what + " transposed")
 
 
-# 16-bit 5x3x3 on CUDA cores with the filter in registers (depth3d_regs.cuh), forward and stride-1
-# data-grad, NCDHW and NDHWC: (N, C, (D, H, W), padding, bias). X3D's padding at X3D's size (two
+# 16-bit 5x3x3 on CUDA cores with the filter in registers (depth3d_regs.cuh; NDHWC weight-grad:
+# cl_wgrad_d3r), forward, stride-1 data-grad and weight-grad, NCDHW and NDHWC: (N, C, (D, H, W), padding, bias). X3D's padding at X3D's size (two
 # samples) and small, C 40 (NDHWC warps across strips), padding 0 / 3 in depth and height (the
 # data-grad's padding 2 / 1 / 0, heights changing), a depth giving several segments, one strip
 # per row, batch 0; widths not a multiple of 8 and width padding 0 go to the other kernels.
@@ -1127,8 +1127,8 @@ D3R_CASES = [
     (2, 192, (16, 56, 56), (2, 1, 1), True),
     (2, 8, (7, 19, 56), (2, 1, 1), True),
     (1, 40, (5, 6, 24), (2, 1, 1), False),
-    (1, 3, (4, 5, 8), (0, 0, 1), True),
-    (1, 4, (45, 3, 16), (2, 1, 1), True),
+    (1, 8, (5, 5, 8), (0, 0, 1), True),
+    (1, 16, (45, 3, 16), (2, 1, 1), True),
     (1, 2, (6, 6, 8), (3, 2, 1), True),
     (0, 4, (4, 8, 8), (2, 1, 1), True),
     (1, 2, (5, 5, 12), (2, 1, 1), True),
@@ -1139,9 +1139,9 @@ D3R_CASES = [
 @pytest.mark.parametrize("layout", ["contiguous", "off1", "channels_last"])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
 def test_depthwise_depth3d_regs(dtype, layout):
-    """Forward (operator and autograd), input-grad and the depthwise transposed conv of 16-bit
-    5x3x3 depthwise filters in NCDHW and NDHWC against float64 on the same 16-bit data, on
-    poisoned memory. `off1`: input and gradient one element past a 16-byte boundary (NCDHW: the
+    """Forward (operator and autograd), input-grad, weight-grad (bitwise repeatable) and the
+    depthwise transposed conv of 16-bit 5x3x3 depthwise filters in NCDHW and NDHWC against
+    float64 on the same 16-bit data, on poisoned memory. `off1`: input and gradient one element past a 16-byte boundary (NCDHW: the
     kernel declines them)."""
     tol = {torch.float16: 4e-3, torch.bfloat16: 2e-2}[dtype]
     ops = torch.ops.convx
@@ -1166,10 +1166,10 @@ def test_depthwise_depth3d_regs(dtype, layout):
         w = torch.randn(C, 1, 5, 3, 3, generator=gen).to(DEV, dtype)
         b = torch.randn(C, generator=gen).to(DEV, dtype) if has_bias else None
         bd = None if b is None else b.double()
-        xr = x.double().requires_grad_()
-        ref = F.conv3d(xr, w.double(), bd, 1, pad, 1, C)
+        xr, wr = x.double().requires_grad_(), w.double().requires_grad_()
+        ref = F.conv3d(xr, wr, bd, 1, pad, 1, C)
         gy = held(torch.randn(ref.shape, generator=gen))
-        (gx_ref,) = torch.autograd.grad(ref, (xr,), gy.double())
+        gx_ref, gw_ref = torch.autograd.grad(ref, (xr, wr), gy.double())
         what = f"case {i} {dtype} {layout}"
         one, pad = [1] * 3, list(pad)
         poison()
@@ -1178,6 +1178,10 @@ def test_depthwise_depth3d_regs(dtype, layout):
         poison()
         gx = ops.conv3d_input_grad(list(x.shape), w, gy, one, pad, one, C)
         close(gx, gx_ref, what + " input-grad")
+        poison()
+        gw = ops.conv3d_weight_grad(x, list(w.shape), gy, one, pad, one, C)
+        close(gw, gw_ref, what + " weight-grad")
+        assert torch.equal(gw, ops.conv3d_weight_grad(x, list(w.shape), gy, one, pad, one, C)), what + " repeatable"
         xa = x.detach().clone().requires_grad_()
         poison()
         ya = ops.depthwise_conv3d(xa, w, b, one, pad, one)

@@ -1228,7 +1228,7 @@ void tcn_case(int64_t N, int64_t C, int64_t D, int64_t H, int64_t W, int64_t kd,
 // element past a 16-byte boundary (NCDHW declines it, NDHWC takes it), both accumulator windows,
 // targets 1 and 2^40 (one and the most depth segments per column). want: whether the launcher
 // should take the problem (NCDHW aligned).
-static int d3r_taken = 0;
+static int d3r_taken = 0, d3s_taken = 0;
 template <typename T>
 void d3r_check(const char* what, const Plan& P, bool flip, const Tensor& src, const Tensor& w16, const Tensor& bias,
                const Tensor& ref, const std::string& name, double tol, bool want) {
@@ -1269,9 +1269,45 @@ void d3r_check(const char* what, const Plan& P, bool flip, const Tensor& src, co
           ++d3r_taken;
           check((tag + " segs" + std::to_string(L.segs)).c_str(), cl ? from_cl(o) : o, ref, name, tol);
         }
+        // NDHWC through shared memory (16-byte aligned input, channels a multiple of 8)
+        D3sBlocks B{};
+        if (cl && off == 0 && depth3d_cl_smem_blocks(B, P, 5, target == 1 ? 1 : target)) {
+          Tensor o = at::full(to_cl(ref).sizes(), NAN, opts);
+          T* op = o.data_ptr<T>();
+          const T* wp = w16.data_ptr<T>();
+          launch(dim3{B.blocks}, dim3{kD3rThreads}, [&] { depth3d_cl_smem<T, 5>(ip, wp, flip, bp, op, P, B); });
+          ++d3s_taken;
+          check((std::string(what) + " cl smem" + (target == 1 ? " seg1" : " segs") + " segs" + std::to_string(B.segs) +
+                 " blocks" + std::to_string(B.blocks)).c_str(),
+                from_cl(o), ref, name, tol);
+        }
       }
     }
   }
+}
+// cl_wgrad_d3r (cl_wgrad.cu, NDHWC 16-bit 5x3x3 weight-grad) as run_d3r launches it, with 32- and
+// 64-bit item indices, then sum_chunks; undefined when it declines.
+static int clwr_taken = 0;
+template <typename T>
+Tensor clwr_run(const T* x, const T* gy, const Plan& P, bool wide_index, int* segs) {
+  if (P.k[0] != 5 || P.k[1] != 3 || P.k[2] != 3 || P.pad[2][0] != 1 || P.q[2] != P.in[2] || P.q[2] % 8 != 0)
+    return Tensor();
+  ClwTile L{};
+  int64_t ctiles = 0, chunks = 0;
+  if (!choose_clw_tile(L, P, 1, 8, 10, 5, ctiles, chunks)) return Tensor();
+  if (wide_index) L.i32 = false;
+  *segs = L.segs;
+  const int64_t n = P.out_c * 45;
+  Tensor part = at::full({chunks, n}, NAN, at::kFloat);
+  float* pp = part.data_ptr<float>();
+  const unsigned threads = unsigned(ceil_div(int64_t(L.CT) * L.G, 32) * 32);
+  launch(dim3{unsigned(ctiles), unsigned(chunks)}, dim3{threads}, [&] { cl_wgrad_d3r<T, 5>(x, gy, pp, P, L); });
+  Tensor gw = at::full({n}, NAN, c10::CppTypeToScalarType<T>::value);
+  T* gp = gw.data_ptr<T>();
+  dim3 sgrid, sblock;
+  sgrid.x = unsigned(ceil_div(n, kSumCols)), sblock.x = unsigned(kSumCols * kSumSlices);
+  launch(sgrid, sblock, [&] { sum_chunks<T>(pp, gp, chunks, n); });
+  return gw;
 }
 template <typename T>
 void d3r_case(int64_t N, int64_t C, int64_t D, int64_t H, int64_t W, int64_t pd, int64_t ph, int64_t pw, bool bias,
@@ -1299,6 +1335,25 @@ void d3r_case(int64_t N, int64_t C, int64_t D, int64_t H, int64_t W, int64_t pd,
     Plan P{}; Prep Q{};
     forward_plan(g, P, Q);
     d3r_check<T>("fwd", P, false, x, w, bias ? b : Tensor(), y, name, tol, want);
+  }
+  {
+    Plan P{}; Prep Q{};
+    forward_plan(g, P, Q);
+    Tensor gw = std::get<1>(at::convolution_backward(gy.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble),
+                                                     std::nullopt, one, pad, one, false, zero, C, {false, true, false}));
+    const Tensor xc = to_cl(x), gc = to_cl(gy);
+    for (bool wide : {false, true}) {
+      int segs = 0;
+      Tensor r = clwr_run<T>(xc.data_ptr<T>(), gc.data_ptr<T>(), P, wide, &segs);
+      const std::string tag = std::string("wgrad cl d3r") + (wide ? " i64" : "") + " segs" + std::to_string(segs);
+      if (!r.defined()) {
+        std::printf("%-44s %-34s declined%s\n", name.c_str(), tag.c_str(), want ? " FAIL" : "");
+        if (want) ++failures;
+        continue;
+      }
+      ++clwr_taken;
+      check(tag.c_str(), r.view(gw.sizes()), gw, name, tol * 4);
+    }
   }
   Plan P{}; Prep Q{};
   if (data_grad_plan(g, P, Q)) d3r_check<T>("dgrad", P, true, gy, w, Tensor(), gx, name, tol, want);
@@ -1769,14 +1824,18 @@ int main() {
     one(1, 3, 7, 5, 16, 2, 1, 1, true, true);
     one(2, 2, 4, 3, 8, 2, 1, 1, false, true);
     one(1, 40, 3, 4, 24, 2, 1, 1, true, true);
+    one(1, 8, 7, 11, 16, 2, 1, 1, true, true);
+    one(2, 64, 5, 9, 8, 2, 1, 1, false, true);
+    one(1, 16, 45, 3, 8, 2, 0, 1, true, true);
     one(1, 2, 45, 3, 8, 2, 0, 1, true, true);
     one(1, 2, 6, 6, 8, 3, 2, 1, false, true);
     one(1, 1, 5, 4, 16, 4, 0, 1, true, true);
     one(1, 2, 3, 3, 12, 2, 1, 1, true, false);
     one(1, 2, 3, 3, 16, 2, 1, 0, true, false);
   }
-  std::printf("depth3d_regs launches checked: %d\n", d3r_taken);
-  if (d3r_taken == 0) ++failures;
+  std::printf("depth3d_regs launches checked: %d, depth3d_cl_smem %d, cl_wgrad_d3r %d\n", d3r_taken, d3s_taken,
+              clwr_taken);
+  if (d3r_taken == 0 || d3s_taken == 0 || clwr_taken == 0) ++failures;
   std::printf("failures: %d\n", failures);
   return failures != 0;
 }

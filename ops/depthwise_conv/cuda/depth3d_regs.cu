@@ -29,7 +29,8 @@ template <typename T>
 bool launch_depth3d_regs(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, bool cl,
                          cudaStream_t stream) {
   static_assert(sizeof(T) == 2, "fp16 / bf16");
-  // TEMPORARY A/B knob (session 11): CONVX_X3D5_AB=old declines, =move the register-move window.
+  // TEMPORARY A/B knob (session 11): CONVX_X3D5_AB=old declines, =move the register-move window
+  // (NCDHW), =glob the global-load kernel (NDHWC).
   const char* ab = std::getenv("CONVX_X3D5_AB");
   if (ab && std::strcmp(ab, "old") == 0) return false;
   const bool roll = !(ab && std::strcmp(ab, "move") == 0);
@@ -39,8 +40,14 @@ bool launch_depth3d_regs(const T* in, const T* w, bool flip, const T* bias, T* o
   D3rItems L{};
   if (!depth3d_regs_items(L, P, 5, cl, sm_count() * 2048 * 2)) return false;
   if (cl) {
-    if (roll) run<T, 5, true, true>(in, w, flip, bias, out, P, L, stream);
-    else run<T, 5, true, false>(in, w, flip, bias, out, P, L, stream);
+    if (ab && std::strcmp(ab, "glob") == 0) {
+      run<T, 5, true, true>(in, w, flip, bias, out, P, L, stream);
+      return true;
+    }
+    D3sBlocks B{};
+    if (reinterpret_cast<uintptr_t>(in) % 16 != 0 || !depth3d_cl_smem_blocks(B, P, 5, sm_count() * 8)) return false;
+    depth3d_cl_smem<T, 5><<<B.blocks, kD3rThreads, 0, stream>>>(in, w, flip, bias, out, P, B);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
   } else {
     if (roll) run<T, 5, false, true>(in, w, flip, bias, out, P, L, stream);
     else run<T, 5, false, false>(in, w, flip, bias, out, P, L, stream);

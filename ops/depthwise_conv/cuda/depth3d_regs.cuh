@@ -28,6 +28,7 @@
 #pragma once
 
 #include "ops/depthwise_conv/cuda/cl_tiled.cuh"
+#include "ops/depthwise_conv/cuda/cp_async.cuh"
 #include "ops/depthwise_conv/cuda/plan.cuh"
 
 #include <cstdint>
@@ -84,8 +85,10 @@ __device__ __forceinline__ void d3r_row(const T* p, int cs, bool lo, bool hi, fl
 #pragma unroll
     for (int c = 0; c < R; ++c) x[c + 1] = static_cast<float>(v.v[c]);
   }
-  x[0] = lo ? static_cast<float>(p[-cs]) : 0.f;
-  x[R + 1] = hi ? static_cast<float>(p[R * cs]) : 0.f;
+  // the edge columns: loaded from a column inside the row either way, then selected (no branch)
+  const float l = static_cast<float>(p[lo ? -cs : 0]), h = static_cast<float>(p[hi ? R * cs : (R - 1) * cs]);
+  x[0] = lo ? l : 0.f;
+  x[R + 1] = hi ? h : 0.f;
 }
 
 // out = correlation of in with the KD x 3 x 3 filter w ([C][KD][3][3], T; flip: rotated 180
@@ -154,11 +157,10 @@ depth3d_regs(const T* __restrict__ in, const T* __restrict__ w, bool flip, const
     for (int r = 0; r < R; ++r) acc[j][r] = b0;
   }
   // Adds input plane id into the output planes it feeds: tap kd goes to slot slot_of(kd).
+  // Products for output depths outside the column go to slots that are never stored (reset to
+  // the bias before reuse): no test per filter depth.
   auto plane = [&](int id, const T* p, auto slot_of) {
     if (id < 0 || id >= ID) return;
-    bool live[KD];  // output depth id + pd - kd is in the column
-#pragma unroll
-    for (int kd = 0; kd < KD; ++kd) live[kd] = id + pd - kd >= qd0 && id + pd - kd < qd1;
 #pragma unroll
     for (int kh = 0; kh < 3; ++kh) {
       if (!((rows >> kh) & 1u)) continue;
@@ -166,7 +168,6 @@ depth3d_regs(const T* __restrict__ in, const T* __restrict__ w, bool flip, const
       d3r_row<T, CL>(p + kh * irs, cs, lo, hi, x);
 #pragma unroll
       for (int kd = 0; kd < KD; ++kd) {
-        if (!live[kd]) continue;
         float(&a)[R] = acc[slot_of(kd)];
 #pragma unroll
         for (int kw = 0; kw < 3; ++kw) {
@@ -179,7 +180,7 @@ depth3d_regs(const T* __restrict__ in, const T* __restrict__ w, bool flip, const
   };
   // Stores the finished output plane od from a (if od is in the column) and restarts a at the bias.
   auto finish = [&](int od, float (&a)[R]) {
-    if (od >= qd0) {
+    if (od >= qd0 && od < qd1) {
       T* o = dst + int64_t(od) * ops;
       if constexpr (CL) {
 #pragma unroll
@@ -198,12 +199,13 @@ depth3d_regs(const T* __restrict__ in, const T* __restrict__ w, bool flip, const
   if constexpr (ROLL) {
     // Step u of each group of KD planes: tap kd feeds output depth id + pd - kd, held in slot
     // (u - kd) mod KD; the plane finished at step u (kd = KD - 1) is slot (u + 1) mod KD, which
-    // then starts the output depth that step u + 1 meets with kd = 0.
+    // then starts the output depth that step u + 1 meets with kd = 0. Whole groups (no exit
+    // inside, which cost register moves): the planes past `stop` (up to KD - 1) only feed output
+    // depths past the column, never stored.
     for (int id0 = start; id0 < stop; id0 += KD, src += KD * ips) {
 #pragma unroll
       for (int u = 0; u < KD; ++u) {
         const int id = id0 + u;
-        if (id >= stop) break;
         plane(id, src + u * ips, [u](int kd) { return (u - kd + KD) % KD; });
         finish(id + pd - (KD - 1), acc[(u + 1) % KD]);
       }
@@ -220,6 +222,173 @@ depth3d_regs(const T* __restrict__ in, const T* __restrict__ w, bool flip, const
       }
 #pragma unroll
       for (int r = 0; r < R; ++r) acc[KD - 1][r] = b0;
+    }
+  }
+}
+
+// ---- NDHWC through shared memory ----
+// The global-load form above spent, for NDHWC, two integer instructions per scalar load on its
+// address (a runtime column stride) and stalled on the loads with 4 warps per scheduler (H100,
+// session 11 call 1: 0.94 ms, issue slots 49% busy, ALU the busiest pipe). Here a block of 256
+// threads is 32 channels x 8 output rows of one 8-output strip: per input plane it stages the
+// 10 x 10 positions x 32 channels its rows and strip read (zeros outside the input) by 16-byte
+// cp.async two planes ahead, in a ring of 3 planes, one barrier per plane; a thread then reads
+// its 3 x 10 inputs from shared memory at compile-time offsets (one 64-byte run per warp load)
+// and does the same 360 FMAs per plane into the rotating window of KD x 8 outputs.
+constexpr int kD3sRows = 8;                         // output rows per block
+constexpr int kD3sLanes = 32;                       // channels per block
+constexpr int kD3sPos = (kD3sRows + 2) * (kD3rR + 2);  // staged positions per plane
+constexpr int kD3sPlane = kD3sPos * kD3sLanes;      // staged values per plane
+
+struct D3sBlocks {
+  uint32_t blocks, chunks, strips, rtiles, segs;
+  int dl;
+};
+
+// false when the plan is not one depth3d_cl_smem covers (depth3d_regs_items' plans, channels a
+// multiple of 8) or its blocks / in-plane offsets exceed 32 bits.
+inline bool depth3d_cl_smem_blocks(D3sBlocks& L, const Plan& P, int KD, int64_t target_blocks) {
+  D3rItems I{};
+  if (!depth3d_regs_items(I, P, KD, true, 1) || P.out_c % 8 != 0) return false;
+  if (P.in[1] * P.in[2] * P.out_c >= (int64_t(1) << 31) || P.out[1] * P.out[2] * P.out_c >= (int64_t(1) << 31))
+    return false;
+  const int64_t chunks = ceil_div(P.out_c, kD3sLanes), strips = P.q[2] / kD3rR, rtiles = ceil_div(P.q[1], kD3sRows);
+  const int64_t per_seg = P.N * chunks * strips * rtiles;
+  int64_t segs = 1, dl = 1;
+  depth_segments(P.q[0], KD, per_seg, target_blocks, segs, dl);
+  if (per_seg * segs >= (int64_t(1) << 31)) return false;
+  L.blocks = static_cast<uint32_t>(per_seg * segs);
+  L.chunks = static_cast<uint32_t>(chunks);
+  L.strips = static_cast<uint32_t>(strips);
+  L.rtiles = static_cast<uint32_t>(rtiles);
+  L.segs = static_cast<uint32_t>(segs);
+  L.dl = static_cast<int>(dl);
+  return true;
+}
+
+template <typename T, int KD>
+__global__ void __launch_bounds__(kD3rThreads, 2)
+depth3d_cl_smem(const T* __restrict__ in, const T* __restrict__ w, bool flip, const T* __restrict__ bias,
+                T* __restrict__ out, const Plan P, const D3sBlocks L) {
+  constexpr int R = kD3rR, NT = KD * 9, NB = 3;  // ring of NB planes
+  static_assert(kD3rThreads == kD3sLanes * kD3sRows, "a thread per channel and row");
+  __shared__ __align__(16) T ring[NB][kD3sPlane];
+  uint32_t b = blockIdx.x;
+  const uint32_t chunk = b % L.chunks;
+  b /= L.chunks;
+  const uint32_t strip = b % L.strips;
+  b /= L.strips;
+  const uint32_t rtile = b % L.rtiles;
+  b /= L.rtiles;
+  const int seg = static_cast<int>(b % L.segs);
+  const int64_t n = b / L.segs;
+  const int t = threadIdx.x, lane = t % kD3sLanes, rr = t / kD3sLanes;
+
+  const int C = static_cast<int>(P.out_c);
+  const int ID = static_cast<int>(P.in[0]), IH = static_cast<int>(P.in[1]), IW = static_cast<int>(P.in[2]);
+  const int QD = static_cast<int>(P.q[0]), pd = P.pad[0][0];
+  const int OH = static_cast<int>(P.out[1]), OW = static_cast<int>(P.out[2]);
+  const int c0 = static_cast<int>(chunk) * kD3sLanes, c = c0 + lane;
+  const int qx0 = static_cast<int>(strip) * R, oy0 = static_cast<int>(rtile) * kD3sRows;
+  const int iy0 = oy0 - P.pad[1][0], ix0 = qx0 - 1;
+  const bool writes = c < C && oy0 + rr < OH;
+
+  float wv[NT];
+  {
+    const T* wc = w + int64_t(c < C ? c : 0) * NT;
+#pragma unroll
+    for (int i = 0; i < NT; ++i) wv[i] = static_cast<float>(wc[flip ? NT - 1 - i : i]);
+  }
+  const float b0 = bias && c < C ? static_cast<float>(bias[c]) : 0.f;
+
+  const int qd0 = seg * L.dl, qd1 = qd0 + L.dl < QD ? qd0 + L.dl : QD;
+  const int start = qd0 - pd, stop = qd1 - pd + KD - 1;  // input planes walked
+  const int64_t ips = int64_t(IH) * IW * C;
+  const T* src = in + (n * ID + start) * ips;  // input plane `start` (maybe outside: only pointed at)
+
+  // The thread's share of a plane's staging: 16-byte pieces i = t, t + 256 of the
+  // kD3sPos x (32 / 8) pieces (position-major), as in-plane offsets (-1: zeros).
+  constexpr int PIECES = kD3sPos * (kD3sLanes / 8), PER = (PIECES + kD3rThreads - 1) / kD3rThreads;
+  int goff[PER];
+#pragma unroll
+  for (int k = 0; k < PER; ++k) {
+    const int i = t + k * kD3rThreads;
+    const int pos = i / (kD3sLanes / 8), q = i % (kD3sLanes / 8);
+    const int y = iy0 + pos / (R + 2), x = ix0 + pos % (R + 2), ch = c0 + q * 8;
+    const bool ok = i < PIECES && y >= 0 && y < IH && x >= 0 && x < IW && ch < C;
+    goff[k] = ok ? (y * IW + x) * C + ch : -1;
+  }
+  auto stage = [&](int id, T* buf) {
+    if (id < 0 || id >= ID) return;  // never read: its plane is skipped
+    const T* plane = src + int64_t(id - start) * ips;
+#pragma unroll
+    for (int k = 0; k < PER; ++k) {
+      const int i = t + k * kD3rThreads;
+      if (i < PIECES) cp_async16(buf + i * 8, plane + (goff[k] < 0 ? 0 : goff[k]), goff[k] < 0 ? 0 : 16);
+    }
+  };
+
+  // Output (sample n, depth 0, row oy0 + rr, column qx0, channel c); one plane / column apart.
+  const int64_t ops = int64_t(OH) * OW * C;
+  T* dst = out + n * P.out[0] * ops + (int64_t(oy0 + rr) * OW + qx0) * C + c;
+  float acc[KD][R];
+#pragma unroll
+  for (int j = 0; j < KD; ++j) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) acc[j][r] = b0;
+  }
+  // the thread's inputs in a staged plane: rows rr .. rr + 2, columns 0 .. R + 1, its channel
+  const int mine = rr * (R + 2) * kD3sLanes + lane;
+  auto plane = [&](int id, const T* buf, auto slot_of) {
+    if (id < 0 || id >= ID) return;
+#pragma unroll
+    for (int kh = 0; kh < 3; ++kh) {
+      float x[R + 2];
+#pragma unroll
+      for (int col = 0; col < R + 2; ++col) x[col] = static_cast<float>(buf[mine + (kh * (R + 2) + col) * kD3sLanes]);
+#pragma unroll
+      for (int kd = 0; kd < KD; ++kd) {
+        float(&a)[R] = acc[slot_of(kd)];
+#pragma unroll
+        for (int kw = 0; kw < 3; ++kw) {
+          const float wt = wv[(kd * 3 + kh) * 3 + kw];
+#pragma unroll
+          for (int r = 0; r < R; ++r) a[r] += wt * x[r + kw];
+        }
+      }
+    }
+  };
+  auto finish = [&](int od, float (&a)[R]) {
+    if (writes && od >= qd0 && od < qd1) {
+      T* o = dst + int64_t(od) * ops;
+#pragma unroll
+      for (int r = 0; r < R; ++r) o[r * C] = static_cast<T>(a[r]);
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r) a[r] = b0;
+  };
+
+  stage(start, ring[0]);
+  cp_async_commit();
+  stage(start + 1, ring[1]);
+  cp_async_commit();
+  // Step id - start: plane id in ring[(id - start) % NB]; after the barrier, plane id + 2 goes
+  // into the buffer every thread finished reading one step before. Depth loop unrolled by KD with
+  // the rotating slot map of depth3d_regs (whole groups; planes past `stop` are neither staged
+  // nor stored).
+  int rd = 0;  // ring index of plane id
+  for (int id0 = start; id0 < stop; id0 += KD) {
+#pragma unroll
+    for (int u = 0; u < KD; ++u) {
+      const int id = id0 + u;
+      cp_async_wait<1>();
+      __syncthreads();
+      const int wr = rd == 0 ? 2 : rd - 1;  // (rd + 2) % 3
+      if (id + 2 < stop) stage(id + 2, ring[wr]);
+      cp_async_commit();
+      plane(id < stop ? id : -1, ring[rd], [u](int kd) { return (u - kd + KD) % KD; });
+      finish(id + pd - (KD - 1), acc[(u + 1) % KD]);
+      rd = rd == NB - 1 ? 0 : rd + 1;
     }
   }
 }

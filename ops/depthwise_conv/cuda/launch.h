@@ -139,6 +139,12 @@ template <typename T>
 bool launch_tc_wgrad1d(const T* x, const T* gy, T* gw, const Plan& P, bool channels_last, const at::TensorBase& like,
                        cudaStream_t stream);
 
+// NDHWC weight-grad of fp16 / bf16 5 x 3 x 3 filters at stride 1, multiplier 1, width padding 1,
+// widths a multiple of 8 (cl_wgrad.cu: cl_wgrad_d3r, one channel x 8 outputs per thread, the
+// 45 tap sums in registers); ordered sums as launch_cl_wgrad. false when not covered.
+template <typename T>
+bool launch_cl_wgrad_d3r(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like,
+                         cudaStream_t stream);
 // Weight-grad of KD x 3 x 3 filters (KD 3 or 5) at stride 1, multiplier 1, fp16 / bf16, on tensor
 // cores (tc_wgrad3d.cuh), NCDHW, deterministic; false when not covered (fp32, channels-last,
 // other filters or strides, padding beyond k - 1, sm < 80).
