@@ -1269,6 +1269,20 @@ void d3r_check(const char* what, const Plan& P, bool flip, const Tensor& src, co
           ++d3r_taken;
           check((tag + " segs" + std::to_string(L.segs)).c_str(), cl ? from_cl(o) : o, ref, name, tol);
         }
+        // NCDHW through shared memory (16-byte aligned tensors)
+        D3nBlocks NB{};
+        if (!cl && off == 0 && depth3d_nc_smem_blocks(NB, P, 5, target == 1 ? 1 : target)) {
+          Tensor o = at::full(ref.sizes(), NAN, opts);
+          T* op = o.data_ptr<T>();
+          const T* wp = w16.data_ptr<T>();
+          g_smem_bytes = d3n_smem_bytes(NB.strips * kD3rR, NB.nr, sizeof(T));
+          launch(dim3{NB.blocks}, dim3{unsigned(NB.strips * NB.nr)},
+                 [&] { depth3d_nc_smem<T, 5>(ip, wp, flip, bp, op, P, NB); });
+          ++d3s_taken;
+          check((std::string(what) + " nc smem" + (target == 1 ? " seg1" : " segs") + " segs" + std::to_string(NB.segs) +
+                 " nr" + std::to_string(NB.nr) + " blocks" + std::to_string(NB.blocks)).c_str(),
+                o, ref, name, tol);
+        }
         // NDHWC through shared memory (16-byte aligned input, channels a multiple of 8)
         D3sBlocks B{};
         if (cl && off == 0 && depth3d_cl_smem_blocks(B, P, 5, target == 1 ? 1 : target)) {
@@ -1827,13 +1841,14 @@ int main() {
     one(1, 8, 7, 11, 16, 2, 1, 1, true, true);
     one(2, 64, 5, 9, 8, 2, 1, 1, false, true);
     one(1, 16, 45, 3, 8, 2, 0, 1, true, true);
+    one(1, 1, 6, 61, 40, 2, 1, 1, true, true);
     one(1, 2, 45, 3, 8, 2, 0, 1, true, true);
     one(1, 2, 6, 6, 8, 3, 2, 1, false, true);
     one(1, 1, 5, 4, 16, 4, 0, 1, true, true);
     one(1, 2, 3, 3, 12, 2, 1, 1, true, false);
     one(1, 2, 3, 3, 16, 2, 1, 0, true, false);
   }
-  std::printf("depth3d_regs launches checked: %d, depth3d_cl_smem %d, cl_wgrad_d3r %d\n", d3r_taken, d3s_taken,
+  std::printf("depth3d_regs launches checked: %d, depth3d_cl_smem / nc_smem %d, cl_wgrad_d3r %d\n", d3r_taken, d3s_taken,
               clwr_taken);
   if (d3r_taken == 0 || d3s_taken == 0 || clwr_taken == 0) ++failures;
   std::printf("failures: %d\n", failures);

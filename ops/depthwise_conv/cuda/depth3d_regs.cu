@@ -29,11 +29,13 @@ template <typename T>
 bool launch_depth3d_regs(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, bool cl,
                          cudaStream_t stream) {
   static_assert(sizeof(T) == 2, "fp16 / bf16");
-  // TEMPORARY A/B knob (session 11): CONVX_X3D5_AB=old declines, =move the register-move window
-  // (NCDHW), =glob the global-load kernel (NDHWC).
+  // TEMPORARY A/B knob (session 11): CONVX_X3D5_AB=old declines, =glob the global-load kernels
+  // (=move: the NCDHW one with the register-move window).
   const char* ab = std::getenv("CONVX_X3D5_AB");
   if (ab && std::strcmp(ab, "old") == 0) return false;
-  const bool roll = !(ab && std::strcmp(ab, "move") == 0);
+  const bool move = ab && std::strcmp(ab, "move") == 0;
+  if (move) ab = "glob";
+  const bool roll = !move;
   if (P.k[0] != 5) return false;
   if (!cl && (reinterpret_cast<uintptr_t>(in) % 16 != 0 || reinterpret_cast<uintptr_t>(out) % 16 != 0)) return false;
   // Depth segments only when a column per thread would not fill the GPU twice (2048 threads per SM).
@@ -49,8 +51,17 @@ bool launch_depth3d_regs(const T* in, const T* w, bool flip, const T* bias, T* o
     depth3d_cl_smem<T, 5><<<B.blocks, kD3rThreads, 0, stream>>>(in, w, flip, bias, out, P, B);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   } else {
-    if (roll) run<T, 5, false, true>(in, w, flip, bias, out, P, L, stream);
-    else run<T, 5, false, false>(in, w, flip, bias, out, P, L, stream);
+    if (ab && std::strcmp(ab, "glob") == 0) {
+      if (roll) run<T, 5, false, true>(in, w, flip, bias, out, P, L, stream);
+      else run<T, 5, false, false>(in, w, flip, bias, out, P, L, stream);
+      return true;
+    }
+    D3nBlocks B{};
+    if (!depth3d_nc_smem_blocks(B, P, 5, sm_count() * 8)) return false;
+    const size_t bytes = d3n_smem_bytes(B.strips * kD3rR, B.nr, sizeof(T));
+    if (bytes > 48 * 1024) return false;  // rows of up to 256 values x 4 rows (256 threads / 32 strips): 21 KB
+    depth3d_nc_smem<T, 5><<<B.blocks, B.strips * B.nr, bytes, stream>>>(in, w, flip, bias, out, P, B);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
   }
   return true;
 }

@@ -393,4 +393,169 @@ depth3d_cl_smem(const T* __restrict__ in, const T* __restrict__ w, bool flip, co
   }
 }
 
+// ---- NCDHW through shared memory ----
+// The same staging for NCDHW: a block is one channel, all S = W / 8 strips of a row x NR output
+// rows (S * NR <= 256 threads); per input plane it stages NR + 2 input rows of the channel (16-byte
+// cp.async pieces, zero rows outside the input) into rows of W + 16 values whose first and last 8
+// stay zero (the width padding), in a ring of 3 planes, one barrier per plane. A thread reads its
+// 10 inputs of a row as one 16-byte and two 2-byte shared loads, with no edge tests.
+struct D3nBlocks {
+  uint32_t blocks, rtiles, segs;
+  int nr, strips, dl;
+};
+
+inline int d3n_pitch(int W) { return W + 16; }
+inline size_t d3n_smem_bytes(int W, int nr, size_t esz) { return size_t(3) * (nr + 2) * d3n_pitch(W) * esz; }
+
+// false when the plan is not one depth3d_nc_smem covers (depth3d_regs_items' plans, rows of at
+// most 32 strips) or its blocks exceed 32 bits.
+inline bool depth3d_nc_smem_blocks(D3nBlocks& L, const Plan& P, int KD, int64_t target_blocks) {
+  D3rItems I{};
+  if (!depth3d_regs_items(I, P, KD, false, 1) || P.q[2] / kD3rR > 32) return false;
+  const int strips = static_cast<int>(P.q[2] / kD3rR);
+  const int64_t most = kD3rThreads / strips, rtiles = ceil_div(P.q[1], most);
+  const int nr = static_cast<int>(ceil_div(P.q[1], rtiles));  // rows per block, balanced
+  const int64_t per_seg = P.N * P.out_c * rtiles;
+  int64_t segs = 1, dl = 1;
+  depth_segments(P.q[0], KD, per_seg, target_blocks, segs, dl);
+  if (per_seg * segs >= (int64_t(1) << 31)) return false;
+  L.blocks = static_cast<uint32_t>(per_seg * segs);
+  L.rtiles = static_cast<uint32_t>(rtiles);
+  L.segs = static_cast<uint32_t>(segs);
+  L.nr = nr;
+  L.strips = strips;
+  L.dl = static_cast<int>(dl);
+  return true;
+}
+
+template <typename T, int KD>
+__global__ void __launch_bounds__(kD3rThreads, 2)
+depth3d_nc_smem(const T* __restrict__ in, const T* __restrict__ w, bool flip, const T* __restrict__ bias,
+                T* __restrict__ out, const Plan P, const D3nBlocks L) {
+  constexpr int R = kD3rR, NT = KD * 9, NB = 3;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* const ring = reinterpret_cast<T*>(smem_raw);
+  uint32_t b = blockIdx.x;
+  const uint32_t rtile = b % L.rtiles;
+  b /= L.rtiles;
+  const int64_t c = b % uint32_t(P.out_c);
+  b /= uint32_t(P.out_c);
+  const int seg = static_cast<int>(b % L.segs);
+  const int64_t n = b / L.segs;
+  const int S = L.strips, NR = L.nr, threads = S * NR;
+  const int t = threadIdx.x, strip = t % S, rr = t / S;
+
+  const int ID = static_cast<int>(P.in[0]), IH = static_cast<int>(P.in[1]), W = static_cast<int>(P.in[2]);
+  const int QD = static_cast<int>(P.q[0]), pd = P.pad[0][0];
+  const int OH = static_cast<int>(P.out[1]);
+  const int pitch = W + 16, rows = NR + 2, plane_vals = rows * pitch;
+  const int oy0 = static_cast<int>(rtile) * NR, iy0 = oy0 - P.pad[1][0];
+  const bool writes = oy0 + rr < OH;
+
+  float wv[NT];
+  {
+    const T* wc = w + c * NT;
+#pragma unroll
+    for (int i = 0; i < NT; ++i) wv[i] = static_cast<float>(wc[flip ? NT - 1 - i : i]);
+  }
+  const float b0 = bias ? static_cast<float>(bias[c]) : 0.f;
+
+  const int qd0 = seg * L.dl, qd1 = qd0 + L.dl < QD ? qd0 + L.dl : QD;
+  const int start = qd0 - pd, stop = qd1 - pd + KD - 1;
+  const int64_t ips = int64_t(IH) * W;
+  const T* src = in + ((n * P.in_c + c) * ID + start) * ips;  // input plane `start` (maybe outside)
+
+  // The 8 zero values at both ends of every staged row (never written by the copies).
+  for (int i = t; i < NB * rows * 2; i += threads) {
+    const int row = i / 2;
+    Pack<T, 8> z;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) z.v[e] = T(0.f);
+    *reinterpret_cast<Pack<T, 8>*>(ring + row * pitch + (i % 2 ? W + 8 : 0)) = z;
+  }
+  // The thread's 16-byte pieces of a plane (rows x S, row-major): in-plane offsets (-1: zeros).
+  constexpr int PER = 3;  // rows * S = (NR + 2) * S <= 3 * threads
+  int goff[PER], soff[PER];
+#pragma unroll
+  for (int k = 0; k < PER; ++k) {
+    const int i = t + k * threads;
+    const int row = i / S, ch = i % S, y = iy0 + row;
+    soff[k] = i < rows * S ? row * pitch + 8 + ch * 8 : -1;
+    goff[k] = y >= 0 && y < IH ? y * W + ch * 8 : -1;
+  }
+  auto stage = [&](int id, T* buf) {
+    if (id < 0 || id >= ID) return;
+    const T* plane = src + int64_t(id - start) * ips;
+#pragma unroll
+    for (int k = 0; k < PER; ++k) {
+      if (soff[k] >= 0) cp_async16(buf + soff[k], plane + (goff[k] < 0 ? 0 : goff[k]), goff[k] < 0 ? 0 : 16);
+    }
+  };
+
+  const int64_t ops = int64_t(OH) * W;
+  T* dst = out + (n * P.out_c + c) * P.out[0] * ops + int64_t(oy0 + rr) * W + strip * R;
+  float acc[KD][R];
+#pragma unroll
+  for (int j = 0; j < KD; ++j) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) acc[j][r] = b0;
+  }
+  const int mine = rr * pitch + 8 + strip * R;  // the thread's row rr, column strip * R
+  auto plane = [&](int id, const T* buf, auto slot_of) {
+    if (id < 0 || id >= ID) return;
+#pragma unroll
+    for (int kh = 0; kh < 3; ++kh) {
+      const T* q = buf + mine + kh * pitch;
+      float x[R + 2];
+      const Pack<T, R> v = *reinterpret_cast<const Pack<T, R>*>(q);
+#pragma unroll
+      for (int e = 0; e < R; ++e) x[e + 1] = static_cast<float>(v.v[e]);
+      x[0] = static_cast<float>(q[-1]);
+      x[R + 1] = static_cast<float>(q[R]);
+#pragma unroll
+      for (int kd = 0; kd < KD; ++kd) {
+        float(&a)[R] = acc[slot_of(kd)];
+#pragma unroll
+        for (int kw = 0; kw < 3; ++kw) {
+          const float wt = wv[(kd * 3 + kh) * 3 + kw];
+#pragma unroll
+          for (int r = 0; r < R; ++r) a[r] += wt * x[r + kw];
+        }
+      }
+    }
+  };
+  auto finish = [&](int od, float (&a)[R]) {
+    if (writes && od >= qd0 && od < qd1) {
+      Pack<T, R> v;
+#pragma unroll
+      for (int r = 0; r < R; ++r) v.v[r] = static_cast<T>(a[r]);
+      *reinterpret_cast<Pack<T, R>*>(dst + int64_t(od) * ops) = v;
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r) a[r] = b0;
+  };
+
+  stage(start, ring);
+  cp_async_commit();
+  stage(start + 1, ring + plane_vals);
+  cp_async_commit();
+  // As depth3d_cl_smem: plane id in buffer rd, plane id + 2 staged after the barrier into the
+  // buffer read one step before.
+  int rd = 0;
+  for (int id0 = start; id0 < stop; id0 += KD) {
+#pragma unroll
+    for (int u = 0; u < KD; ++u) {
+      const int id = id0 + u;
+      cp_async_wait<1>();
+      __syncthreads();
+      const int wr = rd == 0 ? 2 : rd - 1;
+      if (id + 2 < stop) stage(id + 2, ring + wr * plane_vals);
+      cp_async_commit();
+      plane(id < stop ? id : -1, ring + rd * plane_vals, [u](int kd) { return (u - kd + KD) % KD; });
+      finish(id + pd - (KD - 1), acc[(u + 1) % KD]);
+      rd = rd == NB - 1 ? 0 : rd + 1;
+    }
+  }
+}
+
 }  // namespace convx::cuda
