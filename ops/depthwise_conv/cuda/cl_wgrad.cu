@@ -26,7 +26,6 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -644,7 +643,9 @@ bool run_depth3d(const T* x, const T* gy, T* gw, const Plan& P, const at::Tensor
 }
 
 // cl_wgrad_d3r's plans: fp16 / bf16 5 x 3 x 3 at stride 1, multiplier 1, width padding 1,
-// output width = input width, a multiple of 8.
+// output width = input width, a multiple of 8. Tried before tcw3_cl (tc_wgrad3d.cu), which it
+// replaced on the row it was measured on (H100, session 11, x3d5_call2_bench.log; X3D N16 C192
+// 16x56x56 bf16 NDHWC weight-grad, same process: 1.04-1.08 -> 0.83 ms; kernel 978 -> 787 us).
 template <typename T>
 bool run_d3r(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
   if (P.k[0] != 5 || P.k[1] != 3 || P.k[2] != 3 || P.S[0] != 1 || P.S[1] != 1 || P.S[2] != 1 || P.in_div != 1 ||
@@ -681,9 +682,6 @@ bool launch_cl_wgrad_d3r(const T* x, const T* gy, T* gw, const Plan& P, const at
   if constexpr (sizeof(T) != 2) {
     return false;
   } else {
-    // TEMPORARY A/B knob (session 11): CONVX_X3D5_AB=old declines.
-    const char* ab = std::getenv("CONVX_X3D5_AB");
-    if (ab && std::strcmp(ab, "old") == 0) return false;
     return run_d3r<T>(x, gy, gw, P, like, stream);
   }
 }

@@ -1,30 +1,34 @@
-// 16-bit KD x 3 x 3 depthwise forward / stride-1 data-grad streaming along depth with the whole
-// filter in registers (issue #9: X3D's 5 x 3 x 3 bf16 rows, NCDHW and NDHWC).
+// 16-bit KD x 3 x 3 depthwise forward / stride-1 data-grad on CUDA cores, streaming along depth
+// with the whole filter in registers and the input staged in shared memory (issue #9: X3D's
+// 5 x 3 x 3 bf16 rows; session 11). depth3d_nc_smem: NCDHW; depth3d_cl_smem: NDHWC.
 //
-// Why: the CUDA-core kernels before it were issue-bound, not memory-bound. nc_depth3d (4 outputs
-// per thread, 18 masked scalar loads per input plane, the accumulator window shifted by register
-// moves) issued ~478 instructions per 180 FMAs; cl_depth3d (4 channels x 2 outputs) re-reads the
-// 45 prepared weight vectors from L1 for every input plane (45 16-byte loads per 360 FMAs), and
-// the tensor-core tc_rows_nc wastes 4 of 5 MMA slots on the 3-wide Toeplitz. X3D needs 6.9 GMAC:
-// 0.24 ms at the H100's fp32 FMA peak, so the 0.34 ms target needs ~70% of the issue slots to be
-// FMAs.
+// Why: the kernels before were issue-bound, not memory-bound. nc_depth3d (4 outputs per thread, 18
+// masked scalar loads per input plane, the accumulator window shifted by register moves) issued
+// ~478 instructions per 180 FMAs; cl_depth3d (4 channels x 2 outputs) re-reads the 45 prepared
+// weight vectors from L1 for every input plane (45 16-byte loads per 360 FMAs); the tensor-core
+// tc_rows_nc wastes 4 of 5 MMA slots on the 3-wide Toeplitz. X3D needs 6.9 GMAC: 0.24 ms at the
+// H100's fp32 FMA peak.
 //
-// Here a thread owns one channel, R = 8 consecutive outputs of one output row, and a column of
-// output depths. It holds the channel's 45 taps in registers as fp32 (read once from the layer's
-// own 16-bit filter, rotated for the data-grad: no preparation launch), and the 8 outputs of the
-// KD output planes an input plane feeds. Per input plane it loads each of the 3 input row
-// segments (10 values: 8 aligned + one each side) once, converts them once and adds each into
-// every output plane and tap it meets: 360 FMAs per plane against 30 loads + 30 conversions
-// (NDHWC: scalar loads, a warp's lanes are 32 consecutive channels, one 64-byte run) or 9 loads
-// (NCDHW: the 8 aligned values as one 16-byte load). The oldest plane is then complete and stored
-// with the bias it was started from. The depth loop is unrolled by KD and the plane -> accumulator
-// slot map rotates with it (slot = output depth mod KD, all compile-time), so the window never
-// moves. Rows outside the input are skipped (a branch, uniform per warp for NDHWC), columns
-// outside are zero; products whose output depth is outside the column are skipped (uniform).
-// Columns may be cut into depth segments (small batches); a segment re-reads KD - 1 planes.
-// Covers: fp16 / bf16, 1 phase, multiplier 1, KD x 3 x 3 at stride 1 with width padding 1 and
-// output width = input width, a multiple of R (any depth / height padding); NCDHW also needs
-// 16-byte aligned tensors.
+// A thread owns one channel, R = 8 consecutive outputs of one output row and a column of output
+// depths. It holds the channel's KD * 9 taps in registers as fp32 (read once from the layer's own
+// 16-bit filter, rotated for the data-grad: no preparation launch) and the 8 outputs of the KD
+// output planes an input plane feeds. Per input plane it reads each of its 3 input row segments
+// (10 values) once, converts them once and adds each into every output plane and tap it meets:
+// 360 FMAs per plane. The oldest plane is then complete and stored (it started from the bias).
+// The depth loop is unrolled by KD and the plane -> accumulator slot map rotates with it (slot =
+// output depth mod KD, compile-time), so the window never moves; products for output depths
+// outside the column go to slots that are never stored, so nothing is tested per filter depth.
+// A block stages, per input plane, the rows its threads read (16-byte cp.async, zeros outside the
+// input) two planes ahead in a ring of 3, one barrier per plane, so the threads read shared
+// memory at compile-time offsets instead of waiting on global loads. Depth segments (re-reading
+// KD - 1 planes each) only for small batches.
+// Measured (H100, session 11, bench/results/h100/session11/x3d5_call*.log): a first version
+// loading from global memory per thread was issue- and latency-bound (NDHWC 0.94 ms, 49% of the
+// issue slots busy, 4 warps per scheduler); staged: X3D bf16 forward NCDHW 0.77 -> 0.60 ms (A/B
+// against tc_rows_nc), NDHWC 0.92 -> 0.52 (against cl_depth3d).
+// Covers: fp16 / bf16, one phase, multiplier 1, KD x 3 x 3 at stride 1 with width padding 1 and
+// output width = input width, a multiple of R (any depth / height padding), 16-byte aligned input
+// (NCDHW: output too; NDHWC: channels a multiple of 8).
 #pragma once
 
 #include "ops/depthwise_conv/cuda/cl_tiled.cuh"
@@ -32,209 +36,29 @@
 #include "ops/depthwise_conv/cuda/plan.cuh"
 
 #include <cstdint>
-#include <cstring>
 
 namespace convx::cuda {
 
 constexpr int kD3rThreads = 256;
 constexpr int kD3rR = 8;  // outputs per thread along W
 
-struct D3rItems {
-  uint32_t items, C, strips, rows, segs;
-  int dl;  // output depths per segment
-  bool cl;
-};
-
-// false when the plan is not one depth3d_regs covers (see the header) or its item split exceeds
-// 32 bits; target: the threads wanted (depth segments only below it).
-inline bool depth3d_regs_items(D3rItems& L, const Plan& P, int KD, bool cl, int64_t target) {
+// Whether the plan is one the kernels cover (see the header; alignment and channels aside).
+inline bool depth3d_regs_takes(const Plan& P, int KD) {
   if (P.phases != 1 || P.J != 1 || P.in_div != 1 || P.k[0] != KD || P.k[1] != 3 || P.k[2] != 3) return false;
   if (P.S[0] != 1 || P.S[1] != 1 || P.S[2] != 1 || P.pad[2][0] != 1 || P.q[2] != P.in[2] || P.q[2] % kD3rR != 0)
     return false;
-  const int64_t strips = P.q[2] / kD3rR, rows = P.q[1];
-  const int64_t per_seg = P.N * P.out_c * rows * strips;
-  if (per_seg <= 0) return false;
-  int64_t segs = 1, dl = 1;
-  depth_segments(P.q[0], KD, per_seg, target, segs, dl);
-  if (per_seg * segs >= (int64_t(1) << 31)) return false;
-  // in-row offsets (NDHWC: up to (R + 2) * C) and depths / rows are ints
-  if (P.out_c * (kD3rR + 2) >= (int64_t(1) << 30) || P.in[0] + P.q[0] + KD >= (int64_t(1) << 30) ||
-      P.in[1] + P.q[1] + 3 >= (int64_t(1) << 30))
-    return false;
-  L.items = static_cast<uint32_t>(per_seg * segs);
-  L.C = static_cast<uint32_t>(P.out_c);
-  L.strips = static_cast<uint32_t>(strips);
-  L.rows = static_cast<uint32_t>(rows);
-  L.segs = static_cast<uint32_t>(segs);
-  L.dl = static_cast<int>(dl);
-  L.cl = cl;
-  return true;
+  if (P.N * P.out_c * P.q[0] * P.q[1] <= 0) return false;
+  // depths, rows and in-plane offsets are ints
+  return P.in[0] + P.q[0] + KD < (int64_t(1) << 30) && P.in[1] + P.q[1] + 3 < (int64_t(1) << 30) &&
+         P.in[1] * P.in[2] * P.out_c < (int64_t(1) << 31) && P.out[1] * P.out[2] * P.out_c < (int64_t(1) << 31);
 }
 
-// One input row segment, columns ix0 - 1 .. ix0 + R (ix0 = the strip's first output column) as
-// fp32; the outer two are zero where !lo / !hi. cs: the column stride (NDHWC: C; NCDHW: 1, where
-// the R middle values are one 16-byte vector).
-template <typename T, bool CL>
-__device__ __forceinline__ void d3r_row(const T* p, int cs, bool lo, bool hi, float (&x)[kD3rR + 2]) {
-  constexpr int R = kD3rR;
-  if constexpr (CL) {
-#pragma unroll
-    for (int c = 1; c <= R; ++c) x[c] = static_cast<float>(p[(c - 1) * cs]);
-  } else {
-    const Pack<T, R> v = *reinterpret_cast<const Pack<T, R>*>(p);
-#pragma unroll
-    for (int c = 0; c < R; ++c) x[c + 1] = static_cast<float>(v.v[c]);
-  }
-  // the edge columns: loaded from a column inside the row either way, then selected (no branch)
-  const float l = static_cast<float>(p[lo ? -cs : 0]), h = static_cast<float>(p[hi ? R * cs : (R - 1) * cs]);
-  x[0] = lo ? l : 0.f;
-  x[R + 1] = hi ? h : 0.f;
-}
-
-// out = correlation of in with the KD x 3 x 3 filter w ([C][KD][3][3], T; flip: rotated 180
-// degrees, the stride-1 data-grad) plus bias; see the header. ROLL: the unrolled, rotating
-// accumulator map (else a window shifted by register moves).
-template <typename T, int KD, bool CL, bool ROLL>
-__global__ void __launch_bounds__(kD3rThreads, 2)
-depth3d_regs(const T* __restrict__ in, const T* __restrict__ w, bool flip, const T* __restrict__ bias,
-             T* __restrict__ out, const Plan P, const D3rItems L) {
-  constexpr int R = kD3rR, NT = KD * 9;
-  const uint32_t item = blockIdx.x * kD3rThreads + threadIdx.x;
-  if (item >= L.items) return;
-  uint32_t t = item;
-  uint32_t c, strip, row;
-  if constexpr (CL) {  // channel fastest: a warp's loads are runs of consecutive channels
-    c = t % L.C;
-    t /= L.C;
-    strip = t % L.strips;
-    t /= L.strips;
-    row = t % L.rows;
-    t /= L.rows;
-  } else {  // strip fastest: a warp's 16-byte loads are consecutive
-    strip = t % L.strips;
-    t /= L.strips;
-    row = t % L.rows;
-    t /= L.rows;
-    c = t % L.C;
-    t /= L.C;
-  }
-  const int seg = static_cast<int>(t % L.segs);
-  const int64_t n = t / L.segs;
-
-  const int ID = static_cast<int>(P.in[0]), IH = static_cast<int>(P.in[1]);
-  const int64_t IW = P.in[2], C = L.C;
-  const int QD = static_cast<int>(P.q[0]), pd = P.pad[0][0];
-  const int qx0 = static_cast<int>(strip) * R, iy0 = static_cast<int>(row) - P.pad[1][0];
-  const bool lo = qx0 > 0, hi = qx0 + R < IW;
-  uint32_t rows = 0;
-#pragma unroll
-  for (int r = 0; r < 3; ++r) rows |= uint32_t(iy0 + r >= 0 && iy0 + r < IH) << r;
-
-  float wv[NT];
-  {
-    const T* wc = w + int64_t(c) * NT;
-#pragma unroll
-    for (int i = 0; i < NT; ++i) wv[i] = static_cast<float>(wc[flip ? NT - 1 - i : i]);
-  }
-  const float b0 = bias ? static_cast<float>(bias[c]) : 0.f;
-
-  const int qd0 = seg * L.dl, qd1 = qd0 + L.dl < QD ? qd0 + L.dl : QD;
-  const int start = qd0 - pd, stop = qd1 - pd + KD - 1;  // input planes walked
-  // strides (elements) of a column, row and depth plane, input and output
-  const int cs = CL ? static_cast<int>(C) : 1;  // (R + 2) * C < 2^30 (depth3d_regs_items)
-  const int64_t irs = IW * cs, ips = int64_t(IH) * irs;
-  const int64_t OW = P.out[2], ors = OW * cs, ops = P.out[1] * ors;
-  // input plane `start`, row iy0, column qx0 (maybe outside the tensor: only pointed at)
-  const T* src = CL ? in + ((n * ID + start) * IH + iy0) * irs + int64_t(qx0) * C + c
-                    : in + ((n * C + c) * ID + start) * ips + int64_t(iy0) * irs + qx0;
-  T* dst = CL ? out + (n * P.out[0] * P.out[1] + row) * ors + int64_t(qx0) * C + c
-              : out + (n * C + c) * P.out[0] * ops + int64_t(row) * ors + qx0;
-
-  float acc[KD][R];
-#pragma unroll
-  for (int j = 0; j < KD; ++j) {
-#pragma unroll
-    for (int r = 0; r < R; ++r) acc[j][r] = b0;
-  }
-  // Adds input plane id into the output planes it feeds: tap kd goes to slot slot_of(kd).
-  // Products for output depths outside the column go to slots that are never stored (reset to
-  // the bias before reuse): no test per filter depth.
-  auto plane = [&](int id, const T* p, auto slot_of) {
-    if (id < 0 || id >= ID) return;
-#pragma unroll
-    for (int kh = 0; kh < 3; ++kh) {
-      if (!((rows >> kh) & 1u)) continue;
-      float x[R + 2];
-      d3r_row<T, CL>(p + kh * irs, cs, lo, hi, x);
-#pragma unroll
-      for (int kd = 0; kd < KD; ++kd) {
-        float(&a)[R] = acc[slot_of(kd)];
-#pragma unroll
-        for (int kw = 0; kw < 3; ++kw) {
-          const float wt = wv[(kd * 3 + kh) * 3 + kw];
-#pragma unroll
-          for (int r = 0; r < R; ++r) a[r] += wt * x[r + kw];
-        }
-      }
-    }
-  };
-  // Stores the finished output plane od from a (if od is in the column) and restarts a at the bias.
-  auto finish = [&](int od, float (&a)[R]) {
-    if (od >= qd0 && od < qd1) {
-      T* o = dst + int64_t(od) * ops;
-      if constexpr (CL) {
-#pragma unroll
-        for (int r = 0; r < R; ++r) o[r * cs] = static_cast<T>(a[r]);
-      } else {
-        Pack<T, R> v;
-#pragma unroll
-        for (int r = 0; r < R; ++r) v.v[r] = static_cast<T>(a[r]);
-        *reinterpret_cast<Pack<T, R>*>(o) = v;
-      }
-    }
-#pragma unroll
-    for (int r = 0; r < R; ++r) a[r] = b0;
-  };
-
-  if constexpr (ROLL) {
-    // Step u of each group of KD planes: tap kd feeds output depth id + pd - kd, held in slot
-    // (u - kd) mod KD; the plane finished at step u (kd = KD - 1) is slot (u + 1) mod KD, which
-    // then starts the output depth that step u + 1 meets with kd = 0. Whole groups (no exit
-    // inside, which cost register moves): the planes past `stop` (up to KD - 1) only feed output
-    // depths past the column, never stored.
-    for (int id0 = start; id0 < stop; id0 += KD, src += KD * ips) {
-#pragma unroll
-      for (int u = 0; u < KD; ++u) {
-        const int id = id0 + u;
-        plane(id, src + u * ips, [u](int kd) { return (u - kd + KD) % KD; });
-        finish(id + pd - (KD - 1), acc[(u + 1) % KD]);
-      }
-    }
-  } else {
-    // acc[KD - 1 - kd] holds the output depth plane id meets with tap kd; acc[0] finishes.
-    for (int id = start; id < stop; ++id, src += ips) {
-      plane(id, src, [](int kd) { return KD - 1 - kd; });
-      finish(id + pd - (KD - 1), acc[0]);
-#pragma unroll
-      for (int j = 0; j + 1 < KD; ++j) {
-#pragma unroll
-        for (int r = 0; r < R; ++r) acc[j][r] = acc[j + 1][r];
-      }
-#pragma unroll
-      for (int r = 0; r < R; ++r) acc[KD - 1][r] = b0;
-    }
-  }
-}
-
-// ---- NDHWC through shared memory ----
-// The global-load form above spent, for NDHWC, two integer instructions per scalar load on its
-// address (a runtime column stride) and stalled on the loads with 4 warps per scheduler (H100,
-// session 11 call 1: 0.94 ms, issue slots 49% busy, ALU the busiest pipe). Here a block of 256
-// threads is 32 channels x 8 output rows of one 8-output strip: per input plane it stages the
-// 10 x 10 positions x 32 channels its rows and strip read (zeros outside the input) by 16-byte
-// cp.async two planes ahead, in a ring of 3 planes, one barrier per plane; a thread then reads
-// its 3 x 10 inputs from shared memory at compile-time offsets (one 64-byte run per warp load)
-// and does the same 360 FMAs per plane into the rotating window of KD x 8 outputs.
+// ---- NDHWC ----
+// A block of 256 threads is 32 channels x 8 output rows of one 8-output strip: per input plane it
+// stages the 10 x 10 positions x 32 channels its rows and strip read (a thread's 3 x 10 inputs are
+// then compile-time offsets from one address; a warp's read is one 64-byte run). In the
+// per-thread global-load version each scalar load spent two integer instructions on its address
+// (a run-time column stride).
 constexpr int kD3sRows = 8;                         // output rows per block
 constexpr int kD3sLanes = 32;                       // channels per block
 constexpr int kD3sPos = (kD3sRows + 2) * (kD3rR + 2);  // staged positions per plane
@@ -245,13 +69,10 @@ struct D3sBlocks {
   int dl;
 };
 
-// false when the plan is not one depth3d_cl_smem covers (depth3d_regs_items' plans, channels a
-// multiple of 8) or its blocks / in-plane offsets exceed 32 bits.
+// false when the plan is not one depth3d_cl_smem covers (depth3d_regs_takes, channels a multiple
+// of 8) or its blocks exceed 32 bits; target_blocks: depth segments only below it.
 inline bool depth3d_cl_smem_blocks(D3sBlocks& L, const Plan& P, int KD, int64_t target_blocks) {
-  D3rItems I{};
-  if (!depth3d_regs_items(I, P, KD, true, 1) || P.out_c % 8 != 0) return false;
-  if (P.in[1] * P.in[2] * P.out_c >= (int64_t(1) << 31) || P.out[1] * P.out[2] * P.out_c >= (int64_t(1) << 31))
-    return false;
+  if (!depth3d_regs_takes(P, KD) || P.out_c % 8 != 0) return false;
   const int64_t chunks = ceil_div(P.out_c, kD3sLanes), strips = P.q[2] / kD3rR, rtiles = ceil_div(P.q[1], kD3sRows);
   const int64_t per_seg = P.N * chunks * strips * rtiles;
   int64_t segs = 1, dl = 1;
@@ -373,9 +194,11 @@ depth3d_cl_smem(const T* __restrict__ in, const T* __restrict__ w, bool flip, co
   stage(start + 1, ring[1]);
   cp_async_commit();
   // Step id - start: plane id in ring[(id - start) % NB]; after the barrier, plane id + 2 goes
-  // into the buffer every thread finished reading one step before. Depth loop unrolled by KD with
-  // the rotating slot map of depth3d_regs (whole groups; planes past `stop` are neither staged
-  // nor stored).
+  // into the buffer every thread finished reading one step before. Step u of each group of KD
+  // planes: tap kd feeds output depth id + pd - kd, held in slot (u - kd) mod KD; the plane
+  // finished at step u (kd = KD - 1) is slot (u + 1) mod KD, which then starts the output depth
+  // that step u + 1 meets with kd = 0. Whole groups (an exit inside cost register moves): planes
+  // past `stop` are neither staged nor read, and feed no stored output.
   int rd = 0;  // ring index of plane id
   for (int id0 = start; id0 < stop; id0 += KD) {
 #pragma unroll
@@ -393,8 +216,8 @@ depth3d_cl_smem(const T* __restrict__ in, const T* __restrict__ w, bool flip, co
   }
 }
 
-// ---- NCDHW through shared memory ----
-// The same staging for NCDHW: a block is one channel, all S = W / 8 strips of a row x NR output
+// ---- NCDHW ----
+// A block is one channel, all S = W / 8 strips of a row x NR output
 // rows (S * NR <= 256 threads); per input plane it stages NR + 2 input rows of the channel (16-byte
 // cp.async pieces, zero rows outside the input) into rows of W + 16 values whose first and last 8
 // stay zero (the width padding), in a ring of 3 planes, one barrier per plane. A thread reads its
@@ -407,11 +230,10 @@ struct D3nBlocks {
 inline int d3n_pitch(int W) { return W + 16; }
 inline size_t d3n_smem_bytes(int W, int nr, size_t esz) { return size_t(3) * (nr + 2) * d3n_pitch(W) * esz; }
 
-// false when the plan is not one depth3d_nc_smem covers (depth3d_regs_items' plans, rows of at
-// most 32 strips) or its blocks exceed 32 bits.
+// false when the plan is not one depth3d_nc_smem covers (depth3d_regs_takes, rows of at most 32
+// strips) or its blocks exceed 32 bits; target_blocks: depth segments only below it.
 inline bool depth3d_nc_smem_blocks(D3nBlocks& L, const Plan& P, int KD, int64_t target_blocks) {
-  D3rItems I{};
-  if (!depth3d_regs_items(I, P, KD, false, 1) || P.q[2] / kD3rR > 32) return false;
+  if (!depth3d_regs_takes(P, KD) || P.q[2] / kD3rR > 32) return false;
   const int strips = static_cast<int>(P.q[2] / kD3rR);
   const int64_t most = kD3rThreads / strips, rtiles = ceil_div(P.q[1], most);
   const int nr = static_cast<int>(ceil_div(P.q[1], rtiles));  // rows per block, balanced

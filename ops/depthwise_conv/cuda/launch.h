@@ -78,9 +78,10 @@ template <typename T>
 bool launch_tc_rows_nc(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, cudaStream_t stream);
 
 // fp16 / bf16 5 x 3 x 3 forward and stride-1 data-grad (flip: the filter rotated 180 degrees),
-// NCDHW or (cl) NDHWC, multiplier 1, width padding 1 and widths a multiple of 8 (NCDHW: 16-byte
-// aligned tensors), CUDA cores with the filter in registers (depth3d_regs.cuh); w is the layer's
-// 16-bit filter [C][5][3][3]. false when not covered.
+// NCDHW or (cl) NDHWC, multiplier 1, width padding 1 and widths a multiple of 8, 16-byte aligned
+// input (NCDHW: and output; NDHWC: channels a multiple of 8), CUDA cores with the filter in
+// registers and the input staged in shared memory (depth3d_regs.cuh); w is the layer's 16-bit
+// filter [C][5][3][3]. false when not covered.
 template <typename T>
 bool launch_depth3d_regs(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, bool cl,
                          cudaStream_t stream);
