@@ -40,7 +40,8 @@
 namespace convx::cuda {
 
 constexpr int kD3rThreads = 256;
-constexpr int kD3rR = 8;  // outputs per thread along W
+constexpr int kD3rR = 8;     // outputs per thread along W
+constexpr int kD3rRing = 3;  // input planes staged at a time
 
 // Whether the plan is one the kernels cover (see the header; alignment and channels aside).
 inline bool depth3d_regs_takes(const Plan& P, int KD) {
@@ -51,6 +52,65 @@ inline bool depth3d_regs_takes(const Plan& P, int KD) {
   // depths, rows and in-plane offsets are ints
   return P.in[0] + P.q[0] + KD < (int64_t(1) << 30) && P.in[1] + P.q[1] + 3 < (int64_t(1) << 30) &&
          P.in[1] * P.in[2] * P.out_c < (int64_t(1) << 31) && P.out[1] * P.out[2] * P.out_c < (int64_t(1) << 31);
+}
+
+// The depth walk both kernels share (see the header): input planes start .. stop - 1 (those
+// outside 0 .. ID - 1 are neither staged nor read). stage(id, b) issues the block's copies of
+// plane id into ring buffer b (0 .. 2); row(b, kh, x) reads the thread's 10 inputs of its input
+// row kh from buffer b; store(od, a) writes the finished output depth od (when it is the
+// thread's). Plane id is in buffer (id - start) % 3; after the barrier, plane id + 2 goes into the
+// buffer every thread finished reading one step before. Step u of each group of KD planes: tap kd
+// feeds output depth id + pd - kd, held in slot (u - kd) mod KD; the plane finished at step u
+// (kd = KD - 1) is slot (u + 1) mod KD, which then starts (from the bias) the output depth that
+// step u + 1 meets with kd = 0. Whole groups (an exit inside cost register moves): planes past
+// `stop` feed no stored output.
+template <int KD, typename Stage, typename Row, typename Store>
+__device__ __forceinline__ void d3r_walk(const float (&wv)[KD * 9], float b0, int start, int stop, int ID, int pd,
+                                         Stage stage, Row row, Store store) {
+  constexpr int R = kD3rR, NB = kD3rRing;
+  float acc[KD][R];
+#pragma unroll
+  for (int j = 0; j < KD; ++j) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) acc[j][r] = b0;
+  }
+  stage(start, 0);
+  cp_async_commit();
+  stage(start + 1, 1);
+  cp_async_commit();
+  int rd = 0;
+  for (int id0 = start; id0 < stop; id0 += KD) {
+#pragma unroll
+    for (int u = 0; u < KD; ++u) {
+      const int id = id0 + u;
+      cp_async_wait<1>();
+      __syncthreads();
+      if (id + 2 < stop) stage(id + 2, rd == 0 ? NB - 1 : rd - 1);
+      cp_async_commit();
+      if (id < stop && id >= 0 && id < ID) {
+#pragma unroll
+        for (int kh = 0; kh < 3; ++kh) {
+          float x[R + 2];
+          row(rd, kh, x);
+#pragma unroll
+          for (int kd = 0; kd < KD; ++kd) {
+            float(&a)[R] = acc[(u - kd + KD) % KD];
+#pragma unroll
+            for (int kw = 0; kw < 3; ++kw) {
+              const float wt = wv[(kd * 3 + kh) * 3 + kw];
+#pragma unroll
+              for (int r = 0; r < R; ++r) a[r] += wt * x[r + kw];
+            }
+          }
+        }
+      }
+      float(&a)[R] = acc[(u + 1) % KD];
+      store(id + pd - (KD - 1), a);
+#pragma unroll
+      for (int r = 0; r < R; ++r) a[r] = b0;
+      rd = rd == NB - 1 ? 0 : rd + 1;
+    }
+  }
 }
 
 // ---- NDHWC ----
@@ -91,9 +151,9 @@ template <typename T, int KD>
 __global__ void __launch_bounds__(kD3rThreads, 2)
 depth3d_cl_smem(const T* __restrict__ in, const T* __restrict__ w, bool flip, const T* __restrict__ bias,
                 T* __restrict__ out, const Plan P, const D3sBlocks L) {
-  constexpr int R = kD3rR, NT = KD * 9, NB = 3;  // ring of NB planes
+  constexpr int R = kD3rR, NT = KD * 9;
   static_assert(kD3rThreads == kD3sLanes * kD3sRows, "a thread per channel and row");
-  __shared__ __align__(16) T ring[NB][kD3sPlane];
+  __shared__ __align__(16) T ring[kD3rRing][kD3sPlane];
   uint32_t b = blockIdx.x;
   const uint32_t chunk = b % L.chunks;
   b /= L.chunks;
@@ -139,81 +199,32 @@ depth3d_cl_smem(const T* __restrict__ in, const T* __restrict__ w, bool flip, co
     const bool ok = i < PIECES && y >= 0 && y < IH && x >= 0 && x < IW && ch < C;
     goff[k] = ok ? (y * IW + x) * C + ch : -1;
   }
-  auto stage = [&](int id, T* buf) {
+  auto stage = [&](int id, int bi) {
     if (id < 0 || id >= ID) return;  // never read: its plane is skipped
     const T* plane = src + int64_t(id - start) * ips;
 #pragma unroll
     for (int k = 0; k < PER; ++k) {
       const int i = t + k * kD3rThreads;
-      if (i < PIECES) cp_async16(buf + i * 8, plane + (goff[k] < 0 ? 0 : goff[k]), goff[k] < 0 ? 0 : 16);
+      if (i < PIECES) cp_async16(ring[bi] + i * 8, plane + (goff[k] < 0 ? 0 : goff[k]), goff[k] < 0 ? 0 : 16);
     }
   };
-
+  // the thread's inputs in a staged plane: rows rr .. rr + 2, columns 0 .. R + 1, its channel
+  const int mine = rr * (R + 2) * kD3sLanes + lane;
+  auto row = [&](int bi, int kh, float (&x)[R + 2]) {
+#pragma unroll
+    for (int col = 0; col < R + 2; ++col) x[col] = static_cast<float>(ring[bi][mine + (kh * (R + 2) + col) * kD3sLanes]);
+  };
   // Output (sample n, depth 0, row oy0 + rr, column qx0, channel c); one plane / column apart.
   const int64_t ops = int64_t(OH) * OW * C;
   T* dst = out + n * P.out[0] * ops + (int64_t(oy0 + rr) * OW + qx0) * C + c;
-  float acc[KD][R];
-#pragma unroll
-  for (int j = 0; j < KD; ++j) {
-#pragma unroll
-    for (int r = 0; r < R; ++r) acc[j][r] = b0;
-  }
-  // the thread's inputs in a staged plane: rows rr .. rr + 2, columns 0 .. R + 1, its channel
-  const int mine = rr * (R + 2) * kD3sLanes + lane;
-  auto plane = [&](int id, const T* buf, auto slot_of) {
-    if (id < 0 || id >= ID) return;
-#pragma unroll
-    for (int kh = 0; kh < 3; ++kh) {
-      float x[R + 2];
-#pragma unroll
-      for (int col = 0; col < R + 2; ++col) x[col] = static_cast<float>(buf[mine + (kh * (R + 2) + col) * kD3sLanes]);
-#pragma unroll
-      for (int kd = 0; kd < KD; ++kd) {
-        float(&a)[R] = acc[slot_of(kd)];
-#pragma unroll
-        for (int kw = 0; kw < 3; ++kw) {
-          const float wt = wv[(kd * 3 + kh) * 3 + kw];
-#pragma unroll
-          for (int r = 0; r < R; ++r) a[r] += wt * x[r + kw];
-        }
-      }
-    }
-  };
-  auto finish = [&](int od, float (&a)[R]) {
+  auto store = [&](int od, const float (&a)[R]) {
     if (writes && od >= qd0 && od < qd1) {
       T* o = dst + int64_t(od) * ops;
 #pragma unroll
       for (int r = 0; r < R; ++r) o[r * C] = static_cast<T>(a[r]);
     }
-#pragma unroll
-    for (int r = 0; r < R; ++r) a[r] = b0;
   };
-
-  stage(start, ring[0]);
-  cp_async_commit();
-  stage(start + 1, ring[1]);
-  cp_async_commit();
-  // Step id - start: plane id in ring[(id - start) % NB]; after the barrier, plane id + 2 goes
-  // into the buffer every thread finished reading one step before. Step u of each group of KD
-  // planes: tap kd feeds output depth id + pd - kd, held in slot (u - kd) mod KD; the plane
-  // finished at step u (kd = KD - 1) is slot (u + 1) mod KD, which then starts the output depth
-  // that step u + 1 meets with kd = 0. Whole groups (an exit inside cost register moves): planes
-  // past `stop` are neither staged nor read, and feed no stored output.
-  int rd = 0;  // ring index of plane id
-  for (int id0 = start; id0 < stop; id0 += KD) {
-#pragma unroll
-    for (int u = 0; u < KD; ++u) {
-      const int id = id0 + u;
-      cp_async_wait<1>();
-      __syncthreads();
-      const int wr = rd == 0 ? 2 : rd - 1;  // (rd + 2) % 3
-      if (id + 2 < stop) stage(id + 2, ring[wr]);
-      cp_async_commit();
-      plane(id < stop ? id : -1, ring[rd], [u](int kd) { return (u - kd + KD) % KD; });
-      finish(id + pd - (KD - 1), acc[(u + 1) % KD]);
-      rd = rd == NB - 1 ? 0 : rd + 1;
-    }
-  }
+  d3r_walk<KD>(wv, b0, start, stop, ID, pd, stage, row, store);
 }
 
 // ---- NCDHW ----
@@ -228,7 +239,7 @@ struct D3nBlocks {
 };
 
 inline int d3n_pitch(int W) { return W + 16; }
-inline size_t d3n_smem_bytes(int W, int nr, size_t esz) { return size_t(3) * (nr + 2) * d3n_pitch(W) * esz; }
+inline size_t d3n_smem_bytes(int W, int nr, size_t esz) { return size_t(kD3rRing) * (nr + 2) * d3n_pitch(W) * esz; }
 
 // false when the plan is not one depth3d_nc_smem covers (depth3d_regs_takes, rows of at most 32
 // strips) or its blocks exceed 32 bits; target_blocks: depth segments only below it.
@@ -254,7 +265,7 @@ template <typename T, int KD>
 __global__ void __launch_bounds__(kD3rThreads, 2)
 depth3d_nc_smem(const T* __restrict__ in, const T* __restrict__ w, bool flip, const T* __restrict__ bias,
                 T* __restrict__ out, const Plan P, const D3nBlocks L) {
-  constexpr int R = kD3rR, NT = KD * 9, NB = 3;
+  constexpr int R = kD3rR, NT = KD * 9, NB = kD3rRing;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* const ring = reinterpret_cast<T*>(smem_raw);
   uint32_t b = blockIdx.x;
@@ -305,79 +316,35 @@ depth3d_nc_smem(const T* __restrict__ in, const T* __restrict__ w, bool flip, co
     soff[k] = i < rows * S ? row * pitch + 8 + ch * 8 : -1;
     goff[k] = y >= 0 && y < IH ? y * W + ch * 8 : -1;
   }
-  auto stage = [&](int id, T* buf) {
+  auto stage = [&](int id, int bi) {
     if (id < 0 || id >= ID) return;
     const T* plane = src + int64_t(id - start) * ips;
 #pragma unroll
     for (int k = 0; k < PER; ++k) {
-      if (soff[k] >= 0) cp_async16(buf + soff[k], plane + (goff[k] < 0 ? 0 : goff[k]), goff[k] < 0 ? 0 : 16);
+      if (soff[k] >= 0)
+        cp_async16(ring + bi * plane_vals + soff[k], plane + (goff[k] < 0 ? 0 : goff[k]), goff[k] < 0 ? 0 : 16);
     }
   };
-
+  const int mine = rr * pitch + 8 + strip * R;  // the thread's row rr, column strip * R
+  auto row = [&](int bi, int kh, float (&x)[R + 2]) {
+    const T* q = ring + bi * plane_vals + mine + kh * pitch;
+    const Pack<T, R> v = *reinterpret_cast<const Pack<T, R>*>(q);
+#pragma unroll
+    for (int e = 0; e < R; ++e) x[e + 1] = static_cast<float>(v.v[e]);
+    x[0] = static_cast<float>(q[-1]);
+    x[R + 1] = static_cast<float>(q[R]);
+  };
   const int64_t ops = int64_t(OH) * W;
   T* dst = out + (n * P.out_c + c) * P.out[0] * ops + int64_t(oy0 + rr) * W + strip * R;
-  float acc[KD][R];
-#pragma unroll
-  for (int j = 0; j < KD; ++j) {
-#pragma unroll
-    for (int r = 0; r < R; ++r) acc[j][r] = b0;
-  }
-  const int mine = rr * pitch + 8 + strip * R;  // the thread's row rr, column strip * R
-  auto plane = [&](int id, const T* buf, auto slot_of) {
-    if (id < 0 || id >= ID) return;
-#pragma unroll
-    for (int kh = 0; kh < 3; ++kh) {
-      const T* q = buf + mine + kh * pitch;
-      float x[R + 2];
-      const Pack<T, R> v = *reinterpret_cast<const Pack<T, R>*>(q);
-#pragma unroll
-      for (int e = 0; e < R; ++e) x[e + 1] = static_cast<float>(v.v[e]);
-      x[0] = static_cast<float>(q[-1]);
-      x[R + 1] = static_cast<float>(q[R]);
-#pragma unroll
-      for (int kd = 0; kd < KD; ++kd) {
-        float(&a)[R] = acc[slot_of(kd)];
-#pragma unroll
-        for (int kw = 0; kw < 3; ++kw) {
-          const float wt = wv[(kd * 3 + kh) * 3 + kw];
-#pragma unroll
-          for (int r = 0; r < R; ++r) a[r] += wt * x[r + kw];
-        }
-      }
-    }
-  };
-  auto finish = [&](int od, float (&a)[R]) {
+  auto store = [&](int od, const float (&a)[R]) {
     if (writes && od >= qd0 && od < qd1) {
       Pack<T, R> v;
 #pragma unroll
       for (int r = 0; r < R; ++r) v.v[r] = static_cast<T>(a[r]);
       *reinterpret_cast<Pack<T, R>*>(dst + int64_t(od) * ops) = v;
     }
-#pragma unroll
-    for (int r = 0; r < R; ++r) a[r] = b0;
   };
-
-  stage(start, ring);
-  cp_async_commit();
-  stage(start + 1, ring + plane_vals);
-  cp_async_commit();
-  // As depth3d_cl_smem: plane id in buffer rd, plane id + 2 staged after the barrier into the
-  // buffer read one step before.
-  int rd = 0;
-  for (int id0 = start; id0 < stop; id0 += KD) {
-#pragma unroll
-    for (int u = 0; u < KD; ++u) {
-      const int id = id0 + u;
-      cp_async_wait<1>();
-      __syncthreads();
-      const int wr = rd == 0 ? 2 : rd - 1;
-      if (id + 2 < stop) stage(id + 2, ring + wr * plane_vals);
-      cp_async_commit();
-      plane(id < stop ? id : -1, ring + rd * plane_vals, [u](int kd) { return (u - kd + KD) % KD; });
-      finish(id + pd - (KD - 1), acc[(u + 1) % KD]);
-      rd = rd == NB - 1 ? 0 : rd + 1;
-    }
-  }
+  d3r_walk<KD>(wv, b0, start, stop, ID, pd, stage, row, store);
 }
 
 }  // namespace convx::cuda
