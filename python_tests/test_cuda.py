@@ -7,6 +7,7 @@ caching-allocator blocks and under ``torch.use_deterministic_algorithms(True)`` 
 """
 
 import contextlib
+import functools
 import os
 import warnings
 
@@ -1018,6 +1019,29 @@ def test_depthwise_tc_rows(dtype, layout):
         close(tr, tr_ref, what + " transposed")
 
 
+TOL16 = {torch.float16: 4e-3, torch.bfloat16: 2e-2}  # the 16-bit tests' tolerances against float64
+
+
+def held16(t, dtype, layout):
+    """t on the GPU in dtype: `off1` one element past a 16-byte boundary, `strided` every other
+    element of a wider last dim, `channels_last` in channels_last_3d memory, else contiguous."""
+    if layout == "off1":
+        flat = torch.empty(t.numel() + 1, device=DEV, dtype=dtype)[1:]
+        return flat.view(t.shape).copy_(t)
+    if layout == "strided":
+        return to_dev(t.unsqueeze(-1).expand(*t.shape, 2).flatten(-2)[..., ::2], dtype=dtype)
+    if layout == "channels_last":
+        return t.to(DEV, dtype).contiguous(memory_format=torch.channels_last_3d)
+    return t.to(DEV, dtype)
+
+
+def close16(out, ref, what, tol):
+    """out (16-bit, no NaN: every element written) against the float64 ref, relative to its max."""
+    scale = max(1.0, float(ref.abs().max())) if ref.numel() else 1.0
+    assert not torch.isnan(out).any(), f"{what}: NaN (unwritten element)"
+    torch.testing.assert_close(out.double() / scale, ref / scale, rtol=tol, atol=tol, msg=lambda m: f"{what}\n{m}")
+
+
 # Tensor-core 16-bit NC(D)HW rows (tc_rows_nc.cuh), forward and stride-1 data-grad, the filters
 # its launcher takes: (N, C, spatial, kernel, padding, bias). X3D's 5x3x3 (its padding, a depth
 # longer than the filter, odd widths: single-element staging; no padding; padding beyond the
@@ -1057,21 +1081,9 @@ def test_depthwise_tc_rows_nc(dtype, layout):
 
     import convx
 
-    tol = {torch.float16: 4e-3, torch.bfloat16: 2e-2}[dtype]
     ops = torch.ops.convx
-
-    def held(t):
-        if layout == "off1":
-            flat = torch.empty(t.numel() + 1, device=DEV, dtype=dtype)[1:]
-            return flat.view(t.shape).copy_(t)
-        if layout == "strided":
-            return to_dev(t.unsqueeze(-1).expand(*t.shape, 2).flatten(-2)[..., ::2], dtype=dtype)
-        return t.to(DEV, dtype)
-
-    def close(out, ref, what):
-        scale = max(1.0, float(ref.abs().max())) if ref.numel() else 1.0
-        assert not torch.isnan(out).any(), f"{what}: NaN (unwritten element)"
-        torch.testing.assert_close(out.double() / scale, ref / scale, rtol=tol, atol=tol, msg=lambda m: f"{what}\n{m}")
+    held = functools.partial(held16, dtype=dtype, layout=layout)
+    close = functools.partial(close16, tol=TOL16[dtype])
 
     for i, (N, C, sp, k, p, has_bias) in enumerate(TC_NC_CASES):
         n = len(sp)
@@ -1141,24 +1153,13 @@ D3R_CASES = [
 def test_depthwise_depth3d_regs(dtype, layout):
     """Forward (operator and autograd), input-grad, weight-grad (bitwise repeatable) and the
     depthwise transposed conv of 16-bit 5x3x3 depthwise filters in NCDHW and NDHWC against
-    float64 on the same 16-bit data, on poisoned memory. `off1`: input and gradient one element past a 16-byte boundary (NCDHW: the
-    kernel declines them)."""
-    tol = {torch.float16: 4e-3, torch.bfloat16: 2e-2}[dtype]
-    ops = torch.ops.convx
+    float64 on the same 16-bit data, on poisoned memory. `off1`: input and gradient one element
+    past a 16-byte boundary (the kernels decline them)."""
     import torch.nn.functional as F
 
-    def held(t):
-        if layout == "off1":
-            flat = torch.empty(t.numel() + 1, device=DEV, dtype=dtype)[1:]
-            return flat.view(t.shape).copy_(t)
-        if layout == "channels_last":
-            return t.to(DEV, dtype).contiguous(memory_format=torch.channels_last_3d)
-        return t.to(DEV, dtype)
-
-    def close(out, ref, what):
-        scale = max(1.0, float(ref.abs().max())) if ref.numel() else 1.0
-        assert not torch.isnan(out).any(), f"{what}: NaN (unwritten element)"
-        torch.testing.assert_close(out.double() / scale, ref / scale, rtol=tol, atol=tol, msg=lambda m: f"{what}\n{m}")
+    ops = torch.ops.convx
+    held = functools.partial(held16, dtype=dtype, layout=layout)
+    close = functools.partial(close16, tol=TOL16[dtype])
 
     for i, (N, C, sp, pad, has_bias) in enumerate(D3R_CASES):
         gen = torch.Generator().manual_seed(520 + i)
