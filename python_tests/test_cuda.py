@@ -7,6 +7,7 @@ caching-allocator blocks and under ``torch.use_deterministic_algorithms(True)`` 
 """
 
 import contextlib
+import functools
 import os
 import warnings
 
@@ -1109,6 +1110,29 @@ def test_depthwise_tc_rows(dtype, layout):
         close(tr, tr_ref, what + " transposed")
 
 
+TOL16 = {torch.float16: 4e-3, torch.bfloat16: 2e-2}  # the 16-bit tests' tolerances against float64
+
+
+def held16(t, dtype, layout):
+    """t on the GPU in dtype: `off1` one element past a 16-byte boundary, `strided` every other
+    element of a wider last dim, `channels_last` in channels_last_3d memory, else contiguous."""
+    if layout == "off1":
+        flat = torch.empty(t.numel() + 1, device=DEV, dtype=dtype)[1:]
+        return flat.view(t.shape).copy_(t)
+    if layout == "strided":
+        return to_dev(t.unsqueeze(-1).expand(*t.shape, 2).flatten(-2)[..., ::2], dtype=dtype)
+    if layout == "channels_last":
+        return t.to(DEV, dtype).contiguous(memory_format=torch.channels_last_3d)
+    return t.to(DEV, dtype)
+
+
+def close16(out, ref, what, tol):
+    """out (16-bit, no NaN: every element written) against the float64 ref, relative to its max."""
+    scale = max(1.0, float(ref.abs().max())) if ref.numel() else 1.0
+    assert not torch.isnan(out).any(), f"{what}: NaN (unwritten element)"
+    torch.testing.assert_close(out.double() / scale, ref / scale, rtol=tol, atol=tol, msg=lambda m: f"{what}\n{m}")
+
+
 # Tensor-core 16-bit NC(D)HW rows (tc_rows_nc.cuh), forward and stride-1 data-grad, the filters
 # its launcher takes: (N, C, spatial, kernel, padding, bias). X3D's 5x3x3 (its padding, a depth
 # longer than the filter, odd widths: single-element staging; no padding; padding beyond the
@@ -1148,21 +1172,9 @@ def test_depthwise_tc_rows_nc(dtype, layout):
 
     import convx
 
-    tol = {torch.float16: 4e-3, torch.bfloat16: 2e-2}[dtype]
     ops = torch.ops.convx
-
-    def held(t):
-        if layout == "off1":
-            flat = torch.empty(t.numel() + 1, device=DEV, dtype=dtype)[1:]
-            return flat.view(t.shape).copy_(t)
-        if layout == "strided":
-            return to_dev(t.unsqueeze(-1).expand(*t.shape, 2).flatten(-2)[..., ::2], dtype=dtype)
-        return t.to(DEV, dtype)
-
-    def close(out, ref, what):
-        scale = max(1.0, float(ref.abs().max())) if ref.numel() else 1.0
-        assert not torch.isnan(out).any(), f"{what}: NaN (unwritten element)"
-        torch.testing.assert_close(out.double() / scale, ref / scale, rtol=tol, atol=tol, msg=lambda m: f"{what}\n{m}")
+    held = functools.partial(held16, dtype=dtype, layout=layout)
+    close = functools.partial(close16, tol=TOL16[dtype])
 
     for i, (N, C, sp, k, p, has_bias) in enumerate(TC_NC_CASES):
         n = len(sp)
@@ -1295,6 +1307,71 @@ def test_depthwise_tc_rows_nc_tf32(layout, tf32):
             poison()
             tr = ops.conv_transpose2d(gy, w, b, one, pad, [0, 0], C, one)
             err(tr, tr_ref, what + " transposed")
+
+
+# 16-bit 5x3x3 on CUDA cores with the filter in registers (depth3d_regs.cuh; NDHWC weight-grad:
+# cl_wgrad_d3r), forward, stride-1 data-grad and weight-grad, NCDHW and NDHWC: (N, C, (D, H, W), padding, bias). X3D's padding at X3D's size (two
+# samples) and small, C 40 (NDHWC warps across strips), padding 0 / 3 in depth and height (the
+# data-grad's padding 2 / 1 / 0, heights changing), a depth giving several segments, one strip
+# per row, batch 0; widths not a multiple of 8 and width padding 0 go to the other kernels.
+D3R_CASES = [
+    (2, 192, (16, 56, 56), (2, 1, 1), True),
+    (2, 8, (7, 19, 56), (2, 1, 1), True),
+    (1, 40, (5, 6, 24), (2, 1, 1), False),
+    (1, 8, (5, 5, 8), (0, 0, 1), True),
+    (1, 16, (45, 3, 16), (2, 1, 1), True),
+    (1, 2, (6, 6, 8), (3, 2, 1), True),
+    (0, 4, (4, 8, 8), (2, 1, 1), True),
+    (1, 2, (5, 5, 12), (2, 1, 1), True),
+    (1, 2, (5, 5, 16), (2, 1, 0), True),
+]
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "off1", "channels_last"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+def test_depthwise_depth3d_regs(dtype, layout):
+    """Forward (operator and autograd), input-grad, weight-grad (bitwise repeatable) and the
+    depthwise transposed conv of 16-bit 5x3x3 depthwise filters in NCDHW and NDHWC against
+    float64 on the same 16-bit data, on poisoned memory. `off1`: input and gradient one element
+    past a 16-byte boundary (the kernels decline them)."""
+    import torch.nn.functional as F
+
+    ops = torch.ops.convx
+    held = functools.partial(held16, dtype=dtype, layout=layout)
+    close = functools.partial(close16, tol=TOL16[dtype])
+
+    for i, (N, C, sp, pad, has_bias) in enumerate(D3R_CASES):
+        gen = torch.Generator().manual_seed(520 + i)
+        x = held(torch.randn(N, C, *sp, generator=gen))
+        w = torch.randn(C, 1, 5, 3, 3, generator=gen).to(DEV, dtype)
+        b = torch.randn(C, generator=gen).to(DEV, dtype) if has_bias else None
+        bd = None if b is None else b.double()
+        xr, wr = x.double().requires_grad_(), w.double().requires_grad_()
+        ref = F.conv3d(xr, wr, bd, 1, pad, 1, C)
+        gy = held(torch.randn(ref.shape, generator=gen))
+        gx_ref, gw_ref = torch.autograd.grad(ref, (xr, wr), gy.double())
+        what = f"case {i} {dtype} {layout}"
+        one, pad = [1] * 3, list(pad)
+        poison()
+        y = ops.depthwise_conv3d(x, w, b, one, pad, one)
+        close(y, ref.detach(), what + " forward")
+        poison()
+        gx = ops.conv3d_input_grad(list(x.shape), w, gy, one, pad, one, C)
+        close(gx, gx_ref, what + " input-grad")
+        poison()
+        gw = ops.conv3d_weight_grad(x, list(w.shape), gy, one, pad, one, C)
+        close(gw, gw_ref, what + " weight-grad")
+        assert torch.equal(gw, ops.conv3d_weight_grad(x, list(w.shape), gy, one, pad, one, C)), what + " repeatable"
+        xa = x.detach().clone().requires_grad_()
+        poison()
+        ya = ops.depthwise_conv3d(xa, w, b, one, pad, one)
+        ya.backward(gy)
+        close(ya.detach(), ref.detach(), what + " autograd forward")
+        close(xa.grad, gx_ref, what + " autograd input-grad")
+        tr_ref = F.conv_transpose3d(gy.double(), w.double(), bd, 1, pad, 0, C)
+        poison()
+        tr = ops.conv_transpose3d(gy, w, b, one, pad, [0] * 3, C, one)
+        close(tr, tr_ref, what + " transposed")
 
 
 @pytest.mark.parametrize("layout", ["ncl", "nlc"])

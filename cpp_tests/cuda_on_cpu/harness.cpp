@@ -1,4 +1,4 @@
-// The depthwise CUDA kernels' sources (nc_stream.cuh, nc_stride2_dgrad.cuh, nc_plane.cuh, nc_depth3d.cuh, cl_depth3d.cuh, cl_row1d.cuh, tc_row1d.cuh, tc_rows_nc.cuh, row1d.cuh, row_warp.cuh, tc_wgrad1d.cuh, tc_wgrad3d.cuh, tc_wgrad2d.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu (its weight-grads), the plans of
+// The depthwise CUDA kernels' sources (nc_stream.cuh, nc_stride2_dgrad.cuh, nc_plane.cuh, nc_depth3d.cuh, cl_depth3d.cuh, depth3d_regs.cuh, cl_row1d.cuh, tc_row1d.cuh, tc_rows_nc.cuh, row1d.cuh, row_warp.cuh, tc_wgrad1d.cuh, tc_wgrad3d.cuh, tc_wgrad2d.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu (its weight-grads), the plans of
 // depthwise_conv.cu) run on the CPU through shim.h and compared with aten in float64, with
 // poisoned outputs and workspaces: the index arithmetic, tiles, phases, shared-memory layout,
 // barriers and fixed-order reductions of every specialisation, without a GPU. The launch glue
@@ -28,6 +28,7 @@
 #include "tc_rows_nc.cuh"
 #include "tc_wgrad3d.cuh"
 #include "tc_wgrad2d.cuh"
+#include "depth3d_regs.cuh"
 #include "ops/depthwise_conv/cuda/wgrad_sum.cuh"
 namespace convx::cuda {
 namespace {
@@ -1258,6 +1259,131 @@ void tcn_case(int64_t N, int64_t C, int64_t D, int64_t H, int64_t W, int64_t kd,
   if (data_grad_plan(g, P, Q)) tcn_check<T>("dgrad", P, true, gy, w, Tensor(), gx, name, tol);
 }
 
+// depth3d_regs.cuh (16-bit 5x3x3, filter in registers, input staged in shared memory):
+// depth3d_nc_smem / depth3d_cl_smem forward and data-grad of one 3-D problem in NCDHW and NDHWC
+// against float64 on the same rounded data, block targets 1 and 2^40 (one and the most depth
+// segments per column); the plans of want = false (and NDHWC channels not a multiple of 8) must
+// be declined. (Misaligned tensors, declined by the launcher, are python_tests' `off1` cases.)
+static int d3s_taken = 0;
+template <typename T>
+void d3r_check(const char* what, const Plan& P, bool flip, const Tensor& src, const Tensor& w16, const Tensor& bias,
+               const Tensor& ref, const std::string& name, double tol, bool want) {
+  const auto opts = src.options();
+  const T* bp = bias.defined() ? bias.data_ptr<T>() : nullptr;
+  const T* wp = w16.data_ptr<T>();
+  for (bool cl : {false, true}) {
+    const Tensor s0 = cl ? to_cl(src) : src.contiguous();
+    const T* ip = s0.data_ptr<T>();
+    const bool c8 = P.out_c % 8 == 0;  // NDHWC: 16-byte channel pieces
+    for (int64_t target : {int64_t(1), int64_t(1) << 40}) {
+      const std::string tag = std::string(what) + (cl ? " cl smem" : " nc smem") + (target == 1 ? " seg1" : " segs");
+      Tensor o = at::full(cl ? to_cl(ref).sizes() : ref.sizes(), NAN, opts);
+      T* op = o.data_ptr<T>();
+      bool taken = false;
+      std::string info;
+      if (cl) {
+        D3sBlocks B{};
+        if (depth3d_cl_smem_blocks(B, P, 5, target)) {
+          launch(dim3{B.blocks}, dim3{kD3rThreads}, [&] { depth3d_cl_smem<T, 5>(ip, wp, flip, bp, op, P, B); });
+          taken = true;
+          info = " segs" + std::to_string(B.segs) + " blocks" + std::to_string(B.blocks);
+        }
+      } else {
+        D3nBlocks B{};
+        if (depth3d_nc_smem_blocks(B, P, 5, target)) {
+          g_smem_bytes = d3n_smem_bytes(B.strips * kD3rR, B.nr, sizeof(T));
+          launch(dim3{B.blocks}, dim3{unsigned(B.strips * B.nr)}, [&] { depth3d_nc_smem<T, 5>(ip, wp, flip, bp, op, P, B); });
+          taken = true;
+          info = " segs" + std::to_string(B.segs) + " nr" + std::to_string(B.nr) + " blocks" + std::to_string(B.blocks);
+        }
+      }
+      const bool expect = want && (!cl || c8);
+      if (taken != expect) {
+        std::printf("%-44s %-34s %s FAIL\n", name.c_str(), tag.c_str(), taken ? "taken, expected declined" : "declined");
+        ++failures;
+      } else if (!taken) {
+        std::printf("%-44s %-34s declined\n", name.c_str(), tag.c_str());
+      } else {
+        ++d3s_taken;
+        check((tag + info).c_str(), cl ? from_cl(o) : o, ref, name, tol);
+      }
+    }
+  }
+}
+// cl_wgrad_d3r (cl_wgrad.cu, NDHWC 16-bit 5x3x3 weight-grad) as run_d3r launches it, with 32- and
+// 64-bit item indices, then sum_chunks; undefined when it declines.
+static int clwr_taken = 0;
+template <typename T>
+Tensor clwr_run(const T* x, const T* gy, const Plan& P, bool wide_index, int* segs) {
+  if (P.k[0] != 5 || P.k[1] != 3 || P.k[2] != 3 || P.pad[2][0] != 1 || P.q[2] != P.in[2] || P.q[2] % 8 != 0)
+    return Tensor();
+  ClwTile L{};
+  int64_t ctiles = 0, chunks = 0;
+  if (!choose_clw_tile(L, P, 1, 8, 10, 5, ctiles, chunks)) return Tensor();
+  if (wide_index) L.i32 = false;
+  *segs = L.segs;
+  const int64_t n = P.out_c * 45;
+  Tensor part = at::full({chunks, n}, NAN, at::kFloat);
+  float* pp = part.data_ptr<float>();
+  const unsigned threads = unsigned(ceil_div(int64_t(L.CT) * L.G, 32) * 32);
+  launch(dim3{unsigned(ctiles), unsigned(chunks)}, dim3{threads}, [&] { cl_wgrad_d3r<T, 5>(x, gy, pp, P, L); });
+  Tensor gw = at::full({n}, NAN, c10::CppTypeToScalarType<T>::value);
+  T* gp = gw.data_ptr<T>();
+  dim3 sgrid, sblock;
+  sgrid.x = unsigned(ceil_div(n, kSumCols)), sblock.x = unsigned(kSumCols * kSumSlices);
+  launch(sgrid, sblock, [&] { sum_chunks<T>(pp, gp, chunks, n); });
+  return gw;
+}
+template <typename T>
+void d3r_case(int64_t N, int64_t C, int64_t D, int64_t H, int64_t W, int64_t pd, int64_t ph, int64_t pw, bool bias,
+              double tol, bool want) {
+  at::manual_seed(5);
+  const auto dt = c10::CppTypeToScalarType<T>::value;
+  Tensor x = at::randn({N, C, D, H, W}).to(dt), w = at::randn({C, 1, 5, 3, 3}).to(dt), b = at::randn({C}).to(dt);
+  const std::vector<int64_t> pad{pd, ph, pw}, one{1, 1, 1}, zero{0, 0, 0};
+  Tensor y = at::convolution(x.to(at::kDouble), w.to(at::kDouble), bias ? b.to(at::kDouble) : Tensor(), one, pad, one,
+                             false, zero, C);
+  Tensor gy = at::randn(y.sizes()).to(dt);
+  Tensor gx = std::get<0>(at::convolution_backward(gy.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble), std::nullopt,
+                                                   one, pad, one, false, zero, C, {true, false, false}));
+  Geometry g;
+  g.batch = N, g.in_channels = C, g.out_channels = C, g.groups = C;
+  for (int d = 0; d < 3; ++d) {
+    g.input[d] = x.size(2 + d), g.output[d] = y.size(2 + d), g.kernel[d] = w.size(2 + d);
+    g.padding[d] = pad[d];
+  }
+  const std::string name = std::string(dt == at::kHalf ? "d3r fp16" : "d3r bf16") + " N" + std::to_string(N) + " C" +
+                           std::to_string(C) + " " + std::to_string(D) + "x" + std::to_string(H) + "x" +
+                           std::to_string(W) + " p" + std::to_string(pd) + std::to_string(ph) + std::to_string(pw) +
+                           (bias ? " bias" : "");
+  {
+    Plan P{}; Prep Q{};
+    forward_plan(g, P, Q);
+    d3r_check<T>("fwd", P, false, x, w, bias ? b : Tensor(), y, name, tol, want);
+  }
+  {
+    Plan P{}; Prep Q{};
+    forward_plan(g, P, Q);
+    Tensor gw = std::get<1>(at::convolution_backward(gy.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble),
+                                                     std::nullopt, one, pad, one, false, zero, C, {false, true, false}));
+    const Tensor xc = to_cl(x), gc = to_cl(gy);
+    for (bool wide : {false, true}) {
+      int segs = 0;
+      Tensor r = clwr_run<T>(xc.data_ptr<T>(), gc.data_ptr<T>(), P, wide, &segs);
+      const std::string tag = std::string("wgrad cl d3r") + (wide ? " i64" : "") + " segs" + std::to_string(segs);
+      if (!r.defined()) {
+        std::printf("%-44s %-34s declined%s\n", name.c_str(), tag.c_str(), want ? " FAIL" : "");
+        if (want) ++failures;
+        continue;
+      }
+      ++clwr_taken;
+      check(tag.c_str(), r.view(gw.sizes()), gw, name, tol * 4);
+    }
+  }
+  Plan P{}; Prep Q{};
+  if (data_grad_plan(g, P, Q)) d3r_check<T>("dgrad", P, true, gy, w, Tensor(), gx, name, tol, want);
+}
+
 // ---- tc_wgrad1d.cu's tensor-core weight-grads (15 / 31-tap 1-D rows, fp16 / bf16) ----
 static int tcw_taken = 0;
 // The launcher's kernel (several chunks: the last block of each channel / group sums), on poisoned partials and gw; `target`
@@ -1851,6 +1977,33 @@ int main() {
   std::printf("tc_row1d launches checked: %d\n", tc_taken);
   if (tc_taken == 0) ++failures;
   tcn_cases();
+  // depth3d_regs.cuh (16-bit 5x3x3 forward / data-grad) and cl_wgrad_d3r (NDHWC weight-grad):
+  // X3D's padding on 1-3 strips per row (both edge columns zero, one, neither), C 8 / 40 / 64
+  // (NDHWC: one and two channel blocks, partial), C 1-3 (NDHWC declines), depth and height
+  // padding 0, 3 and 4 (data-grad padding 2, 1, 0, heights changing), depths shallower than the
+  // filter and deep enough for several segments, several row tiles, batch 2; declined: width
+  // padding 0 / 2, widths not a multiple of 8
+  for (int dt = 0; dt < 2; ++dt) {
+    auto one = [&](int64_t N, int64_t C, int64_t D, int64_t H, int64_t W, int64_t pd, int64_t ph, int64_t pw, bool b,
+                   bool want) {
+      if (dt == 0) d3r_case<at::Half>(N, C, D, H, W, pd, ph, pw, b, 2e-3, want);
+      else d3r_case<at::BFloat16>(N, C, D, H, W, pd, ph, pw, b, 1e-2, want);
+    };
+    one(1, 3, 7, 5, 16, 2, 1, 1, true, true);
+    one(2, 2, 4, 3, 8, 2, 1, 1, false, true);
+    one(1, 40, 3, 4, 24, 2, 1, 1, true, true);
+    one(1, 8, 7, 11, 16, 2, 1, 1, true, true);
+    one(2, 64, 5, 9, 8, 2, 1, 1, false, true);
+    one(1, 16, 45, 3, 8, 2, 0, 1, true, true);
+    one(1, 1, 6, 61, 40, 2, 1, 1, true, true);
+    one(1, 2, 45, 3, 8, 2, 0, 1, true, true);
+    one(1, 2, 6, 6, 8, 3, 2, 1, false, true);
+    one(1, 1, 5, 4, 16, 4, 0, 1, true, true);
+    one(1, 2, 3, 3, 12, 2, 1, 1, true, false);
+    one(1, 2, 3, 3, 16, 2, 1, 0, true, false);
+  }
+  std::printf("depth3d_nc_smem / depth3d_cl_smem launches checked: %d, cl_wgrad_d3r %d\n", d3s_taken, clwr_taken);
+  if (d3s_taken == 0 || clwr_taken == 0) ++failures;
   std::printf("failures: %d\n", failures);
   return failures != 0;
 }

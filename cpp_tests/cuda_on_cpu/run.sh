@@ -28,6 +28,11 @@ sed -e 's#"ops/depthwise_conv/cuda/nc_stream.cuh"#"nc_stream.cuh"#' \
     -e 's/__shared__ acc_t red/static acc_t red/' "$src/nc_depth3d.cuh" >"$tmp/nc_depth3d.cuh"
 # the channels-last depth-streaming kernel: its include of cl_tiled.cuh points at the copy
 sed -e 's#"ops/depthwise_conv/cuda/cl_tiled.cuh"#"cl_tiled.cuh"#' "$src/cl_depth3d.cuh" >"$tmp/cl_depth3d.cuh"
+# the 16-bit 5x3x3 kernel with the filter in registers: the same
+sed -e 's#"ops/depthwise_conv/cuda/cl_tiled.cuh"#"cl_tiled.cuh"#' \
+    -e 's/__shared__ __align__(16) T ring/alignas(16) static T ring/' \
+    -e 's/extern __shared__ __align__(16) unsigned char smem_raw\[\];/unsigned char* smem_raw = g_smem;/' \
+    "$src/depth3d_regs.cuh" >"$tmp/depth3d_regs.cuh"
 # the channels-last 1-D row kernel: the same
 sed -e 's#"ops/depthwise_conv/cuda/cl_tiled.cuh"#"cl_tiled.cuh"#' "$src/cl_row1d.cuh" >"$tmp/cl_row1d.cuh"
 # the kernels of cl_wgrad.cu (up to its '// ---- host launch' line) and the plans of depthwise_conv.cu

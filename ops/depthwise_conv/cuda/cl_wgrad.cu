@@ -413,6 +413,112 @@ cl_wgrad_depth3d(const T* __restrict__ x, const T* __restrict__ gy, at::opmath_t
   block_groups_sum<TAPS, VW, TB>(acc, red, part, L, C, TAPS, 0, TAPS);
 }
 
+// cl_wgrad_depth3d for 16-bit KD x 3 x 3 at stride 1 with width padding 1 and output width =
+// input width, a multiple of R = 8 (X3D's 5 x 3 x 3 bf16 NDHWC; session 11): the same items,
+// block layout, dealing and ordered sums, but a thread owns one channel and R = 8 outputs per
+// strip (x: 30 scalar loads per input plane for 360 FMAs, against 18 per 180 with R = 4), and the
+// grad_output window is not moved: the depth loop is unrolled by KD and output depth od lives in
+// slot od mod KD (compile-time indices), as depth3d_regs.cuh does for the forward. Columns outside
+// the input are only the strip's two edge ones; rows outside are skipped; grad_output outside the
+// segment is zero.
+template <typename T, int KD>
+__global__ void __launch_bounds__(kWgradThreads, kWgradBlocksPerSm)
+cl_wgrad_d3r(const T* __restrict__ x, const T* __restrict__ gy, at::opmath_type<T>* __restrict__ part,
+             const Plan P, const ClwTile L) {
+  using acc_t = at::opmath_type<T>;
+  constexpr int R = 8, TAPS = KD * 9;
+  constexpr int TB = reduce_taps<TAPS, 1, acc_t>();
+  __shared__ acc_t red[TB][kWgradThreads];
+  const int t = threadIdx.x, lane = t % L.CT, grp = t / L.CT;
+  const int C = static_cast<int>(P.out_c);  // the host checked that (R + 2) * C fits in 32 bits
+  const int64_t c0 = static_cast<int64_t>(blockIdx.x) * L.CT + lane;
+  const bool active = grp < L.G && c0 < C;
+  const int64_t step = static_cast<int64_t>(gridDim.y) * L.G;
+  const int OW = static_cast<int>(P.q[2]), OH = static_cast<int>(P.q[1]), OD = static_cast<int>(P.q[0]);
+  const int IH = static_cast<int>(P.in[1]), ID = static_cast<int>(P.in[0]);
+  const int pd = P.pad[0][0];
+  const int64_t row_stride = int64_t(OW) * C;  // input width = output width
+  const int64_t x_plane = int64_t(IH) * row_stride, g_plane = int64_t(OH) * row_stride;
+  acc_t acc[TAPS][1];
+#pragma unroll
+  for (int i = 0; i < TAPS; ++i) acc[i][0] = acc_t(0);
+  if (active) {
+    for (int64_t it = static_cast<int64_t>(blockIdx.y) * L.G + grp; it < L.items; it += step) {
+      int ws, oh, seg;
+      int64_t n;
+      if (L.i32) {
+        uint32_t u = static_cast<uint32_t>(it);
+        ws = static_cast<int>(u % uint32_t(L.strips)), u /= uint32_t(L.strips);
+        oh = static_cast<int>(u % uint32_t(OH)), u /= uint32_t(OH);
+        seg = static_cast<int>(u % uint32_t(L.segs)), n = u / uint32_t(L.segs);
+      } else {
+        int64_t u = it;
+        ws = static_cast<int>(u % L.strips), u /= L.strips;
+        oh = static_cast<int>(u % OH), u /= OH;
+        seg = static_cast<int>(u % L.segs), n = u / L.segs;
+      }
+      const int qd0 = seg * L.dl, qd1 = qd0 + L.dl < OD ? qd0 + L.dl : OD;
+      const int ow0 = ws * R, ih0 = oh - P.pad[1][0];
+      const bool lo = ow0 > 0, hi = ow0 + R < OW;
+      uint32_t rows = 0;
+#pragma unroll
+      for (int r = 0; r < 3; ++r) rows |= uint32_t(ih0 + r >= 0 && ih0 + r < IH) << r;
+      const int start = qd0 - pd, stop = qd1 - pd + KD - 1;  // input planes walked
+      // grad_output at output depth start + pd, input at depth start, row ih0; both at column ow0
+      // (maybe outside the tensor: only pointed at)
+      const T* gp = gy + (((n * OD + start + pd) * OH + oh) * int64_t(OW) + ow0) * C + c0;
+      const T* xp = x + (((n * ID + start) * IH + ih0) * int64_t(OW) + ow0) * C + c0;
+      acc_t g[KD][R];
+#pragma unroll
+      for (int j = 0; j < KD; ++j) {
+#pragma unroll
+        for (int r = 0; r < R; ++r) g[j][r] = acc_t(0);
+      }
+      // Step u of each group of KD planes: input plane id meets output depth id + pd - kd (tap kd),
+      // held in slot (u - kd) mod KD; slot u takes the grad_output of depth id + pd (tap 0). Whole
+      // groups (no exit inside); the planes past `stop` are skipped.
+      for (int id0 = start; id0 < stop; id0 += KD, gp += KD * g_plane, xp += KD * x_plane) {
+#pragma unroll
+        for (int u = 0; u < KD; ++u) {
+          const int id = id0 + u;
+          // zeros past the segment (and, from the start, before it): their products add nothing
+          const bool g_ok = id + pd < qd1;
+          const T* gq = held(gp + u * g_plane);
+#pragma unroll
+          for (int r = 0; r < R; ++r) {
+            acc_t v[1];
+            load_acc<T, 1>(gq + r * C, g_ok, v);
+            g[u][r] = v[0];
+          }
+          if (id < 0 || id >= ID || id >= stop) continue;
+#pragma unroll
+          for (int kh = 0; kh < 3; ++kh) {
+            if (!((rows >> kh) & 1u)) continue;
+            const T* xq = held(xp + u * x_plane + kh * row_stride);
+            acc_t xv[R + 2];
+#pragma unroll
+            for (int j = 0; j < R + 2; ++j) {
+              acc_t v[1];
+              load_acc<T, 1>(xq + (j - 1) * C, j == 0 ? lo : (j == R + 1 ? hi : true), v);
+              xv[j] = v[0];
+            }
+#pragma unroll
+            for (int kd = 0; kd < KD; ++kd) {
+              const int sl = (u - kd + KD) % KD;
+#pragma unroll
+              for (int kw = 0; kw < 3; ++kw) {
+#pragma unroll
+                for (int r = 0; r < R; ++r) acc[(kd * 3 + kh) * 3 + kw][0] += g[sl][r] * xv[r + kw];
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  block_groups_sum<TAPS, 1, TB>(acc, red, part, L, C, TAPS, 0, TAPS);
+}
+
 // gw[i] = sum over the chunks of part[chunk][i], in a fixed order: a block of 256 threads takes
 // 32 consecutive i (coalesced rows) x 8 slices of the chunks; each thread adds its slice in
 // chunk order, then the 8 slice sums are added in slice order.
@@ -562,6 +668,22 @@ bool run_depth3d(const T* x, const T* gy, T* gw, const Plan& P, const at::Tensor
   return true;
 }
 
+// cl_wgrad_d3r's plans: fp16 / bf16 5 x 3 x 3 at stride 1, multiplier 1, width padding 1,
+// output width = input width, a multiple of 8. Tried before tcw3_cl (tc_wgrad3d.cu), which it
+// replaced on the row it was measured on (H100, session 11, x3d5_call2_bench.log; X3D N16 C192
+// 16x56x56 bf16 NDHWC weight-grad, same process: 1.04-1.08 -> 0.83 ms; kernel 978 -> 787 us).
+template <typename T>
+bool run_d3r(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
+  if (P.k[0] != 5 || P.k[1] != 3 || P.k[2] != 3 || P.S[0] != 1 || P.S[1] != 1 || P.S[2] != 1 || P.in_div != 1 ||
+      P.pad[2][0] != 1 || P.q[2] != P.in[2] || P.q[2] % 8 != 0)
+    return false;
+  ClwTile L{};
+  int64_t ctiles = 0, chunks = 0;
+  if (!choose_clw_tile(L, P, 1, 8, 10, 5, ctiles, chunks)) return false;
+  partials_then_sum(cl_wgrad_d3r<T, 5>, x, gy, gw, P, L, ctiles, chunks, 45, like, stream);
+  return true;
+}
+
 }  // namespace
 
 template <typename T>
@@ -577,6 +699,16 @@ bool launch_cl_wgrad_depth3d(const T* x, const T* gy, T* gw, const Plan& P, cons
     CONVX_DEPTH3D_WGRAD_FILTERS(CONVX_CASE)
 #undef CONVX_CASE
     return false;
+  }
+}
+
+template <typename T>
+bool launch_cl_wgrad_d3r(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like,
+                         cudaStream_t stream) {
+  if constexpr (sizeof(T) != 2) {
+    return false;
+  } else {
+    return run_d3r<T>(x, gy, gw, P, like, stream);
   }
 }
 
@@ -611,6 +743,10 @@ template bool launch_cl_wgrad_depth3d<float>(const float*, const float*, float*,
 template bool launch_cl_wgrad_depth3d<double>(const double*, const double*, double*, const Plan&, const at::TensorBase&, cudaStream_t);
 template bool launch_cl_wgrad_depth3d<c10::Half>(const c10::Half*, const c10::Half*, c10::Half*, const Plan&, const at::TensorBase&, cudaStream_t);
 template bool launch_cl_wgrad_depth3d<c10::BFloat16>(const c10::BFloat16*, const c10::BFloat16*, c10::BFloat16*, const Plan&, const at::TensorBase&, cudaStream_t);
+template bool launch_cl_wgrad_d3r<float>(const float*, const float*, float*, const Plan&, const at::TensorBase&, cudaStream_t);
+template bool launch_cl_wgrad_d3r<double>(const double*, const double*, double*, const Plan&, const at::TensorBase&, cudaStream_t);
+template bool launch_cl_wgrad_d3r<c10::Half>(const c10::Half*, const c10::Half*, c10::Half*, const Plan&, const at::TensorBase&, cudaStream_t);
+template bool launch_cl_wgrad_d3r<c10::BFloat16>(const c10::BFloat16*, const c10::BFloat16*, c10::BFloat16*, const Plan&, const at::TensorBase&, cudaStream_t);
 template bool launch_cl_wgrad<float>(const float*, const float*, float*, const Plan&, const at::TensorBase&, cudaStream_t);
 template bool launch_cl_wgrad<double>(const double*, const double*, double*, const Plan&, const at::TensorBase&, cudaStream_t);
 template bool launch_cl_wgrad<c10::Half>(const c10::Half*, const c10::Half*, c10::Half*, const Plan&, const at::TensorBase&, cudaStream_t);

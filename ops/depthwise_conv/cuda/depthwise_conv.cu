@@ -502,6 +502,10 @@ bool launch_tiled(const Tensor& in, const Tensor& weight, const Tensor& bias, co
     if (Q.phases == 1 && Q.T[2] == Q.K[2] &&
         launch_tc_row1d<T>(ip, w.const_data_ptr<T>(), Q.base[2][0], Q.step[2], bp, op, P, cl, stream))
       return true;
+    // 3-D 5x3x3 (NC* and channels-last) on CUDA cores (depth3d_regs), then 2-D / 3-D NC*
+    // filters at stride 1 on tensor cores, both from the layer's own filter.
+    if ((tc_fwd || tc_rot) && launch_depth3d_regs<T>(ip, w.const_data_ptr<T>(), !tc_fwd, bp, op, P, cl, stream))
+      return true;
     if (!cl && (tc_fwd || tc_rot) && launch_tc_rows_nc<T>(ip, w.const_data_ptr<T>(), !tc_fwd, bp, op, P, stream))
       return true;
   }
@@ -707,6 +711,7 @@ void depthwise_weight_grad(const ConvArgs& a, const Tensor& input, const Tensor&
       scalar_t* wp = gw.mutable_data_ptr<scalar_t>();
       auto launch3d = cl ? launch_cl_wgrad_depth3d<scalar_t> : launch_nc_wgrad_depth3d<scalar_t>;
       done = launch_tc_wgrad1d<scalar_t>(xp, gp, wp, P, cl, x, stream) ||
+             (cl && launch_cl_wgrad_d3r<scalar_t>(xp, gp, wp, P, x, stream)) ||
              launch_tc_wgrad3d<scalar_t>(xp, gp, wp, P, cl, x, stream) ||
              launch_tc_wgrad2d<scalar_t>(xp, gp, wp, P, cl, x, stream) || launch3d(xp, gp, wp, P, x, stream) ||
              launch(xp, gp, wp, P, x, stream);

@@ -81,6 +81,14 @@ bool launch_tc_rows_nc(const T* in, const T* w, bool flip, const T* bias, T* out
 // The filters launch_tc_rows_nc<float> takes (before its plan's checks).
 bool tc_rows_nc_f32_takes(const Plan& P);
 
+// fp16 / bf16 5 x 3 x 3 forward and stride-1 data-grad (flip: the filter rotated 180 degrees),
+// NCDHW or (cl) NDHWC, multiplier 1, width padding 1 and widths a multiple of 8, 16-byte aligned
+// input (NCDHW: and output; NDHWC: channels a multiple of 8), CUDA cores with the filter in
+// registers and the input staged in shared memory (depth3d_regs.cuh); w is the layer's 16-bit
+// filter [C][5][3][3]. false when not covered.
+template <typename T>
+bool launch_depth3d_regs(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, bool cl,
+                         cudaStream_t stream);
 // Channels-last 1-D rows (the (N, L, C) layout; 1 x K filters on NHWC / NDHWC rows): forward and
 // stride-1 data-grad with 2, 3, 4, 15 or 31 taps, multiplier 1 (cl_row1d.cuh); w, wbase, wstep as
 // launch_row_warp's (wstep 1 or -1). false otherwise (then launch_cl_gather).
@@ -142,6 +150,12 @@ template <typename T>
 bool launch_tc_wgrad1d(const T* x, const T* gy, T* gw, const Plan& P, bool channels_last, const at::TensorBase& like,
                        cudaStream_t stream);
 
+// NDHWC weight-grad of fp16 / bf16 5 x 3 x 3 filters at stride 1, multiplier 1, width padding 1,
+// widths a multiple of 8 (cl_wgrad.cu: cl_wgrad_d3r, one channel x 8 outputs per thread, the
+// 45 tap sums in registers); ordered sums as launch_cl_wgrad. false when not covered.
+template <typename T>
+bool launch_cl_wgrad_d3r(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like,
+                         cudaStream_t stream);
 // Weight-grad of KD x 3 x 3 filters (KD 3 or 5) at stride 1, multiplier 1, fp16 / bf16, on tensor
 // cores (tc_wgrad3d.cuh), NCDHW, deterministic; false when not covered (fp32, channels-last,
 // other filters or strides, padding beyond k - 1, sm < 80).

@@ -3,7 +3,8 @@
 // NDHWC KD 5 only. Measured against those (H100, session 10, the weight-grad kernel + its chunk
 // sum, bench/results/h100/session10/x3dwg_call2_bench.log): X3D k5x3x3 bf16 NCDHW 1092 -> 422 us,
 // NDHWC 1027 -> 997; k3 bf16 NCDHW 666 -> 355, NDHWC 548 -> 725 (slower: left to
-// cl_wgrad_depth3d).
+// cl_wgrad_depth3d). Since session 11 cl_wgrad_d3r (cl_wgrad.cu), tried before, takes the NDHWC
+// 5 x 3 x 3 widths of 8k with width padding 1 (X3D: 978 -> 787 us).
 #include "ops/depthwise_conv/cuda/launch.h"
 #include "ops/depthwise_conv/cuda/tc_wgrad3d.cuh"
 #include "ops/depthwise_conv/cuda/wgrad_sum.cuh"
