@@ -38,6 +38,8 @@
 #include <c10/cuda/CUDAStream.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <type_traits>
 
 namespace convx::cuda {
@@ -478,6 +480,19 @@ bool launch_tiled(const Tensor& in, const Tensor& weight, const Tensor& bias, co
   Q.cl = cl;
   P.wphase = P.wrows * Q.T[0] * Q.T[1] * Q.T[2];
   const T* bp = bias.defined() ? bias.const_data_ptr<T>() : nullptr;
+  // NC* one-phase plans whose filter is the layer's own, as stored (forward) or rotated 180
+  // degrees in every dim (stride-1 data-grad): the kernels below read it themselves.
+  bool fwd = !cl && Q.phases == 1, rot = fwd;
+  for (int d = 0; d < 3; ++d) {
+    fwd = fwd && Q.T[d] == Q.K[d] && Q.base[d][0] == 0 && Q.step[d] == 1;
+    rot = rot && Q.T[d] == Q.K[d] && Q.base[d][0] == Q.K[d] - 1 && Q.step[d] == -1;
+  }
+  // TEMPORARY (session 11 A/B): CONVX_NC_PLANE=old | new (default) | new_notc.
+  const char* knob = std::getenv("CONVX_NC_PLANE");
+  const bool old_plane = knob && std::strcmp(knob, "old") == 0;
+  const bool notc = knob && std::strcmp(knob, "new_notc") == 0;
+  if (!old_plane && notc && (fwd || rot) && launch_nc_plane<T>(ip, w.const_data_ptr<T>(), !fwd, bp, op, P, stream))
+    return true;
   if constexpr (sizeof(T) == 2) {
     // Long 1-D rows on tensor cores read the layer's own 16-bit filter: no preparation launch.
     if (Q.phases == 1 && Q.T[2] == Q.K[2] &&
@@ -485,15 +500,11 @@ bool launch_tiled(const Tensor& in, const Tensor& weight, const Tensor& bias, co
       return true;
     // 2-D / 3-D NC* filters at stride 1 on tensor cores, from the layer's own filter: the forward
     // (taps as stored) and the stride-1 data-grad (every dim rotated).
-    if (!cl && Q.phases == 1) {
-      bool fwd = true, rot = true;
-      for (int d = 0; d < 3; ++d) {
-        fwd = fwd && Q.T[d] == Q.K[d] && Q.base[d][0] == 0 && Q.step[d] == 1;
-        rot = rot && Q.T[d] == Q.K[d] && Q.base[d][0] == Q.K[d] - 1 && Q.step[d] == -1;
-      }
-      if ((fwd || rot) && launch_tc_rows_nc<T>(ip, w.const_data_ptr<T>(), !fwd, bp, op, P, stream)) return true;
-    }
+    if ((fwd || rot) && launch_tc_rows_nc<T>(ip, w.const_data_ptr<T>(), !fwd, bp, op, P, stream)) return true;
   }
+  // Whole NCHW planes (or bands of them) through shared memory, from the layer's own filter.
+  if (!old_plane && !notc && (fwd || rot) && launch_nc_plane<T>(ip, w.const_data_ptr<T>(), !fwd, bp, op, P, stream))
+    return true;
   // The short 1-D rows' kernels (row_warp, cl_row1d) read the layer's own filter too (cl_row1d
   // reads 16-byte vectors, so a misaligned filter is copied first): 2.5 us of a 20 us call on short_k3 (H100, session 10).
   if (Q.phases == 1 && Q.T[2] == Q.K[2]) {
@@ -528,7 +539,7 @@ bool launch_tiled(const Tensor& in, const Tensor& weight, const Tensor& bias, co
   }
   if (cl) return launch_cl_depth3d<T>(ip, wq, bp, op, P, stream) || launch_cl_gather<T>(ip, wq, bp, op, P, stream);
   return launch_row1d<T>(ip, wq, bp, op, P, stream) || launch_nc_depth3d<T>(ip, wq, bp, op, P, stream) ||
-         launch_nc_plane<T>(ip, wq, bp, op, P, stream) || launch_nc_stride2_dgrad<T>(ip, wq, bp, op, P, stream) ||
+         (old_plane && launch_nc_plane_old<T>(ip, wq, bp, op, P, stream)) || launch_nc_stride2_dgrad<T>(ip, wq, bp, op, P, stream) ||
          launch_nc_stream<T>(ip, wq, bp, op, P, stream) ||
          launch_nc_gather<T>(ip, wq, bp, op, P, stream);
 }
