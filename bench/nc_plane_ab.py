@@ -1,6 +1,7 @@
 """TEMPORARY (session 11, helper nc2d): A/B of the NCHW 2-D forward and data-grad paths under
-CONVX_NC_PLANE (old = session 10's routing, new = the pipelined nc_plane, new_notc = the same
-taking 7x7 16-bit planes before tc_rows_nc), in one process, baseline first and last. Device
+CONVX_NC_PLANE (old = session 10's routing, new = the pipelined nc_plane, new_th1 = it with one
+output row per thread, new_1g = it with one group per block, new_notc = it taking 7x7 16-bit
+planes before tc_rows_nc), in one process, baseline first and last. Device
 time by CUDA events (bench/timing.py), medians; aten beside it.
 
     python3 bench/nc_plane_ab.py [--iters 30] [--only mbv2_s1,effnet_k5]
@@ -45,7 +46,7 @@ def main():
             dgr_a = lambda: torch.ops.aten.convolution_backward(dy, x, w, None, [s, s], [p, p], [1, 1], False,  # noqa: E731
                                                                 [0, 0], C, [True, False, False])
             nb = (x.numel() + y.numel()) * x.element_size()
-            variants = ["old", "new"] + (["new_notc"] if k[0] == 7 and dn != "fp32" else []) + ["old"]
+            variants = ["old", "new", "new_th1", "new_1g"] + (["new_notc"] if k[0] == 7 and dn != "fp32" else []) + ["old"]
             for what, fc, fa in (("fwd", fwd, fwd_a), ("dgrad", dgr, dgr_a)):
                 os.environ.pop("CONVX_NC_PLANE", None)
                 ref = (fa() if what == "fwd" else fa()[0]).float()

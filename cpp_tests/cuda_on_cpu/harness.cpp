@@ -110,22 +110,24 @@ bool st_dispatch(const Plan& P, const char** which, F&& f) {
 // nc_plane.cu's specialisations (the layer's own filter in T, flip: rotated), on `blocks` blocks
 // (0: the launcher's one block per group; fewer make each block walk several groups through the
 // prefetch). false when choose_nc_plane declines the plan.
-static int np_runs = 0, np_banded = 0;
-template <typename T, int KH, int KW, int S>
+static int np_runs = 0;
+template <typename T, int KH, int KW, int S, int TH>
 bool np_run(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, unsigned blocks) {
   NcPlane L{};
-  if (!choose_nc_plane(L, P, KH, KW, S, sizeof(T), flip)) return false;
+  if (!choose_nc_plane(L, P, KH, KW, S, TH, sizeof(T), flip)) return false;
   g_smem_bytes = size_t(L.smem);
   launch(dim3{blocks ? std::min(blocks, L.groups) : L.groups}, dim3{kPlaneThreads},
-         [&] { nc_plane<T, KH, KW, S, kPlaneStrip>(in, w, bias, out, L); });
+         [&] { nc_plane<T, KH, KW, S, kPlaneStrip, TH>(in, w, bias, out, L); });
   ++np_runs;
-  if (L.bands > 1) ++np_banded;
   return true;
 }
 template <typename T>
-bool np_dispatch(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, unsigned blocks) {
+bool np_dispatch(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, unsigned blocks, int th) {
   const int kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
-#define C_(KH, KW, S) if (kh == KH && kw == KW && s == S) return np_run<T, KH, KW, S>(in, w, flip, bias, out, P, blocks);
+#define C_(KH, KW, S)                                                                          \
+  if (kh == KH && kw == KW && s == S)                                                          \
+    return th == 1 ? np_run<T, KH, KW, S, 1>(in, w, flip, bias, out, P, blocks)                \
+                   : np_run<T, KH, KW, S, 2>(in, w, flip, bias, out, P, blocks);
   C_(2, 2, 1) C_(3, 3, 1) C_(4, 4, 1) C_(5, 5, 1) C_(7, 7, 1) C_(3, 3, 2) C_(5, 5, 2) C_(7, 7, 2)
 #undef C_
   return false;
@@ -657,7 +659,7 @@ void st_check(const char* what, const Plan& P, const Tensor& src, const Tensor& 
 
 // nc_plane on src as allocated and on copies of src and of the output one element past a 16-byte
 // boundary (the group spans' vectors then start mid-vector at both ends), with one block per group
-// and with 3 blocks walking the groups.
+// and with 3 blocks walking the groups, one and two output rows per thread.
 template <typename T>
 void np_check(const char* what, const Plan& P, bool flip, const Tensor& src, const Tensor& wt, const Tensor& bias,
               const Tensor& ref, const std::string& name, double tol) {
@@ -666,17 +668,20 @@ void np_check(const char* what, const Plan& P, bool flip, const Tensor& src, con
   src1.narrow(0, 1, src.numel()).copy_(src.flatten());
   for (int off : {0, 1}) {
     for (unsigned blocks : {0u, 3u}) {
+     for (int th : {1, 2}) {
       const T* ip = off ? src1.data_ptr<T>() + 1 : src.data_ptr<T>();
       Tensor o = off ? out1.narrow(0, 1, ref.numel()).view(ref.sizes()) : at::full(ref.sizes(), NAN, opts);
       o.fill_(NAN);
       NcPlane L{};
       if (np_dispatch<T>(ip, wt.data_ptr<T>(), flip, bias.defined() ? bias.data_ptr<T>() : nullptr, o.data_ptr<T>(), P,
-                         blocks)) {
-        choose_nc_plane(L, P, P.k[1], P.k[2], P.S[1], sizeof(T), flip);
-        const std::string tag = std::string(what) + " plane pb" + std::to_string(L.pb) + " bh" + std::to_string(L.bh) +
-                                " g" + std::to_string(L.groups) + (blocks ? " b3" : "") + (off ? " off1" : "");
+                         blocks, th)) {
+        choose_nc_plane(L, P, P.k[1], P.k[2], P.S[1], th, sizeof(T), flip);
+        const std::string tag = std::string(what) + " plane th" + std::to_string(th) + " pb" + std::to_string(L.pb) +
+                                " pitch" + std::to_string(L.pitch) + " g" + std::to_string(L.groups) + (blocks ? " b3" : "") +
+                                (off ? " off1" : "");
         check(tag.c_str(), o, ref, name, tol);
       }
+     }
     }
   }
 }
@@ -1025,8 +1030,8 @@ void check_fast_div() {
   std::printf("%-44s %-34s %s (%lld wrong)\n", "FastDiv", "divisors 1..2^16, ~2^17..2^31", bad ? "FAIL" : "ok", (long long)bad);
 }
 
-// nc_plane's plans: a 112x112 plane does not fit a block's shared memory (bands of rows), a 56x56
-// one takes one plane per group, multiplier 2 and 3-D decline.
+// nc_plane's plans: a 112x112 plane does not fit a block's shared memory (declines to nc_stream), a
+// 56x56 one takes one plane per group, multiplier 2 and 3-D decline.
 void check_np_limits() {
   auto plan = [](std::vector<int64_t> size, int64_t m, int rank) {
     Geometry g;
@@ -1040,13 +1045,13 @@ void check_np_limits() {
     return P;
   };
   NcPlane L{};
-  const bool big = choose_nc_plane(L, plan({112, 112}, 1, 2), 3, 3, 1, 4, false) && L.bands > 1;
-  const bool mid = choose_nc_plane(L, plan({56, 56}, 1, 2), 3, 3, 1, 4, false) && L.pb == 1 && L.bands == 1;
-  const bool mult = choose_nc_plane(L, plan({7, 7}, 2, 2), 3, 3, 1, 4, false);
-  const bool d3 = choose_nc_plane(L, plan({3, 7, 7}, 1, 3), 3, 3, 1, 4, false);
-  const bool ok = big && mid && !mult && !d3;
+  const bool big = choose_nc_plane(L, plan({112, 112}, 1, 2), 3, 3, 1, 2, 4, false);
+  const bool mid = choose_nc_plane(L, plan({56, 56}, 1, 2), 3, 3, 1, 2, 4, false) && L.pb == 1;
+  const bool mult = choose_nc_plane(L, plan({7, 7}, 2, 2), 3, 3, 1, 2, 4, false);
+  const bool d3 = choose_nc_plane(L, plan({3, 7, 7}, 1, 3), 3, 3, 1, 2, 4, false);
+  const bool ok = !big && mid && !mult && !d3;
   if (!ok) ++failures;
-  std::printf("%-44s %-34s %s\n", "nc_plane limits", "112^2 bands, 56^2 pb 1, m2/3-D decline", ok ? "ok" : "FAIL");
+  std::printf("%-44s %-34s %s\n", "nc_plane limits", "112^2/m2/3-D decline, 56^2 pb 1", ok ? "ok" : "FAIL");
 }
 
 
@@ -1532,13 +1537,12 @@ int main() {
   run_case(2, 1, 6, 1, {28, 28}, {5, 5}, {1, 1}, {2, 2});
   check_np_limits();
   if (np_runs == 0) ++failures;
-  // bands of rows (planes larger than a group): 112x112 fp32 3x3 (bands of 16 rows: 7 bands, the
-  // last 0 rows short... the plane's rows split unevenly), stride 2 and the 7x7 filter on 80x80
-  run_case(2, 1, 2, 1, {112, 112}, {3, 3}, {1, 1}, {1, 1});
-  run_case(2, 1, 2, 1, {111, 112}, {3, 3}, {2, 2}, {1, 1});
-  run_case(2, 1, 2, 1, {90, 77}, {7, 7}, {1, 1}, {3, 3});
-  if (np_banded == 0) ++failures;
-  std::printf("nc_plane runs: %d (banded %d)\n", np_runs, np_banded);
+  // 56x56 planes under 3x3 (one per group, the item count not a multiple of the block) and 7x7;
+  // padding 7 on a 3x3 filter (the data-grad's padding -5: staged columns start left of the row)
+  run_case(2, 1, 3, 1, {56, 56}, {3, 3}, {1, 1}, {1, 1});
+  run_case(2, 1, 4, 1, {7, 7}, {3, 3}, {1, 1}, {7, 7});
+  run_case(1, 1, 2, 1, {56, 56}, {7, 7}, {1, 1}, {3, 3});
+  std::printf("nc_plane runs: %d\n", np_runs);
   // row1d (15 / 31 taps): several segments per row with causal padding on odd lengths (scalar
   // stores), 'same' padding on aligned rows (vector stores), the forward's channel multiplier
   // (its data-grad, J = 2, declines), padding beyond the filter (negative data-grad padding),

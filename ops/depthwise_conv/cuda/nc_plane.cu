@@ -10,23 +10,38 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <type_traits>
 
 namespace convx::cuda {
 namespace {
 
-template <typename T, int KH, int KW, int S>
-bool run(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, cudaStream_t stream) {
+template <typename T, int KH, int KW, int S, int TH>
+bool run_th(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, cudaStream_t stream) {
   NcPlane L{};
-  if (!choose_nc_plane(L, P, KH, KW, S, sizeof(T), flip)) return false;
+  if (!choose_nc_plane(L, P, KH, KW, S, TH, sizeof(T), flip)) return false;
   // A block walks groups blockIdx.x, + gridDim.x, ...: as many blocks as run at once.
-  auto kernel = nc_plane<T, KH, KW, S, kPlaneStrip>;
+  auto kernel = nc_plane<T, KH, KW, S, kPlaneStrip, TH>;
   int per_sm = 0;
   C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kPlaneThreads, static_cast<size_t>(L.smem)));
-  const int64_t blocks = std::min<int64_t>(L.groups, std::max(per_sm, 1) * sm_count());
+  int64_t blocks = std::min<int64_t>(L.groups, std::max(per_sm, 1) * sm_count());
+  // TEMPORARY (session 11 A/B): CONVX_NC_PLANE=new_1g gives every group its own block.
+  const char* knob = std::getenv("CONVX_NC_PLANE");
+  if (knob && std::strcmp(knob, "new_1g") == 0) blocks = L.groups;
   kernel<<<static_cast<unsigned>(blocks), kPlaneThreads, static_cast<size_t>(L.smem), stream>>>(in, w, bias, out, L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return true;
+}
+
+// Two output rows per thread (TH) share KH - 1 staged rows' loads; one for 5x5 and 7x7 at stride 2,
+// which spill at two (ptxas). TEMPORARY (session 11 A/B): CONVX_NC_PLANE=new_th1 runs one everywhere.
+template <typename T, int KH, int KW, int S>
+bool run(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, cudaStream_t stream) {
+  const char* knob = std::getenv("CONVX_NC_PLANE");
+  if ((knob && std::strcmp(knob, "new_th1") == 0) || (KH >= 5 && S == 2))
+    return run_th<T, KH, KW, S, 1>(in, w, flip, bias, out, P, stream);
+  return run_th<T, KH, KW, S, 2>(in, w, flip, bias, out, P, stream);
 }
 
 }  // namespace
