@@ -38,8 +38,6 @@
 #include <c10/cuda/CUDAStream.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <type_traits>
 
 namespace convx::cuda {
@@ -487,12 +485,9 @@ bool launch_tiled(const Tensor& in, const Tensor& weight, const Tensor& bias, co
     fwd = fwd && Q.T[d] == Q.K[d] && Q.base[d][0] == 0 && Q.step[d] == 1;
     rot = rot && Q.T[d] == Q.K[d] && Q.base[d][0] == Q.K[d] - 1 && Q.step[d] == -1;
   }
-  // TEMPORARY (session 11 A/B): CONVX_NC_PLANE=old | new (default) | new_notc.
-  const char* knob = std::getenv("CONVX_NC_PLANE");
-  const bool old_plane = knob && std::strcmp(knob, "old") == 0;
-  const bool notc = knob && std::strcmp(knob, "new_notc") == 0;
-  if (!old_plane && notc && (fwd || rot) && launch_nc_plane<T>(ip, w.const_data_ptr<T>(), !fwd, bp, op, P, stream))
-    return true;
+  // NCHW planes from 28 x 28 up to what a block's prefetch holds (nc_plane.cu), before the tensor
+  // cores: faster than tc_rows_nc's 7 x 7 on 56 x 56 planes (0.083 against 0.099 ms, session 11).
+  if ((fwd || rot) && launch_nc_plane<T>(ip, w.const_data_ptr<T>(), !fwd, bp, op, P, stream)) return true;
   if constexpr (sizeof(T) == 2) {
     // Long 1-D rows on tensor cores read the layer's own 16-bit filter: no preparation launch.
     if (Q.phases == 1 && Q.T[2] == Q.K[2] &&
@@ -502,9 +497,6 @@ bool launch_tiled(const Tensor& in, const Tensor& weight, const Tensor& bias, co
     // (taps as stored) and the stride-1 data-grad (every dim rotated).
     if ((fwd || rot) && launch_tc_rows_nc<T>(ip, w.const_data_ptr<T>(), !fwd, bp, op, P, stream)) return true;
   }
-  // Whole NCHW planes (or bands of them) through shared memory, from the layer's own filter.
-  if (!old_plane && !notc && (fwd || rot) && launch_nc_plane<T>(ip, w.const_data_ptr<T>(), !fwd, bp, op, P, stream))
-    return true;
   // The short 1-D rows' kernels (row_warp, cl_row1d) read the layer's own filter too (cl_row1d
   // reads 16-byte vectors, so a misaligned filter is copied first): 2.5 us of a 20 us call on short_k3 (H100, session 10).
   if (Q.phases == 1 && Q.T[2] == Q.K[2]) {
@@ -539,7 +531,7 @@ bool launch_tiled(const Tensor& in, const Tensor& weight, const Tensor& bias, co
   }
   if (cl) return launch_cl_depth3d<T>(ip, wq, bp, op, P, stream) || launch_cl_gather<T>(ip, wq, bp, op, P, stream);
   return launch_row1d<T>(ip, wq, bp, op, P, stream) || launch_nc_depth3d<T>(ip, wq, bp, op, P, stream) ||
-         (old_plane && launch_nc_plane_old<T>(ip, wq, bp, op, P, stream)) || launch_nc_stride2_dgrad<T>(ip, wq, bp, op, P, stream) ||
+         launch_nc_small_planes<T>(ip, wq, bp, op, P, stream) || launch_nc_stride2_dgrad<T>(ip, wq, bp, op, P, stream) ||
          launch_nc_stream<T>(ip, wq, bp, op, P, stream) ||
          launch_nc_gather<T>(ip, wq, bp, op, P, stream);
 }

@@ -1,5 +1,6 @@
-// Whole-plane depthwise kernel for NCHW: forward and stride-1 data-grad of the phased
-// correlation (plan.cuh) when it has one phase, multiplier 1 and a 2-D plan.
+// Whole-plane depthwise kernel for NCHW planes larger than 14 x 14 (smaller ones:
+// nc_small_planes.cuh): forward and stride-1 data-grad of the phased correlation (plan.cuh) when it
+// has one phase, multiplier 1 and a 2-D plan.
 //
 // Why a separate design: on a 7x7 plane the streaming kernels (nc_stream.cuh) give a thread one
 // strip of one plane, so every 49 outputs pay the item split, the band / strip set-up and their
@@ -166,7 +167,8 @@ __device__ __forceinline__ at::opmath_type<T> raw_get(const Raw16& r, int e) {
 }
 
 // w: the layer's filter [channel][KH][KW] in T (flip: read rotated); bias per channel or null.
-// Four blocks per SM (at most 64 registers; ptxas, sm_90: no spills but 7x7 at stride 2 with TH 2).
+// Four blocks per SM (at most 64 registers; ptxas, sm_90: no spills in the launcher's
+// specialisations; TH 2 would spill 16-144 bytes for 5x5 and 7x7 at stride 2).
 template <typename T, int KH, int KW, int S, int R, int TH>
 __global__ void __launch_bounds__(kPlaneThreads, 4)
 nc_plane(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,

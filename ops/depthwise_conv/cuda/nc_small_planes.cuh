@@ -1,6 +1,6 @@
-// Whole-plane depthwise kernel for NCHW with small planes (7x7, up to 10x10 by default): forward
-// and stride-1 data-grad of the phased correlation (plan.cuh) when it has one phase, multiplier 1
-// and a 2-D plan.
+// Whole-plane depthwise kernel for NCHW planes of up to 14 x 14 outputs (MobileNetV2's 7 x 7,
+// ConvNeXt's 14 x 14): forward and stride-1 data-grad of the phased correlation (plan.cuh) when it
+// has one phase, multiplier 1 and a 2-D plan; larger planes take nc_plane.cuh.
 //
 // Why a separate design: on a 7x7 plane the streaming kernels (nc_stream.cuh) give a thread one
 // strip of one plane, so every 49 outputs pay the item split, the band / strip set-up and their
@@ -13,7 +13,10 @@
 // neighbouring lanes' rows fall in different banks), computes every output of its planes from
 // there (a thread owns R consecutive outputs of one row: no bounds tests), stages the outputs in
 // shared memory and writes the block's contiguous output span with 16-byte vector stores. Three
-// barriers split the phases; the SM's other blocks overlap their memory traffic with them.
+// barriers split the phases; the SM's other blocks (six, at 40 registers) overlap their memory
+// traffic with them. nc_plane.cuh's pipelined design (64 registers, four blocks per SM, a block
+// walking several groups) measured slower on these planes (session 11: MobileNetV2 7x7 fp32
+// 0.0209 against 0.0151 ms, ConvNeXt 14x14 bf16 0.0396 against 0.0364).
 #pragma once
 
 #include "ops/depthwise_conv/cuda/nc_stream.cuh"
@@ -26,16 +29,15 @@
 
 namespace convx::cuda {
 
-constexpr int kOldPlaneThreads = 256;
-constexpr int64_t kOldPlaneSmemBytes = 48 * 1024;  // dynamic shared memory without the opt-in
+constexpr int kSmallPlaneThreads = 256;
+constexpr int64_t kSmallPlaneSmemBytes = 48 * 1024;  // dynamic shared memory without the opt-in
 // Outputs per thread along a row: 7 divides the ImageNet widths (112, 56, 28, 14, 7), so no lane
 // idles on them.
-constexpr int kOldPlaneStrip = 7;
-// The launcher takes every 16-bit plane whose block fits, and fp32 output planes up to this many
-// elements (28x28 and smaller; measured, nc_plane_old.cu); larger fp32 planes stay on nc_stream.
-constexpr int64_t kOldPlaneFloatMaxOutputs = 28 * 28;
+constexpr int kSmallPlaneStrip = 7;
+// The launcher takes output planes up to this many elements (nc_small_planes.cu).
+constexpr int64_t kSmallPlaneMaxOutputs = 14 * 14;
 
-struct NcPlaneOld {
+struct NcSmallPlanes {
   uint32_t planes;       // N * channels: planes read and written (one each, multiplier 1)
   int pb;                // planes per block
   int ih, iw, oh, ow;    // plane sizes read / written
@@ -48,30 +50,30 @@ struct NcPlaneOld {
   int64_t smem;               // dynamic shared-memory bytes per block
 };
 
-__host__ __device__ inline uint32_t old_channel(const NcPlaneOld& L, uint32_t plane) {
+__host__ __device__ inline uint32_t small_plane_channel(const NcSmallPlanes& L, uint32_t plane) {
   return plane - L.channels.div(plane) * L.channels.d;
 }
 
 // Fills L for plan P filtered by kh x kw at stride s (both dims) with elements of esz bytes;
 // false when the plan is not a one-phase 2-D multiplier-1 correlation, when one plane does not fit
 // in shared memory, or when the counts do not fit the 32-bit split.
-inline bool choose_nc_plane_old(NcPlaneOld& L, const Plan& P, int kh, int kw, int s, int esz) {
+inline bool choose_nc_small_planes(NcSmallPlanes& L, const Plan& P, int kh, int kw, int s, int esz) {
   if (P.phases != 1 || P.J != 1 || P.in_div != 1 || P.in_c != P.out_c || P.in[0] != 1 || P.k[0] != 1 ||
       P.q[0] != 1 || P.k[1] != kh || P.k[2] != kw || P.S[1] != s || P.S[2] != s)
     return false;
   const int64_t planes = P.N * P.out_c, oh = P.q[1], ow = P.q[2];
   if (planes <= 0 || planes >= (int64_t(1) << 31) || oh <= 0 || ow <= 0) return false;
   if (P.in[1] * P.in[2] >= (int64_t(1) << 20) || oh * ow >= (int64_t(1) << 20)) return false;
-  const int64_t strips = ceil_div(ow, kOldPlaneStrip);
-  const int64_t sh = (oh - 1) * s + kh, need_w = (strips * kOldPlaneStrip - 1) * s + kw;
+  const int64_t strips = ceil_div(ow, kSmallPlaneStrip);
+  const int64_t sh = (oh - 1) * s + kh, need_w = (strips * kSmallPlaneStrip - 1) * s + kw;
   const int64_t pitch = need_w | 1, tile = ceil_div(sh * pitch, 4) * 4;
   const int V = 16 / esz, taps = kh * kw;
   const int64_t ipp = oh * strips;  // items (strips) per plane
   // Staged input + weights (fp32), then the outputs, shifted by up to V-1 elements (see below).
   auto smem = [&](int64_t pb) { return (pb * tile + ceil_div(pb * taps, 4) * 4) * 4 + (pb * oh * ow + V) * esz; };
-  int64_t pb = std::clamp<int64_t>(kOldPlaneThreads / ipp, 1, planes);
-  while (pb > 1 && smem(pb) > kOldPlaneSmemBytes) --pb;
-  if (smem(pb) > kOldPlaneSmemBytes) return false;
+  int64_t pb = std::clamp<int64_t>(kSmallPlaneThreads / ipp, 1, planes);
+  while (pb > 1 && smem(pb) > kSmallPlaneSmemBytes) --pb;
+  if (smem(pb) > kSmallPlaneSmemBytes) return false;
   L.planes = static_cast<uint32_t>(planes);
   L.pb = static_cast<int>(pb);
   L.ih = static_cast<int>(P.in[1]), L.iw = static_cast<int>(P.in[2]);
@@ -94,9 +96,9 @@ inline bool choose_nc_plane_old(NcPlaneOld& L, const Plan& P, int kh, int kw, in
 // has one load phase, so the SM's other blocks must keep DRAM busy around its barriers. At eight
 // (32 registers) the fp32 stride-1 4x4-7x7 kernels spill 4 bytes; at four, 55-64 registers.
 template <typename T, int KH, int KW, int S, int R>
-__global__ void __launch_bounds__(kOldPlaneThreads, 6)
-nc_plane_old(const T* __restrict__ in, const at::opmath_type<T>* __restrict__ w,
-         const T* __restrict__ bias, T* __restrict__ out, const NcPlaneOld L) {
+__global__ void __launch_bounds__(kSmallPlaneThreads, 6)
+nc_small_planes(const T* __restrict__ in, const at::opmath_type<T>* __restrict__ w,
+         const T* __restrict__ bias, T* __restrict__ out, const NcSmallPlanes L) {
   using acc_t = at::opmath_type<T>;
   static_assert(sizeof(acc_t) == 4, "staged in fp32");
   constexpr int V = 16 / sizeof(T);      // elements per 16-byte vector
@@ -115,10 +117,10 @@ nc_plane_old(const T* __restrict__ in, const at::opmath_type<T>* __restrict__ w,
   // 1. Zero the staged planes (the halo and the pitch padding stay zero), then stage the weights.
   {
     float4* const z = reinterpret_cast<float4*>(xs);
-    for (int i = tid; i < np * L.tile / 4; i += kOldPlaneThreads) z[i] = float4{0.f, 0.f, 0.f, 0.f};
-    for (int i = tid; i < np * TAPS; i += kOldPlaneThreads) {
+    for (int i = tid; i < np * L.tile / 4; i += kSmallPlaneThreads) z[i] = float4{0.f, 0.f, 0.f, 0.f};
+    for (int i = tid; i < np * TAPS; i += kSmallPlaneThreads) {
       const int pl = i / TAPS;
-      ws[i] = w[int64_t(old_channel(L, p0 + pl)) * TAPS + (i - pl * TAPS)];
+      ws[i] = w[int64_t(small_plane_channel(L, p0 + pl)) * TAPS + (i - pl * TAPS)];
     }
   }
   __syncthreads();
@@ -132,7 +134,7 @@ nc_plane_old(const T* __restrict__ in, const at::opmath_type<T>* __restrict__ w,
     const int n = np * ihw;
     const int m = static_cast<int>(reinterpret_cast<uintptr_t>(src) / sizeof(T) % V);
     const int nvec = (n + m + V - 1) / V;
-    for (int i = tid; i < nvec; i += kOldPlaneThreads) {
+    for (int i = tid; i < nvec; i += kSmallPlaneThreads) {
       const int e0 = i * V - m;
       acc_t v[V];
       if (e0 >= 0 && e0 + V <= n) {
@@ -172,7 +174,7 @@ nc_plane_old(const T* __restrict__ in, const at::opmath_type<T>* __restrict__ w,
   T* const dst = out + int64_t(p0) * ohw;
   const int mo = static_cast<int>(reinterpret_cast<uintptr_t>(dst) / sizeof(T) % V);
   T* const ys = ys_raw + mo;
-  for (int it = tid; it < np * static_cast<int>(L.items.d); it += kOldPlaneThreads) {
+  for (int it = tid; it < np * static_cast<int>(L.items.d); it += kSmallPlaneThreads) {
     uint32_t t = static_cast<uint32_t>(it);
     const int rest = static_cast<int>(L.items.split(t));
     const int pl = static_cast<int>(t);
@@ -196,7 +198,7 @@ nc_plane_old(const T* __restrict__ in, const at::opmath_type<T>* __restrict__ w,
         for (int o = 0; o < R; ++o) acc[o] += wv * xv[o * S + kw];
       }
     }
-    const acc_t b0 = bias ? static_cast<acc_t>(bias[old_channel(L, p0 + pl)]) : acc_t(0);
+    const acc_t b0 = bias ? static_cast<acc_t>(bias[small_plane_channel(L, p0 + pl)]) : acc_t(0);
     T* const yr = ys + pl * ohw + y * L.ow + x0;
 #pragma unroll
     for (int o = 0; o < R; ++o) {
@@ -210,7 +212,7 @@ nc_plane_old(const T* __restrict__ in, const at::opmath_type<T>* __restrict__ w,
   {
     const int n = np * ohw;
     const int nvec = (n + mo + V - 1) / V;
-    for (int i = tid; i < nvec; i += kOldPlaneThreads) {
+    for (int i = tid; i < nvec; i += kSmallPlaneThreads) {
       const int e0 = i * V - mo;
       if (e0 >= 0 && e0 + V <= n) {
         *reinterpret_cast<Vec16<T>*>(dst + e0) = *reinterpret_cast<const Vec16<T>*>(ys_raw + i * V);
