@@ -1,5 +1,5 @@
 // Depthwise convolution on CUDA: entry points, and the generic kernels for what the tiled fast
-// paths (plan.cuh, nc_plane.cuh, nc_stream.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu, nc_wgrad_stream.cuh)
+// paths (plan.cuh, nc_plane.cuh, nc_small_planes.cuh, nc_stream.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu, nc_wgrad_stream.cuh)
 // do not cover: dilation > 1, strides > 4 in the data-grad, channels-last with a channel
 // multiplier or unaligned channels, filters without a specialisation in channels-last and in the
 // weight-grad, and float64 outside NC(D)HW.
@@ -485,8 +485,8 @@ bool launch_tiled(const Tensor& in, const Tensor& weight, const Tensor& bias, co
     fwd = fwd && Q.T[d] == Q.K[d] && Q.base[d][0] == 0 && Q.step[d] == 1;
     rot = rot && Q.T[d] == Q.K[d] && Q.base[d][0] == Q.K[d] - 1 && Q.step[d] == -1;
   }
-  // NCHW planes from 28 x 28 up to what a block's prefetch holds (nc_plane.cu), before the tensor
-  // cores: faster than tc_rows_nc's 7 x 7 on 56 x 56 planes (0.083 against 0.099 ms, session 11).
+  // NCHW output planes above 14 x 14 up to what a block's prefetch holds (nc_plane.cu), before the
+  // tensor cores: faster than tc_rows_nc's 7 x 7 on 56 x 56 planes (0.083 against 0.099 ms, session 11).
   if ((fwd || rot) && launch_nc_plane<T>(ip, w.const_data_ptr<T>(), !fwd, bp, op, P, stream)) return true;
   if constexpr (sizeof(T) == 2) {
     // Long 1-D rows on tensor cores read the layer's own 16-bit filter: no preparation launch.
