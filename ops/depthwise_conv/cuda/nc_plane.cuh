@@ -2,15 +2,12 @@
 // nc_small_planes.cuh): forward and stride-1 data-grad of the phased correlation (plan.cuh) when it
 // has one phase, multiplier 1 and a 2-D plan.
 //
-// Why a separate design: on a 7x7 plane the streaming kernels (nc_stream.cuh) give a thread one
-// strip of one plane, so every 49 outputs pay the item split, the band / strip set-up and their
-// own halo loads (up to 13 values per 7 outputs), and a warp's row loads cover 28-byte pieces of
-// many planes: MobileNetV2 C960 7x7 ran at 7-19% of the copy bandwidth (fp32: L1-bound, 90% L1
-// hits, 8.6% DRAM throughput). Here a block works on groups of PB consecutive whole planes (about
-// 256 items). A group's input is one contiguous span, read with 16-byte vector loads (each input
-// byte read once) and scattered into shared memory (fp32, zero halo); every output of the group
-// is computed from there (a thread owns R consecutive outputs of TH rows: no bounds tests), staged
-// in shared memory and written as one contiguous span with 16-byte vector stores.
+// Why whole planes through shared memory: nc_small_planes.cuh, the session-5 design this one
+// extends. Here a block works on groups of PB consecutive whole planes (about 256 items). A
+// group's input is one contiguous span, read with 16-byte vector loads (each input byte read
+// once) and scattered into shared memory (fp32, zero halo); every output of the group is computed
+// from there (a thread owns R consecutive outputs of TH rows: no bounds tests), staged in shared
+// memory and written as one contiguous span with 16-byte vector stores.
 //
 // Pipelining (session 11): the first design gave each block one group and three barriers, so a
 // block's loads were in flight only in its first phase. Now a block walks groups blockIdx.x,
