@@ -1599,7 +1599,7 @@ int main() {
   // padding 7 on a 3x3 filter (the data-grad's padding -5: staged columns start left of the row)
   run_case(2, 1, 3, 1, {56, 56}, {3, 3}, {1, 1}, {1, 1});
   run_case(2, 1, 4, 1, {7, 7}, {3, 3}, {1, 1}, {7, 7});
-  run_case(1, 1, 2, 1, {56, 56}, {7, 7}, {1, 1}, {3, 3});
+  run_case(2, 1, 2, 1, {56, 56}, {7, 7}, {1, 1}, {3, 3});
   if (sp_runs == 0) ++failures;
   std::printf("nc_plane runs: %d, nc_small_planes runs: %d\n", np_runs, sp_runs);
   // row1d (15 / 31 taps): several segments per row with causal padding on odd lengths (scalar
