@@ -762,12 +762,13 @@ def test_depthwise_nlc_rows(dtype, misaligned):
         close(tr, tr_ref, what + " transposed")
 
 
-# Whole-plane NCHW kernel (nc_plane.cuh): (N, C, m, size, k, stride, padding, bias). Several
-# blocks with a partial last one (120 planes in blocks of 36; batch 1 with 37), 7x7 planes under
-# 3x3 / 5x5 / 7x7, stride 2 onto 7x7 and 8x8, even filters, odd sizes, a data-grad whose padding
-# is negative (forward padding 3 on a 3x3 filter); then shapes the default declines to nc_stream
-# (28x28 planes: fp32 and 16-bit both taken), that no setting takes (112x112: a plane does not
-# fit a block's shared memory) and multiplier 2.
+# Whole-plane NCHW kernels (nc_small_planes.cuh up to 14x14 outputs, nc_plane.cuh above): (N, C,
+# m, size, k, stride, padding, bias). Several groups with a partial last one (120 planes in groups
+# of 36; batch 1 with 37), 7x7 planes under 3x3 / 5x5 / 7x7, stride 2 onto 7x7 and 8x8, even
+# filters, odd sizes, a data-grad whose padding is negative (forward padding 3 on a 3x3 filter);
+# 28x28 and 56x56 planes (nc_plane, 7x7 there ahead of the tensor cores), 90x77 under 7x7 (16-bit
+# fills a block; fp32 declines); planes too large for a block (112x112 at stride 1 and 2: nc_stream)
+# and multiplier 2 decline.
 NC_SMALL = [
     (3, 40, 1, (7, 7), 3, 1, 1, True),
     (1, 37, 1, (7, 7), 7, 1, 3, False),
@@ -778,7 +779,10 @@ NC_SMALL = [
     (2, 12, 1, (8, 8), 2, 1, 0, True),
     (2, 12, 1, (9, 10), 4, 1, 1, False),
     (2, 6, 1, (28, 28), 5, 1, 2, True),
+    (1, 2, 1, (56, 56), 7, 1, 3, True),
     (1, 4, 1, (112, 112), 3, 1, 1, False),
+    (1, 3, 1, (111, 112), 3, 2, 1, True),
+    (2, 2, 1, (90, 77), 7, 1, 3, True),
     (2, 4, 2, (7, 7), 3, 1, 1, True),
 ]
 

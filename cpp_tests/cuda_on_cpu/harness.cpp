@@ -1,8 +1,8 @@
-// The depthwise CUDA kernels' sources (nc_stream.cuh, nc_stride2_dgrad.cuh, nc_plane.cuh, nc_depth3d.cuh, cl_depth3d.cuh, depth3d_regs.cuh, cl_row1d.cuh, tc_row1d.cuh, tc_rows_nc.cuh, row1d.cuh, row_warp.cuh, tc_wgrad1d.cuh, tc_wgrad3d.cuh, tc_wgrad2d.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu (its weight-grads), the plans of
+// The depthwise CUDA kernels' sources (nc_stream.cuh, nc_stride2_dgrad.cuh, nc_plane.cuh, nc_small_planes.cuh, nc_depth3d.cuh, cl_depth3d.cuh, depth3d_regs.cuh, cl_row1d.cuh, tc_row1d.cuh, tc_rows_nc.cuh, row1d.cuh, row_warp.cuh, tc_wgrad1d.cuh, tc_wgrad3d.cuh, tc_wgrad2d.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu (its weight-grads), the plans of
 // depthwise_conv.cu) run on the CPU through shim.h and compared with aten in float64, with
 // poisoned outputs and workspaces: the index arithmetic, tiles, phases, shared-memory layout,
 // barriers and fixed-order reductions of every specialisation, without a GPU. The launch glue
-// below mirrors the launchers (nc_stream.cu, nc_stride2_dgrad.cu, nc_plane.cu, nc_gather.cu, cl_gather.cu, nc_wgrad.cu, cl_wgrad.cu). Not a
+// below mirrors the launchers (nc_stream.cu, nc_stride2_dgrad.cu, nc_plane.cu, nc_small_planes.cu, nc_gather.cu, cl_gather.cu, nc_wgrad.cu, cl_wgrad.cu). Not a
 // substitute for python_tests/test_cuda.py on a GPU. Run: cpp_tests/cuda_on_cpu/run.sh
 #include "shim.h"
 #include <ATen/ATen.h>
@@ -13,6 +13,7 @@
 
 #include "nc_stream.cuh"
 #include "nc_plane.cuh"
+#include "nc_small_planes.cuh"
 #include "nc_tiled.cuh"
 #include "cl_tiled.cuh"
 #include "nc_wgrad_stream.cuh"
@@ -110,23 +111,48 @@ bool st_dispatch(const Plan& P, const char** which, F&& f) {
 #undef C_
   return false;
 }
-// nc_plane.cu's specialisations at any plane size whose block fits (the launcher also declines
-// fp32 planes above kPlaneFloatMaxOutputs). false when choose_nc_plane declines the plan.
+// nc_plane.cu's specialisations (the layer's own filter in T, flip: rotated), on `blocks` blocks
+// (0: the launcher's one block per group; fewer make each block walk several groups through the
+// prefetch). false when choose_nc_plane declines the plan.
 static int np_runs = 0;
-template <typename T, int KH, int KW, int S>
-bool np_run(const T* in, const float* w, const T* bias, T* out, const Plan& P) {
+template <typename T, int KH, int KW, int S, int TH>
+bool np_run(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, unsigned blocks) {
   NcPlane L{};
-  if (!choose_nc_plane(L, P, KH, KW, S, sizeof(T))) return false;
+  if (!choose_nc_plane(L, P, KH, KW, S, TH, sizeof(T), flip)) return false;
   g_smem_bytes = size_t(L.smem);
-  launch(dim3{unsigned(ceil_div(L.planes, L.pb))}, dim3{kPlaneThreads},
-         [&] { nc_plane<T, KH, KW, S, kPlaneStrip>(in, w, bias, out, L); });
+  launch(dim3{blocks ? std::min(blocks, L.groups) : L.groups}, dim3{kPlaneThreads},
+         [&] { nc_plane<T, KH, KW, S, kPlaneStrip, TH>(in, w, bias, out, L); });
   ++np_runs;
   return true;
 }
 template <typename T>
-bool np_dispatch(const T* in, const float* w, const T* bias, T* out, const Plan& P) {
+bool np_dispatch(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, unsigned blocks, int th) {
   const int kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
-#define C_(KH, KW, S) if (kh == KH && kw == KW && s == S) return np_run<T, KH, KW, S>(in, w, bias, out, P);
+#define C_(KH, KW, S)                                                                          \
+  if (kh == KH && kw == KW && s == S)                                                          \
+    return th == 1 ? np_run<T, KH, KW, S, 1>(in, w, flip, bias, out, P, blocks)                \
+                   : np_run<T, KH, KW, S, 2>(in, w, flip, bias, out, P, blocks);
+  C_(2, 2, 1) C_(3, 3, 1) C_(4, 4, 1) C_(5, 5, 1) C_(7, 7, 1) C_(3, 3, 2) C_(5, 5, 2) C_(7, 7, 2)
+#undef C_
+  return false;
+}
+// nc_small_planes.cu's specialisations (prepared fp32 weights) at any plane size whose block fits
+// (the launcher takes output planes up to 14 x 14). false when choose_nc_small_planes declines.
+static int sp_runs = 0;
+template <typename T, int KH, int KW, int S>
+bool sp_run(const T* in, const float* w, const T* bias, T* out, const Plan& P) {
+  NcSmallPlanes L{};
+  if (!choose_nc_small_planes(L, P, KH, KW, S, sizeof(T))) return false;
+  g_smem_bytes = size_t(L.smem);
+  launch(dim3{unsigned(ceil_div(L.planes, L.pb))}, dim3{kSmallPlaneThreads},
+         [&] { nc_small_planes<T, KH, KW, S, kSmallPlaneStrip>(in, w, bias, out, L); });
+  ++sp_runs;
+  return true;
+}
+template <typename T>
+bool sp_dispatch(const T* in, const float* w, const T* bias, T* out, const Plan& P) {
+  const int kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
+#define C_(KH, KW, S) if (kh == KH && kw == KW && s == S) return sp_run<T, KH, KW, S>(in, w, bias, out, P);
   C_(2, 2, 1) C_(3, 3, 1) C_(4, 4, 1) C_(5, 5, 1) C_(7, 7, 1) C_(3, 3, 2) C_(5, 5, 2) C_(7, 7, 2)
 #undef C_
   return false;
@@ -680,9 +706,38 @@ void st_check(const char* what, const Plan& P, const Tensor& src, const Tensor& 
 }
 
 // nc_plane on src as allocated and on copies of src and of the output one element past a 16-byte
-// boundary (the block spans' vectors then start mid-vector at both ends).
+// boundary (the group spans' vectors then start mid-vector at both ends), with one block per group
+// and with 3 blocks walking the groups, one and two output rows per thread.
 template <typename T>
-void np_check(const char* what, const Plan& P, const Tensor& src, const Tensor& wp, const Tensor& bias, const Tensor& ref,
+void np_check(const char* what, const Plan& P, bool flip, const Tensor& src, const Tensor& wt, const Tensor& bias,
+              const Tensor& ref, const std::string& name, double tol) {
+  const auto opts = src.options();
+  Tensor src1 = at::full({src.numel() + 1}, NAN, opts), out1 = at::full({ref.numel() + 1}, NAN, opts);
+  src1.narrow(0, 1, src.numel()).copy_(src.flatten());
+  for (int off : {0, 1}) {
+    for (unsigned blocks : {0u, 3u}) {
+     for (int th : {1, 2}) {
+      const T* ip = off ? src1.data_ptr<T>() + 1 : src.data_ptr<T>();
+      Tensor o = off ? out1.narrow(0, 1, ref.numel()).view(ref.sizes()) : at::full(ref.sizes(), NAN, opts);
+      o.fill_(NAN);
+      NcPlane L{};
+      if (np_dispatch<T>(ip, wt.data_ptr<T>(), flip, bias.defined() ? bias.data_ptr<T>() : nullptr, o.data_ptr<T>(), P,
+                         blocks, th)) {
+        choose_nc_plane(L, P, P.k[1], P.k[2], P.S[1], th, sizeof(T), flip);
+        const std::string tag = std::string(what) + " plane th" + std::to_string(th) + " pb" + std::to_string(L.pb) +
+                                " pitch" + std::to_string(L.pitch) + " g" + std::to_string(L.groups) + (blocks ? " b3" : "") +
+                                (off ? " off1" : "");
+        check(tag.c_str(), o, ref, name, tol);
+      }
+     }
+    }
+  }
+}
+
+// nc_small_planes on src as allocated and on copies of src and of the output one element past a
+// 16-byte boundary (the block spans' vectors then start mid-vector at both ends).
+template <typename T>
+void sp_check(const char* what, const Plan& P, const Tensor& src, const Tensor& wp, const Tensor& bias, const Tensor& ref,
               const std::string& name, double tol) {
   const auto opts = src.options();
   Tensor src1 = at::full({src.numel() + 1}, NAN, opts), out1 = at::full({ref.numel() + 1}, NAN, opts);
@@ -691,10 +746,10 @@ void np_check(const char* what, const Plan& P, const Tensor& src, const Tensor& 
     const T* ip = off ? src1.data_ptr<T>() + 1 : src.data_ptr<T>();
     Tensor o = off ? out1.narrow(0, 1, ref.numel()).view(ref.sizes()) : at::full(ref.sizes(), NAN, opts);
     o.fill_(NAN);
-    NcPlane L{};
-    if (np_dispatch<T>(ip, wp.data_ptr<float>(), bias.defined() ? bias.data_ptr<T>() : nullptr, o.data_ptr<T>(), P)) {
-      choose_nc_plane(L, P, P.k[1], P.k[2], P.S[1], sizeof(T));
-      const std::string tag = std::string(what) + " plane pb" + std::to_string(L.pb) + "x" +
+    NcSmallPlanes L{};
+    if (sp_dispatch<T>(ip, wp.data_ptr<float>(), bias.defined() ? bias.data_ptr<T>() : nullptr, o.data_ptr<T>(), P)) {
+      choose_nc_small_planes(L, P, P.k[1], P.k[2], P.S[1], sizeof(T));
+      const std::string tag = std::string(what) + " small planes pb" + std::to_string(L.pb) + "x" +
                               std::to_string(ceil_div(L.planes, L.pb)) + (off ? " off1" : "");
       check(tag.c_str(), o, ref, name, tol);
     }
@@ -774,6 +829,7 @@ void own_checks(const Plan& P, const Prep& Q, bool dgrad, const Tensor& src, con
     const Tensor r = ref(t);
     const std::string tagw = std::string(dgrad ? "dgrad" : "fwd") + what + " own-w";
     rw_check<T>(tagw.c_str(), P, Q, st, wt, bt, r, name, tol);
+    np_check<T>(tagw.c_str(), P, dgrad, st, wt, bt, r, name, tol);
     if (m1 && C % V == 0) clr_check<T>(tagw.c_str(), P, Q, st, wt, bt, r, name, tol);
   };
   one(float{}, at::kFloat, "", 1e-4, 4);
@@ -830,12 +886,12 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
     Tensor xh = x.to(at::kHalf), bh = b.to(at::kHalf);
     Tensor yh = at::convolution(xh.to(at::kDouble), w.to(at::kDouble), bh.to(at::kDouble), s, p, dil, false, op, C);
     st_check<at::Half>("fwd16", P, xh, wp, bh, yh, name, 2e-3);
-    np_check<float>("fwd", P, x, wp, b, y, name, 1e-4);
-    np_check<at::Half>("fwd16", P, xh, wp, bh, yh, name, 2e-3);
+    sp_check<float>("fwd", P, x, wp, b, y, name, 1e-4);
+    sp_check<at::Half>("fwd16", P, xh, wp, bh, yh, name, 2e-3);
     {
       Tensor xb = x.to(at::kBFloat16), bb = b.to(at::kBFloat16);
       Tensor yb = at::convolution(xb.to(at::kDouble), w.to(at::kDouble), bb.to(at::kDouble), s, p, dil, false, op, C);
-      np_check<at::BFloat16>("fwdbf16", P, xb, wp, bb, yb, name, 1e-2);
+      sp_check<at::BFloat16>("fwdbf16", P, xb, wp, bb, yb, name, 1e-2);
     }
     st_check<float, true>("fwd", P, x, wp, b, y, name, 1e-4);
     st_check<at::Half, true>("fwd16", P, xh, wp, bh, yh, name, 2e-3);
@@ -895,13 +951,13 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
       st_check<at::Half>("dgrad16", P, gyh, wp, Tensor(), gxh, name, 2e-3);
       s2_check<float>("dgrad", P, gy, wp, b.narrow(0, 0, C), gx_ref, name, 1e-4);
       s2_check<at::Half>("dgrad16", P, gyh, wp, b.narrow(0, 0, C).to(at::kHalf), gxh, name, 2e-3);
-      np_check<float>("dgrad", P, gy, wp, Tensor(), gx_ref, name, 1e-4);
-      np_check<at::Half>("dgrad16", P, gyh, wp, Tensor(), gxh, name, 2e-3);
+      sp_check<float>("dgrad", P, gy, wp, Tensor(), gx_ref, name, 1e-4);
+      sp_check<at::Half>("dgrad16", P, gyh, wp, Tensor(), gxh, name, 2e-3);
       {
         Tensor gyb = gy.to(at::kBFloat16);
         Tensor gxb = std::get<0>(at::convolution_backward(gyb.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble),
                                                           std::nullopt, s, p, dil, false, op, C, {true, false, false}));
-        np_check<at::BFloat16>("dgradbf16", P, gyb, wp, Tensor(), gxb, name, 1e-2);
+        sp_check<at::BFloat16>("dgradbf16", P, gyb, wp, Tensor(), gxb, name, 1e-2);
         s2_check<at::BFloat16>("dgradbf16", P, gyb, wp, b.narrow(0, 0, C).to(at::kBFloat16), gxb, name, 1e-2);
       }
       st_check<float, true>("dgrad", P, gy, wp, Tensor(), gx_ref, name, 1e-4);
@@ -1061,8 +1117,8 @@ void check_fast_div() {
   std::printf("%-44s %-34s %s (%lld wrong)\n", "FastDiv", "divisors 1..2^16, ~2^17..2^31", bad ? "FAIL" : "ok", (long long)bad);
 }
 
-// nc_plane's launcher: a 112x112 plane does not fit a block's shared memory (declines to
-// nc_stream), a 56x56 one takes one plane per block, multiplier 2 and 3-D decline.
+// nc_plane's plans: a 112x112 plane does not fit a block's shared memory (declines to nc_stream), a
+// 56x56 one takes one plane per group, multiplier 2 and 3-D decline.
 void check_np_limits() {
   auto plan = [](std::vector<int64_t> size, int64_t m, int rank) {
     Geometry g;
@@ -1076,11 +1132,15 @@ void check_np_limits() {
     return P;
   };
   NcPlane L{};
-  const bool big = choose_nc_plane(L, plan({112, 112}, 1, 2), 3, 3, 1, 4);
-  const bool mid = choose_nc_plane(L, plan({56, 56}, 1, 2), 3, 3, 1, 4) && L.pb == 1;
-  const bool mult = choose_nc_plane(L, plan({7, 7}, 2, 2), 3, 3, 1, 4);
-  const bool d3 = choose_nc_plane(L, plan({3, 7, 7}, 1, 3), 3, 3, 1, 4);
-  const bool ok = !big && mid && !mult && !d3;
+  const bool big = choose_nc_plane(L, plan({112, 112}, 1, 2), 3, 3, 1, 2, 4, false);
+  const bool mid = choose_nc_plane(L, plan({56, 56}, 1, 2), 3, 3, 1, 2, 4, false) && L.pb == 1;
+  const bool mult = choose_nc_plane(L, plan({7, 7}, 2, 2), 3, 3, 1, 2, 4, false);
+  const bool d3 = choose_nc_plane(L, plan({3, 7, 7}, 1, 3), 3, 3, 1, 2, 4, false);
+  NcSmallPlanes Ls{};
+  const bool s_big = choose_nc_small_planes(Ls, plan({112, 112}, 1, 2), 3, 3, 1, 4);
+  const bool s_mid = choose_nc_small_planes(Ls, plan({56, 56}, 1, 2), 3, 3, 1, 4) && Ls.pb == 1;
+  const bool s_mult = choose_nc_small_planes(Ls, plan({7, 7}, 2, 2), 3, 3, 1, 4);
+  const bool ok = !big && mid && !mult && !d3 && !s_big && s_mid && !s_mult;
   if (!ok) ++failures;
   std::printf("%-44s %-34s %s\n", "nc_plane limits", "112^2/m2/3-D decline, 56^2 pb 1", ok ? "ok" : "FAIL");
 }
@@ -1846,7 +1906,7 @@ int main() {
   run_case(2, 2, 4, 1, {20, 56}, {3, 3}, {1, 1}, {1, 1});
   run_case(2, 2, 4, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1});
   run_case(2, 1, 4, 1, {13, 29}, {7, 7}, {1, 1}, {3, 3});
-  // Whole-plane kernel (nc_plane.cuh): several blocks with a partial last one (120 planes in
+  // Whole-plane kernels (nc_plane.cuh, nc_small_planes.cuh): several groups with a partial last one (120 planes in
   // blocks of 36, batch 1 with 37), 7x7 planes under 3x3 / 5x5 / 7x7, stride 2 onto 7x7 and 8x8
   // and odd sizes, a data-grad whose padding is negative (forward padding 3 on a 3x3 filter), even
   // filters, 28x28 planes (2 per block); every one fp32 / fp16 / bf16, forward and data-grad,
@@ -1863,7 +1923,13 @@ int main() {
   run_case(2, 1, 6, 1, {28, 28}, {5, 5}, {1, 1}, {2, 2});
   check_np_limits();
   if (np_runs == 0) ++failures;
-  std::printf("nc_plane runs: %d\n", np_runs);
+  // 56x56 planes under 3x3 (one per group, the item count not a multiple of the block) and 7x7;
+  // padding 7 on a 3x3 filter (the data-grad's padding -5: staged columns start left of the row)
+  run_case(2, 1, 3, 1, {56, 56}, {3, 3}, {1, 1}, {1, 1});
+  run_case(2, 1, 4, 1, {7, 7}, {3, 3}, {1, 1}, {7, 7});
+  run_case(2, 1, 2, 1, {56, 56}, {7, 7}, {1, 1}, {3, 3});
+  if (sp_runs == 0) ++failures;
+  std::printf("nc_plane runs: %d, nc_small_planes runs: %d\n", np_runs, sp_runs);
   // row1d (15 / 31 taps): several segments per row with causal padding on odd lengths (scalar
   // stores), 'same' padding on aligned rows (vector stores), the forward's channel multiplier
   // (its data-grad, J = 2, declines), padding beyond the filter (negative data-grad padding),

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds and runs harness.cpp: the depthwise CUDA kernels' sources on the CPU (see its header).
 # The kernel files are copied with four textual changes for the shim (dynamic shared memory,
-# block-static shared arrays, an unroll pragma g++ does not know, nc_plane.cuh's and row_warp.cuh's
-# include of the copied nc_stream.cuh). ASAN=1 adds AddressSanitizer.
+# block-static shared arrays, an unroll pragma g++ does not know, the whole-plane kernels' and
+# row_warp.cuh's include of the copied nc_stream.cuh). ASAN=1 adds AddressSanitizer.
 # Needs g++ >= 12 and the torch in $PYTHON (default: python3). About 1-3 minutes on 2 cores.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -10,7 +10,7 @@ root=$(cd "$here/../.." && pwd)
 src=$root/ops/depthwise_conv/cuda
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-for f in nc_tiled.cuh cl_tiled.cuh nc_plane.cuh row1d.cuh row_warp.cuh tc_row1d.cuh tc_wgrad1d.cuh tc_rows_nc.cuh tc_wgrad3d.cuh tc_wgrad2d.cuh; do
+for f in nc_tiled.cuh cl_tiled.cuh nc_plane.cuh nc_small_planes.cuh row1d.cuh row_warp.cuh tc_row1d.cuh tc_wgrad1d.cuh tc_rows_nc.cuh tc_wgrad3d.cuh tc_wgrad2d.cuh; do
   sed -e 's|#include "ops/depthwise_conv/cuda/nc_stream.cuh"|#include "nc_stream.cuh"|' \
       -e 's|#include "ops/depthwise_conv/cuda/tc_row1d.cuh"|#include "tc_row1d.cuh"|' \
       -e 's|#include "ops/depthwise_conv/cuda/tc_wgrad\([13]\)d.cuh"|#include "tc_wgrad\1d.cuh"|' \

@@ -32,12 +32,18 @@ template <typename T>
 bool launch_nc_stream(const T* in, const at::opmath_type<T>* w, const T* bias, T* out,
                       const Plan& P, cudaStream_t stream);
 
-// The same for small NCHW planes, a block per group of whole planes (nc_plane.cuh): one-phase
-// 2-D plans with multiplier 1, square filters 2-7 (stride 1) and 3, 5, 7 (stride 2); false when
-// not covered (fp32 planes above 28x28 included: nc_plane.cu), then launch_nc_stream.
+// The same for NCHW output planes larger than 14 x 14, a block walking groups of whole planes
+// (nc_plane.cuh): one-phase 2-D plans with multiplier 1, square filters 2-7 (stride 1) and 3, 5, 7
+// (stride 2); w is the layer's filter [C][KH][KW] in T, read rotated 180 degrees when flip (the
+// stride-1 data-grad): no prepared copy. false when not covered (a plane too large for a block's
+// prefetch or shared memory, or too small: launch_nc_small_planes).
 template <typename T>
-bool launch_nc_plane(const T* in, const at::opmath_type<T>* w, const T* bias, T* out,
-                     const Plan& P, cudaStream_t stream);
+bool launch_nc_plane(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, cudaStream_t stream);
+// The same for output planes up to 14 x 14, a block per group of whole planes
+// (nc_small_planes.cuh), from prepared weights; false when not covered, then launch_nc_stream.
+template <typename T>
+bool launch_nc_small_planes(const T* in, const at::opmath_type<T>* w, const T* bias, T* out,
+                            const Plan& P, cudaStream_t stream);
 // 2-, 3-, 4- and 15-tap NCL 1-D rows at stride 1 (forward, stride-1 data-grad), a warp per
 // segment of 16-byte vectors (row_warp.cuh); w is the layer's filter [rows][K], tap t of the
 // correlation w[row * K + wbase + wstep * t] (no preparation launch). false when not covered.

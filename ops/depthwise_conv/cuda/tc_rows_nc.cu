@@ -12,7 +12,9 @@
 //   31 x 26-41 2-D (RepLKNet k31 N32 C128 56^2: nc_gather 1.155 -> 0.374-0.40);
 //   7 x w 2-D, w <= 9, on planes of at least 56 x 56 (ConvNeXt k7 N64 C96 56^2: nc_plane 0.110 ->
 //   0.099-0.100).
-// Declined, because slower there: 7x7 on 14 x 14 planes (0.070 against nc_plane's 0.035), 3x3
+// Square 7 x 7 on planes nc_plane.cu holds is taken by nc_plane first (session 11: 0.083 against
+// 0.099 ms on ConvNeXt 56^2); larger planes and 7 x w with w != 7 still come here.
+// Declined, because slower there: 7x7 on 14 x 14 planes (0.070 against nc_small_planes' 0.035), 3x3
 // and 5x5 (MobileNetV2 56^2 bf16 0.126 against 0.095, EfficientNet 28^2 0.077 against 0.064).
 #include "ops/depthwise_conv/cuda/launch.h"
 #include "ops/depthwise_conv/cuda/tc_rows_nc.cuh"
