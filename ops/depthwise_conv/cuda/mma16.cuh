@@ -9,7 +9,8 @@
 //   b[0]: B[2t, 2t+1][g]     b[1]: B[2t+8, 2t+9][g]
 //   d[0], d[1]: D[g][2t, 2t+1]                        d[2], d[3]: D[g+8][2t, 2t+1]
 //
-// tc_ldsm_x4 (ldmatrix.x4) loads an A fragment from shared memory (tc_row1d, tc_wgrad3d).
+// tc_ldsm_x4 / tc_ldsm_x2 / tc_ldsm_x4_trans (ldmatrix) load A fragments from shared memory
+// (tc_row1d, tc_rows_nc, tc_wgrad2d, tc_wgrad3d).
 //
 // Outside nvcc (the CPU harness, cpp_tests/cuda_on_cpu/shim.h) the step is emulated by the
 // shim's warp exchange: every lane of the block must make the same calls (as for its shuffles).
@@ -170,6 +171,56 @@ __device__ __forceinline__ void tc_ldsm_x4(uint32_t (&a)[4], const uint32_t* p) 
 inline void tc_ldsm_x4(uint32_t (&a)[4], const uint32_t* p) {
   const int lane = static_cast<int>(threadIdx.x % 32), g = lane / 4, t = lane % 4;
   for (int j = 0; j < 4; ++j) a[j] = __shfl_sync(0xffffffffu, p, 8 * j + g)[t];
+}
+#endif
+
+// ldmatrix.x2: a[0] and a[2] of an A fragment whose row lane % 8, columns 8 (lane / 8) + [0, 8),
+// starts at lane (< 16)'s p; a[1] = a[3] = 0 (rows 8-15). CPU harness: the shim's shuffle.
+#if defined(__CUDACC__)
+__device__ __forceinline__ void tc_ldsm_x2(uint32_t (&a)[4], const uint32_t* p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
+               : "=r"(a[0]), "=r"(a[2])
+               : "r"(addr)
+               : "memory");
+#else
+  __trap();  // launchers take the tensor-core kernels on sm_80 and newer only
+#endif
+  a[1] = a[3] = 0;
+}
+#else
+inline void tc_ldsm_x2(uint32_t (&a)[4], const uint32_t* p) {
+  const int lane = static_cast<int>(threadIdx.x % 32), g = lane / 4, t = lane % 4;
+  for (int j = 0; j < 2; ++j) a[2 * j] = __shfl_sync(0xffffffffu, p, 8 * j + g)[t];
+  a[1] = a[3] = 0;
+}
+#endif
+
+// ldmatrix.x4.trans: matrix j (rows at lanes 8j ... 8j + 7's p, 8 16-bit values each) transposed,
+// so that a[j] of lane (g, t) holds rows 2t and 2t + 1 of column g: here column g = channel g and
+// rows = 8 consecutive positions, i.e. channel g's values at positions 2t, 2t + 1 (one word of the
+// channel's shared row, in tc_wgrad2d's channels-last tiles). CPU harness: the shim's shuffle.
+#if defined(__CUDACC__)
+__device__ __forceinline__ void tc_ldsm_x4_trans(uint32_t (&a)[4], const uint32_t* p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
+               : "r"(addr)
+               : "memory");
+#else
+  __trap();  // launchers take the tensor-core kernels on sm_80 and newer only
+#endif
+}
+#else
+inline void tc_ldsm_x4_trans(uint32_t (&a)[4], const uint32_t* p) {
+  const int lane = static_cast<int>(threadIdx.x % 32), g = lane / 4, t = lane % 4;
+  for (int j = 0; j < 4; ++j) {
+    const uint16_t* r0 = reinterpret_cast<const uint16_t*>(__shfl_sync(0xffffffffu, p, 8 * j + 2 * t));
+    const uint16_t* r1 = reinterpret_cast<const uint16_t*>(__shfl_sync(0xffffffffu, p, 8 * j + 2 * t + 1));
+    a[j] = uint32_t(r0[g]) | (uint32_t(r1[g]) << 16);
+  }
 }
 #endif
 

@@ -139,7 +139,7 @@ __device__ __forceinline__ void tcw2_row(float (&acc)[NJ][4], const T* xr, const
     const uint32_t b1 = static_cast<uint32_t>(((uint64_t(dw[8 * j + 5]) << 32) | dw[8 * j + 4]) >> ln.sh);
     const uint32_t b[2] = {live ? b0 : 0u, live ? b1 : 0u};
     uint32_t a[4];
-    tcw3_ldsm_x2(a, reinterpret_cast<const uint32_t*>(xr + ln.a + 16 * j));
+    tc_ldsm_x2(a, reinterpret_cast<const uint32_t*>(xr + ln.a + 16 * j));
     mma16816<T>(acc[j], a, b);
   }
 }
@@ -267,33 +267,6 @@ tcw2_nc(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ p
 }
 
 // ------------------------------------------------------------------------------------------ NHWC
-// ldmatrix.x4.trans: matrix j (rows at lanes 8j ... 8j + 7's p, 8 16-bit values each) transposed,
-// so that a[j] of lane (g, t) holds rows 2t and 2t + 1 of column g: here column g = channel g and
-// rows = 8 consecutive positions, i.e. channel g's values at positions 2t, 2t + 1 (one word of the
-// channel's shared row). CPU harness: the shim's shuffle.
-#if defined(__CUDACC__)
-__device__ __forceinline__ void tcw2_ldsm_x4_trans(uint32_t (&a)[4], const uint32_t* p) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(p));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
-               : "r"(addr)
-               : "memory");
-#else
-  __trap();  // launchers take the tensor-core kernels on sm_80 and newer only
-#endif
-}
-#else
-inline void tcw2_ldsm_x4_trans(uint32_t (&a)[4], const uint32_t* p) {
-  const int lane = static_cast<int>(threadIdx.x % 32), g = lane / 4, t = lane % 4;
-  for (int j = 0; j < 4; ++j) {
-    const uint16_t* r0 = reinterpret_cast<const uint16_t*>(__shfl_sync(0xffffffffu, p, 8 * j + 2 * t));
-    const uint16_t* r1 = reinterpret_cast<const uint16_t*>(__shfl_sync(0xffffffffu, p, 8 * j + 2 * t + 1));
-    a[j] = uint32_t(r0[g]) | (uint32_t(r1[g]) << 16);
-  }
-}
-#endif
-
 // Dynamic shared memory of tcw2_cl: the raw tile (positions as stored, 8 values each: X
 // (tr + K - 1) x 16 NJ, then dy tr x (16 NJ + 16)) and the 8 channels' tiles of L.ps values.
 template <int K>
@@ -364,7 +337,7 @@ tcw2_cl(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ p
     for (int k = 0; k < rounds; ++k) {
       const int q0 = 4 * (warp + kTcw2Warps * k), mine = std::min(q0 + (lane >> 3), runs - 1);
       uint32_t a[4];
-      tcw2_ldsm_x4_trans(a, reinterpret_cast<const uint32_t*>(raw + kTcw2ClCh * (8 * mine + (lane & 7))));
+      tc_ldsm_x4_trans(a, reinterpret_cast<const uint32_t*>(raw + kTcw2ClCh * (8 * mine + (lane & 7))));
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const int q = q0 + j;

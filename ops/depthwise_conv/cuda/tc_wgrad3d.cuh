@@ -128,29 +128,6 @@ __host__ __device__ constexpr int tcw3_mt() {
   return KD > 4 ? 2 : 1;
 }
 
-// ldmatrix.x2: a[0] and a[2] of an A fragment whose row lane % 8, columns 8 (lane / 8) + [0, 8),
-// starts at lane (< 16)'s p; a[1] = a[3] = 0 (rows 8-15). CPU harness: the shim's shuffle.
-#if defined(__CUDACC__)
-__device__ __forceinline__ void tcw3_ldsm_x2(uint32_t (&a)[4], const uint32_t* p) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(p));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
-               : "=r"(a[0]), "=r"(a[2])
-               : "r"(addr)
-               : "memory");
-#else
-  __trap();  // launchers take the tensor-core kernels on sm_80 and newer only
-#endif
-  a[1] = a[3] = 0;
-}
-#else
-inline void tcw3_ldsm_x2(uint32_t (&a)[4], const uint32_t* p) {
-  const int lane = static_cast<int>(threadIdx.x % 32), g = lane / 4, t = lane % 4;
-  for (int j = 0; j < 2; ++j) a[2 * j] = __shfl_sync(0xffffffffu, p, 8 * j + g)[t];
-  a[1] = a[3] = 0;
-}
-#endif
-
 // This lane's operands, as offsets from the pair's (0, 0) X row and first dy row: its ldmatrix rows
 // of A (tile 0: m = lane % 8 + 8 (lane / 8 % 2), column half lane / 16; tile 1: m = 16 + lane % 8,
 // column half lane / 8 % 2; rows past 4 KD repeat the last) at X row (m / 4, m % 4); its B column
@@ -184,7 +161,7 @@ __device__ __forceinline__ void tcw3_pair(float (&acc)[tcw3_mt<KD>()][4][4], con
     tc_ldsm_x4(a, reinterpret_cast<const uint32_t*>(xr + ln.a0 + 16 * j));
     mma16816<T>(acc[0][j], a, b);
     if constexpr (KD > 4) {
-      tcw3_ldsm_x2(a, reinterpret_cast<const uint32_t*>(xr + ln.a1 + 16 * j));
+      tc_ldsm_x2(a, reinterpret_cast<const uint32_t*>(xr + ln.a1 + 16 * j));
       mma16816<T>(acc[1][j], a, b);
     }
   }
