@@ -312,6 +312,23 @@ struct Clw3Shape {
 // the same input rows walk the depth together and meet them in L2. (In contiguous chunks, as
 // cl_wgrad_partial has them, a row's neighbours would be read a whole column walk later, hundreds
 // of MB of traffic apart: x would come from DRAM about KH times.)
+// cl_wgrad_depth3d's / cl_wgrad_d3r's work item -> (sample n, depth segment, output row oh, strip
+// ws); 32-bit divisions when the host proved they fit (L.i32).
+__device__ __forceinline__ void depth3d_item(int64_t it, const ClwTile& L, int OH, int& ws, int& oh, int& seg,
+                                             int64_t& n) {
+  if (L.i32) {
+    uint32_t u = static_cast<uint32_t>(it);
+    ws = static_cast<int>(u % uint32_t(L.strips)), u /= uint32_t(L.strips);
+    oh = static_cast<int>(u % uint32_t(OH)), u /= uint32_t(OH);
+    seg = static_cast<int>(u % uint32_t(L.segs)), n = u / uint32_t(L.segs);
+  } else {
+    int64_t u = it;
+    ws = static_cast<int>(u % L.strips), u /= L.strips;
+    oh = static_cast<int>(u % OH), u /= OH;
+    seg = static_cast<int>(u % L.segs), n = u / L.segs;
+  }
+}
+
 template <typename T, int KD, int KH, int KW, int S, int VW, int R>
 __global__ void __launch_bounds__(kWgradThreads, kWgradBlocksPerSm)
 cl_wgrad_depth3d(const T* __restrict__ x, const T* __restrict__ gy, at::opmath_type<T>* __restrict__ part,
@@ -340,20 +357,9 @@ cl_wgrad_depth3d(const T* __restrict__ x, const T* __restrict__ gy, at::opmath_t
   }
   if (active) {
     for (int64_t it = static_cast<int64_t>(blockIdx.y) * L.G + grp; it < L.items; it += step) {
-      // item -> (n, segment, oh, strip); 32-bit divisions when the host proved they fit
       int ws, oh, seg;
       int64_t n;
-      if (L.i32) {
-        uint32_t u = static_cast<uint32_t>(it);
-        ws = static_cast<int>(u % uint32_t(L.strips)), u /= uint32_t(L.strips);
-        oh = static_cast<int>(u % uint32_t(OH)), u /= uint32_t(OH);
-        seg = static_cast<int>(u % uint32_t(L.segs)), n = u / uint32_t(L.segs);
-      } else {
-        int64_t u = it;
-        ws = static_cast<int>(u % L.strips), u /= L.strips;
-        oh = static_cast<int>(u % OH), u /= OH;
-        seg = static_cast<int>(u % L.segs), n = u / L.segs;
-      }
+      depth3d_item(it, L, OH, ws, oh, seg, n);
       const int qd0 = seg * L.dl, qd1 = qd0 + L.dl < OD ? qd0 + L.dl : OD;
       const int ow0 = ws * R;
       const int gn = OW - ow0;  // outputs of the strip inside the row (>= 1)
@@ -446,17 +452,7 @@ cl_wgrad_d3r(const T* __restrict__ x, const T* __restrict__ gy, at::opmath_type<
     for (int64_t it = static_cast<int64_t>(blockIdx.y) * L.G + grp; it < L.items; it += step) {
       int ws, oh, seg;
       int64_t n;
-      if (L.i32) {
-        uint32_t u = static_cast<uint32_t>(it);
-        ws = static_cast<int>(u % uint32_t(L.strips)), u /= uint32_t(L.strips);
-        oh = static_cast<int>(u % uint32_t(OH)), u /= uint32_t(OH);
-        seg = static_cast<int>(u % uint32_t(L.segs)), n = u / uint32_t(L.segs);
-      } else {
-        int64_t u = it;
-        ws = static_cast<int>(u % L.strips), u /= L.strips;
-        oh = static_cast<int>(u % OH), u /= OH;
-        seg = static_cast<int>(u % L.segs), n = u / L.segs;
-      }
+      depth3d_item(it, L, OH, ws, oh, seg, n);
       const int qd0 = seg * L.dl, qd1 = qd0 + L.dl < OD ? qd0 + L.dl : OD;
       const int ow0 = ws * R, ih0 = oh - P.pad[1][0];
       const bool lo = ow0 > 0, hi = ow0 + R < OW;

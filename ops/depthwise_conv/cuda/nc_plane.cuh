@@ -348,21 +348,7 @@ nc_plane(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict_
     // 3. The group's output span: aligned 16-byte vectors (ys_raw[j] is span element j - mo), the
     // partial vectors at its ends element by element. The barrier after the next scatter orders
     // these reads before the next group's outputs.
-    {
-      const int n = np * ohw;
-      const int nvec = (n + mo + V - 1) / V;
-      for (int i = tid; i < nvec; i += kPlaneThreads) {
-        const int e0 = i * V - mo;
-        if (e0 >= 0 && e0 + V <= n) {
-          *reinterpret_cast<Vec16<T>*>(dst + e0) = *reinterpret_cast<const Vec16<T>*>(ys_raw + i * V);
-        } else {
-#pragma unroll
-          for (int k = 0; k < V; ++k) {
-            if (e0 + k >= 0 && e0 + k < n) dst[e0 + k] = ys_raw[i * V + k];
-          }
-        }
-      }
-    }
+    store_span<T, kPlaneThreads>(dst, ys_raw, np * ohw, mo, tid);
   }
 }
 

@@ -209,21 +209,7 @@ nc_small_planes(const T* __restrict__ in, const at::opmath_type<T>* __restrict__
 
   // 4. The block's output span: aligned 16-byte vectors (ys_raw[j] is span element j - mo), the
   // partial vectors at its ends element by element.
-  {
-    const int n = np * ohw;
-    const int nvec = (n + mo + V - 1) / V;
-    for (int i = tid; i < nvec; i += kSmallPlaneThreads) {
-      const int e0 = i * V - mo;
-      if (e0 >= 0 && e0 + V <= n) {
-        *reinterpret_cast<Vec16<T>*>(dst + e0) = *reinterpret_cast<const Vec16<T>*>(ys_raw + i * V);
-      } else {
-#pragma unroll
-        for (int k = 0; k < V; ++k) {
-          if (e0 + k >= 0 && e0 + k < n) dst[e0 + k] = ys_raw[i * V + k];
-        }
-      }
-    }
-  }
+  store_span<T, kSmallPlaneThreads>(dst, ys_raw, np * ohw, mo, tid);
 }
 
 }  // namespace convx::cuda

@@ -242,6 +242,27 @@ struct alignas(16) Vec16 {
   T v[16 / sizeof(T)];
 };
 
+// A block's n staged outputs written to global memory from shared memory: smem[j] is span element
+// j - mo (mo = dst's misalignment in elements, so smem is laid out as dst's 16-byte vectors);
+// whole vectors go as 16-byte stores, the partial ones at the span's ends element by element
+// (nc_plane, nc_small_planes).
+template <typename T, int Threads>
+__device__ __forceinline__ void store_span(T* dst, const T* smem, int n, int mo, int tid) {
+  constexpr int V = 16 / sizeof(T);
+  const int nvec = (n + mo + V - 1) / V;
+  for (int i = tid; i < nvec; i += Threads) {
+    const int e0 = i * V - mo;
+    if (e0 >= 0 && e0 + V <= n) {
+      *reinterpret_cast<Vec16<T>*>(dst + e0) = *reinterpret_cast<const Vec16<T>*>(smem + i * V);
+    } else {
+#pragma unroll
+      for (int k = 0; k < V; ++k) {
+        if (e0 + k >= 0 && e0 + k < n) dst[e0 + k] = smem[i * V + k];
+      }
+    }
+  }
+}
+
 // x[c] = row[ix0 + c] for c < NX, zero outside [0, IW) (see the header: 16-byte vectors + select
 // network). `row` points at the row's first element (maybe outside the tensor when !row_ok: it
 // is then never dereferenced).
