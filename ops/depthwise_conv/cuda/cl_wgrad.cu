@@ -26,9 +26,11 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <type_traits>
+#include <utility>
 
 namespace convx::cuda {
 namespace {
@@ -592,6 +594,24 @@ inline bool choose_clw_tile(ClwTile& L, const Plan& P, int VW, int R, int SEG, i
   return ctiles <= 65535;
 }
 
+// 2-D channels-last weight-grads on cl_wgrad_depth3d: (N, H, W, C) read as (N, H, 1, W, C) and a
+// KH x KW filter as KH x 1 x KW, so that the kernel streams each column of output rows, loading an
+// input row segment once for all KH filter rows (cl_wgrad_partial loads it once per filter row).
+// The plan of the 2-D weight-grad (depth 1) with its depth and height dimensions swapped.
+inline Plan rows_as_depth(const Plan& P) {
+  Plan Q = P;
+  std::swap(Q.in[0], Q.in[1]);
+  std::swap(Q.out[0], Q.out[1]);
+  std::swap(Q.q[0], Q.q[1]);
+  std::swap(Q.k[0], Q.k[1]);
+  std::swap(Q.S[0], Q.S[1]);
+  std::swap(Q.os[0], Q.os[1]);
+  std::swap(Q.pad[0], Q.pad[1]);
+  std::swap(Q.r[0], Q.r[1]);
+  std::swap(Q.qn[0], Q.qn[1]);
+  return Q;
+}
+
 // ---- host launch (cpp_tests/cuda_on_cpu/run.sh takes the kernels above this line) ----
 // The two launches of a channels-last weight-grad: `partial` (a cl_wgrad_partial /
 // cl_wgrad_depth3d specialisation) writes every chunk's tap sums into part [chunks][out_c * taps],
@@ -680,6 +700,66 @@ bool run_d3r(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase
   return true;
 }
 
+// 2-D KH x KW at stride 1 on cl_wgrad_depth3d (rows_as_depth), VW channels per lane, strips of R.
+template <typename T, int KH, int KW, int VW, int R>
+bool run_rows2d(const T* x, const T* gy, T* gw, const Plan& P2, const at::TensorBase& like, cudaStream_t stream,
+                int64_t max_lanes) {
+  if (P2.k[0] != 1 || P2.S[1] != 1 || P2.S[2] != 1) return false;
+  const Plan P = rows_as_depth(P2);
+  if (!vectors_fit<T, VW>(x, gy, P)) return false;
+  ClwTile L{};
+  int64_t ctiles = 0, chunks = 0;
+  if (!choose_clw_tile(L, P, VW, R, R - 1 + KW, KH, ctiles, chunks, kWgradWave, max_lanes)) return false;
+  partials_then_sum(cl_wgrad_depth3d<T, KH, 1, KW, 1, VW, R>, x, gy, gw, P, L, ctiles, chunks, KH * KW, like, stream);
+  return true;
+}
+
+// A/B knob (temporary, session 12 wg16): CONVX_WG16 picks the 16-bit 2-D 3x3 / 5x5 stride-1 tile.
+inline int wg16_knob(const char* name, int dflt) {
+  const char* v = std::getenv(name);
+  return v ? std::atoi(v) : dflt;
+}
+
+// cl_wgrad_partial (run<>'s tile) with channel tiles of at most max_lanes lanes.
+template <typename T, int K>
+bool run_lanes(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream,
+               int64_t max_lanes) {
+  using Shape = ClwShape<T, K, K>;
+  constexpr int VW = Shape::VW, R = Shape::R, RH = Shape::RH;
+  if (!vectors_fit<T, VW>(x, gy, P)) return false;
+  ClwTile L{};
+  int64_t ctiles = 0, chunks = 0;
+  if (!choose_clw_tile(L, P, VW, R, R - 1 + K, 0, ctiles, chunks, kWgradWave, max_lanes)) return false;
+  partials_then_sum(cl_wgrad_partial<T, K, K, 1, VW, R, RH>, x, gy, gw, P, L, ctiles, chunks, K * K, like, stream);
+  return true;
+}
+
+template <typename T, int K>
+bool run_wg16(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
+  const int v = wg16_knob("CONVX_WG16", 0);
+  const int64_t lanes = wg16_knob("CONVX_WG16_LANES", 128);
+  if (v == 6) return run_lanes<T, K>(x, gy, gw, P, like, stream, lanes);
+  if (K == 3) {
+    switch (v) {
+      case 1: return run_rows2d<T, 3, 3, 2, 4>(x, gy, gw, P, like, stream, lanes);
+      case 2: return run_rows2d<T, 3, 3, 4, 4>(x, gy, gw, P, like, stream, lanes);
+      case 3: return run_rows2d<T, 3, 3, 2, 8>(x, gy, gw, P, like, stream, lanes);
+      case 4: return run_rows2d<T, 3, 3, 8, 1>(x, gy, gw, P, like, stream, lanes);
+      case 5: return run_rows2d<T, 3, 3, 2, 7>(x, gy, gw, P, like, stream, lanes);
+      default: return false;
+    }
+  } else {
+    switch (v) {
+      case 1: return run_rows2d<T, 5, 5, 2, 4>(x, gy, gw, P, like, stream, lanes);
+      case 2: return run_rows2d<T, 5, 5, 1, 8>(x, gy, gw, P, like, stream, lanes);
+      case 3: return run_rows2d<T, 5, 5, 1, 7>(x, gy, gw, P, like, stream, lanes);
+      case 4: return run_rows2d<T, 5, 5, 2, 2>(x, gy, gw, P, like, stream, lanes);
+      case 5: return run_rows2d<T, 5, 5, 1, 4>(x, gy, gw, P, like, stream, lanes);
+      default: return false;
+    }
+  }
+}
+
 }  // namespace
 
 template <typename T>
@@ -716,6 +796,12 @@ bool launch_cl_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::Te
   } else {
     if (P.in_div != 1) return false;
     const int kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
+    if constexpr (sizeof(T) == 2) {
+      if (P.k[0] == 1 && kh == kw && s == 1 && (kh == 3 || kh == 5)) {
+        if (kh == 3 ? run_wg16<T, 3>(x, gy, gw, P, like, stream) : run_wg16<T, 5>(x, gy, gw, P, like, stream))
+          return true;
+      }
+    }
 #define CONVX_CASE(KH, KW, S) \
   if (kh == KH && kw == KW && s == S) return run<T, KH, KW, S>(x, gy, gw, P, like, stream);
     CONVX_CASE(1, 2, 1)
