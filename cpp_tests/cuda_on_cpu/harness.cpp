@@ -1822,7 +1822,45 @@ void clwr2_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t 
     check(tag.c_str(), r, ref, name, tol);
   }
 }
+// nc_wgrad.cu's run_stream with one chunk per channel: nc_wgrad_stream writing the 16-bit
+// weight-grad itself (O = T), on a poisoned buffer; every block of the grid walked.
+template <typename T, int K>
+void ncwd_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t p, double tol) {
+  at::manual_seed(14);
+  const auto dt = c10::CppTypeToScalarType<T>::value;
+  Tensor x = at::randn({N, C, H, W}).to(dt), w = at::randn({C, 1, K, K});
+  Tensor y = at::conv2d(x.to(at::kDouble), w.to(at::kDouble), Tensor(), 1, {p, p}, 1, C);
+  Tensor gy = at::randn(y.sizes()).to(dt);
+  const Tensor ref = std::get<1>(at::convolution_backward(gy.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble),
+                                                          std::nullopt, {1, 1}, {p, p}, {1, 1}, false, {0, 0}, C,
+                                                          {false, true, false})).view({-1});
+  Geometry g;
+  g.batch = N, g.in_channels = C, g.out_channels = C, g.groups = C;
+  g.input[0] = g.output[0] = g.kernel[0] = g.stride[0] = 1, g.padding[0] = 0;
+  g.input[1] = H, g.input[2] = W, g.output[1] = y.size(2), g.output[2] = y.size(3);
+  g.kernel[1] = g.kernel[2] = K, g.padding[1] = g.padding[2] = p, g.stride[1] = g.stride[2] = 1;
+  Plan P{}; Prep Q{};
+  forward_plan(g, P, Q);
+  NcWgradTile L{};
+  char name[96];
+  std::snprintf(name, sizeof name, "%s N%ld C%ld %ldx%ld k%d p%ld", dt == at::kHalf ? "fp16" : "bf16", long(N), long(C),
+                long(H), long(W), K, long(p));
+  if (!choose_nc_wgrad(L, P, wgrad_cols<K>(), wgrad_rows<K>(), 1, K, K) || L.chunks != 1) {
+    std::printf("%-40s wgrad nc direct: not one chunk FAIL\n", name);
+    ++failures;
+    return;
+  }
+  Tensor gw = at::full({C * K * K}, NAN, dt);
+  T* gp = reinterpret_cast<T*>(gw.data_ptr());
+  const Tensor xc = x.contiguous(), gc = gy.contiguous();
+  launch(dim3{unsigned(C)}, dim3{unsigned(L.threads)}, [&] { nc_wgrad_stream<T, K, K, 1, T>(xc.data_ptr<T>(), gc.data_ptr<T>(), gp, P, L); });
+  check("wgrad nc direct", gw, ref, name, tol);
+  ++clwr2_taken;
+}
 void clwr2_cases() {
+  ncwd_case<at::Half, 3>(8, 20, 7, 7, 1, 2e-3);
+  ncwd_case<at::BFloat16, 5>(3, 9, 9, 11, 2, 1e-2);
+  ncwd_case<at::Half, 3>(2, 2100, 5, 6, 0, 2e-3);
   // MobileNetV2-like 7x7 planes (C 960: 4 channel tiles, one strip cut by the edge), odd sizes with
   // strips and columns cut by the edges, no padding, padding K - 1 (output larger than the input),
   // a column deeper than several segments (H 40), every tile the launcher can take
