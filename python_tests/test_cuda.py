@@ -571,6 +571,39 @@ def test_depthwise_cl_wgrad_rows2d(dtype, placement):
         torch.testing.assert_close(a.double() / scale, ref / scale, rtol=2e-2, atol=1e-2, msg=lambda m: f"case {i}: {m}")
 
 
+# 16-bit NCHW 3x3 / 5x5 stride-1 weight-grads with one chunk of planes per channel, which
+# nc_wgrad_stream writes as the weight-grad itself (no partials, no sum launch): MobileNetV2's 7x7
+# planes at C 960, odd planes, no padding, padding K - 1, 64 samples in one block.
+NC_ONE_CHUNK_CASES = [  # (N, C, H, W, k, padding)
+    (8, 960, 7, 7, 3, 1),
+    (3, 20, 9, 11, 3, 0),
+    (2, 12, 13, 6, 5, 4),
+    (4, 24, 14, 14, 5, 2),
+    (64, 32, 7, 7, 3, 1),
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+def test_depthwise_nc_wgrad_one_chunk(dtype):
+    """Against float64 on the same 16-bit data, on poisoned memory; same bits twice."""
+    op = torch.ops.convx.conv2d_weight_grad
+    for i, (N, C, H, W, k, p) in enumerate(NC_ONE_CHUNK_CASES):
+        gen = torch.Generator().manual_seed(80 + i)
+        x = torch.randn(N, C, H, W, generator=gen).to(DEV, dtype)
+        gy = torch.randn(N, C, H + 2 * p - k + 1, W + 2 * p - k + 1, generator=gen).to(DEV, dtype)
+        args = (x, [C, 1, k, k], gy, [1, 1], [p, p], [1, 1], C)
+        poison()
+        with deterministic():
+            a = op(*args)
+            poison()
+            b = op(*args)
+        assert torch.equal(a, b), f"case {i}: not bitwise repeatable"
+        ref = torch.nn.grad.conv2d_weight(x.double(), (C, 1, k, k), gy.double(), 1, p, 1, C)
+        scale = max(1.0, float(ref.abs().max()))
+        assert not torch.isnan(a).any(), f"case {i}: NaN (unwritten element)"
+        torch.testing.assert_close(a.double() / scale, ref / scale, rtol=2e-2, atol=1e-2, msg=lambda m: f"case {i}: {m}")
+
+
 # The 16-bit channels-last forward / data-grad fast path (launch_cl_gather16: 3x3 read at stride
 # 1, the forward and the stride-1 data-grad) and, around it, the filters and strides that keep the
 # previous tile (2x2, 4x4, 5x5, 7x7; stride 2 and its data-grad phases), 8 channels (one lane) to 960

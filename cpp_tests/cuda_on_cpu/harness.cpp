@@ -1766,7 +1766,7 @@ void tcw2_cases() {
 // rows_as_depth (the rows streamed as depth), then sum_chunks, on poisoned buffers, with 32- and
 // 64-bit item splits; max_lanes as the launcher passes it.
 static int clwr2_taken = 0;
-template <typename T, int K, int VW, int R>
+template <typename T, int K, int VW, int R, bool pipe = false>
 Tensor clwr2_run(const T* x, const T* gy, const Plan& P2, bool wide_index, int64_t max_lanes, int* segs) {
   const Plan P = rows_as_depth(P2);
   if (P.out_c % VW != 0) return Tensor();
@@ -1779,7 +1779,11 @@ Tensor clwr2_run(const T* x, const T* gy, const Plan& P2, bool wide_index, int64
   Tensor part = at::full({chunks, n}, NAN, at::kFloat);
   float* pp = part.data_ptr<float>();
   const unsigned threads = unsigned(ceil_div(int64_t(L.CT) * L.G, 32) * 32);
-  launch(dim3{unsigned(ctiles), unsigned(chunks)}, dim3{threads}, [&] { cl_wgrad_depth3d<T, K, 1, K, 1, VW, R>(x, gy, pp, P, L); });
+  if constexpr (pipe) {
+    launch(dim3{unsigned(ctiles), unsigned(chunks)}, dim3{threads}, [&] { cl_wgrad_rows<T, K, K, VW, R>(x, gy, pp, P, L); });
+  } else {
+    launch(dim3{unsigned(ctiles), unsigned(chunks)}, dim3{threads}, [&] { cl_wgrad_depth3d<T, K, 1, K, 1, VW, R>(x, gy, pp, P, L); });
+  }
   Tensor gw = at::full({n}, NAN, c10::CppTypeToScalarType<T>::value);
   T* gp = reinterpret_cast<T*>(gw.data_ptr());
   dim3 sgrid, sblock;
@@ -1788,7 +1792,7 @@ Tensor clwr2_run(const T* x, const T* gy, const Plan& P2, bool wide_index, int64
   ++clwr2_taken;
   return gw;
 }
-template <typename T, int K, int VW, int R>
+template <typename T, int K, int VW, int R, bool pipe = false>
 void clwr2_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t pw, int64_t max_lanes, double tol) {
   at::manual_seed(13);
   const auto dt = c10::CppTypeToScalarType<T>::value;
@@ -1808,11 +1812,11 @@ void clwr2_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t 
   const Tensor xc = to_cl(x), gc = to_cl(gy);
   for (bool wide : {false, true}) {
     int segs = 0;
-    const Tensor r = clwr2_run<T, K, VW, R>(xc.data_ptr<T>(), gc.data_ptr<T>(), P, wide, max_lanes, &segs);
+    const Tensor r = clwr2_run<T, K, VW, R, pipe>(xc.data_ptr<T>(), gc.data_ptr<T>(), P, wide, max_lanes, &segs);
     char name[128];
     std::snprintf(name, sizeof name, "%s N%ld C%ld %ldx%ld k%d p%ld,%ld", dt == at::kHalf ? "fp16" : "bf16", long(N),
                   long(C), long(H), long(W), K, long(ph), long(pw));
-    const std::string tag = "wgrad rows2d vw" + std::to_string(VW) + " r" + std::to_string(R) + " lanes" +
+    const std::string tag = std::string(pipe ? "wgrad rows2d pipe vw" : "wgrad rows2d vw") + std::to_string(VW) + " r" + std::to_string(R) + " lanes" +
                             std::to_string(max_lanes) + " segs" + std::to_string(segs) + (wide ? " i64" : "");
     if (!r.defined()) {
       std::printf("%-40s %-44s declined FAIL\n", name, tag.c_str());
@@ -1874,6 +1878,15 @@ void clwr2_cases() {
   clwr2_case<at::Half, 5, 1, 7>(2, 40, 11, 14, 2, 0, 128, 2e-3);
   clwr2_case<at::Half, 5, 2, 2>(1, 16, 9, 5, 0, 2, 128, 2e-3);
   clwr2_case<at::BFloat16, 5, 1, 4>(2, 240, 28, 28, 2, 2, 128, 1e-2);
+  // the pipelined kernel (cl_wgrad_rows), every tile of the A/B
+  clwr2_case<at::Half, 3, 2, 4, true>(2, 960, 7, 7, 1, 1, 128, 2e-3);
+  clwr2_case<at::BFloat16, 3, 4, 4, true>(3, 24, 13, 11, 1, 1, 128, 1e-2);
+  clwr2_case<at::Half, 3, 4, 2, true>(1, 16, 40, 9, 0, 0, 128, 2e-3);
+  clwr2_case<at::BFloat16, 3, 2, 7, true>(2, 18, 7, 15, 2, 2, 32, 1e-2);
+  clwr2_case<at::Half, 5, 1, 4, true>(2, 24, 14, 13, 2, 2, 128, 2e-3);
+  clwr2_case<at::BFloat16, 5, 1, 8, true>(1, 7, 30, 17, 4, 4, 32, 1e-2);
+  clwr2_case<at::Half, 5, 2, 4, true>(2, 40, 11, 14, 2, 0, 128, 2e-3);
+  clwr2_case<at::Half, 5, 1, 7, true>(1, 16, 9, 5, 0, 2, 128, 2e-3);
   std::printf("rows2d: %d launches checked\n", clwr2_taken);
 }
 // tensor-core 2-D / 3-D rows (tc_rows_nc.cuh)
