@@ -1762,9 +1762,9 @@ void tcw2_cases() {
   std::printf("tc_wgrad2d: %d launches checked\n", tcw2_taken);
   if (tcw2_taken == 0) ++failures;
 }
-// cl_wgrad.cu's run_rows2d<>: 16-bit 2-D channels-last weight-grads on cl_wgrad_depth3d through
-// rows_as_depth (the rows streamed as depth), then sum_chunks, on poisoned buffers, with 32- and
-// 64-bit item splits; max_lanes as the launcher passes it.
+// cl_wgrad.cu's run_rows2d<>: 16-bit 2-D channels-last weight-grads through rows_as_depth (the
+// rows streamed as depth) on cl_wgrad_depth3d or (pipe) cl_wgrad_rows, then sum_chunks, on
+// poisoned buffers, with 32- and 64-bit item splits; max_lanes as the launcher passes it.
 static int clwr2_taken = 0;
 template <typename T, int K, int VW, int R, bool pipe = false>
 Tensor clwr2_run(const T* x, const T* gy, const Plan& P2, bool wide_index, int64_t max_lanes, int* segs) {
@@ -1862,31 +1862,25 @@ void ncwd_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t p, double tol
   ++clwr2_taken;
 }
 void clwr2_cases() {
+  // nc_wgrad_stream writing the weight-grad itself (one chunk per channel)
   ncwd_case<at::Half, 3>(8, 20, 7, 7, 1, 2e-3);
   ncwd_case<at::BFloat16, 5>(3, 9, 9, 11, 2, 1e-2);
   ncwd_case<at::Half, 3>(2, 2100, 5, 6, 0, 2e-3);
-  // MobileNetV2-like 7x7 planes (C 960: 4 channel tiles, one strip cut by the edge), odd sizes with
-  // strips and columns cut by the edges, no padding, padding K - 1 (output larger than the input),
-  // a column deeper than several segments (H 40), every tile the launcher can take
-  clwr2_case<at::Half, 3, 2, 4>(2, 960, 7, 7, 1, 1, 128, 2e-3);
-  clwr2_case<at::BFloat16, 3, 4, 4>(3, 24, 13, 11, 1, 1, 128, 1e-2);
-  clwr2_case<at::Half, 3, 2, 8>(1, 16, 40, 9, 0, 0, 128, 2e-3);
-  clwr2_case<at::Half, 3, 8, 1>(2, 32, 9, 10, 2, 2, 128, 2e-3);
-  clwr2_case<at::BFloat16, 3, 2, 7>(2, 18, 7, 15, 1, 1, 32, 1e-2);
-  clwr2_case<at::Half, 5, 2, 4>(2, 24, 14, 13, 2, 2, 128, 2e-3);
-  clwr2_case<at::BFloat16, 5, 1, 8>(1, 7, 30, 17, 4, 4, 32, 1e-2);
-  clwr2_case<at::Half, 5, 1, 7>(2, 40, 11, 14, 2, 0, 128, 2e-3);
-  clwr2_case<at::Half, 5, 2, 2>(1, 16, 9, 5, 0, 2, 128, 2e-3);
-  clwr2_case<at::BFloat16, 5, 1, 4>(2, 240, 28, 28, 2, 2, 128, 1e-2);
-  // the pipelined kernel (cl_wgrad_rows), every tile of the A/B
-  clwr2_case<at::Half, 3, 2, 4, true>(2, 960, 7, 7, 1, 1, 128, 2e-3);
-  clwr2_case<at::BFloat16, 3, 4, 4, true>(3, 24, 13, 11, 1, 1, 128, 1e-2);
-  clwr2_case<at::Half, 3, 4, 2, true>(1, 16, 40, 9, 0, 0, 128, 2e-3);
-  clwr2_case<at::BFloat16, 3, 2, 7, true>(2, 18, 7, 15, 2, 2, 32, 1e-2);
-  clwr2_case<at::Half, 5, 1, 4, true>(2, 24, 14, 13, 2, 2, 128, 2e-3);
-  clwr2_case<at::BFloat16, 5, 1, 8, true>(1, 7, 30, 17, 4, 4, 32, 1e-2);
-  clwr2_case<at::Half, 5, 2, 4, true>(2, 40, 11, 14, 2, 0, 128, 2e-3);
-  clwr2_case<at::Half, 5, 1, 7, true>(1, 16, 9, 5, 0, 2, 128, 2e-3);
+  // run_rows16's three tiles, channel tiles of at most 32 lanes: MobileNetV2-like 7x7 planes (C 960:
+  // 8 channel tiles, strips cut by the edge), odd sizes with strips and columns cut by the edges, no
+  // padding, padding K - 1 (output larger than the input), columns cut into several depth
+  // segments (H 40), channel tiles with idle lanes (C 40 / 18 / 7)
+  clwr2_case<at::Half, 3, 2, 4, true>(2, 960, 7, 7, 1, 1, 32, 2e-3);
+  clwr2_case<at::BFloat16, 3, 2, 4, true>(3, 18, 6, 5, 2, 2, 32, 1e-2);
+  clwr2_case<at::Half, 3, 2, 4, true>(2, 40, 7, 3, 0, 0, 32, 2e-3);
+  clwr2_case<at::Half, 3, 4, 4, false>(3, 24, 13, 11, 1, 1, 32, 2e-3);
+  clwr2_case<at::BFloat16, 3, 4, 4, false>(1, 16, 40, 9, 0, 0, 32, 1e-2);
+  clwr2_case<at::Half, 3, 4, 4, false>(2, 144, 10, 14, 2, 2, 32, 2e-3);
+  clwr2_case<at::Half, 5, 1, 7, true>(2, 24, 14, 13, 2, 2, 32, 2e-3);
+  clwr2_case<at::BFloat16, 5, 1, 7, true>(1, 7, 30, 17, 4, 4, 32, 1e-2);
+  clwr2_case<at::Half, 5, 1, 7, true>(2, 40, 11, 14, 2, 0, 32, 2e-3);
+  clwr2_case<at::BFloat16, 5, 1, 7, true>(2, 240, 28, 28, 2, 2, 32, 1e-2);
+  clwr2_case<at::Half, 5, 1, 7, true>(1, 16, 9, 5, 0, 2, 32, 2e-3);
   std::printf("rows2d: %d launches checked\n", clwr2_taken);
 }
 // tensor-core 2-D / 3-D rows (tc_rows_nc.cuh)
@@ -1950,6 +1944,7 @@ int main() {
   tcw2_cases();
   tcw3_cases();
   tcw_cases();
+  clwr2_cases();
   check_fast_div();
   run_case(2, 2, 8, 1, {13, 17}, {3, 3}, {1, 1}, {1, 1});
   run_case(2, 2, 8, 1, {14, 11}, {3, 3}, {2, 2}, {1, 1});

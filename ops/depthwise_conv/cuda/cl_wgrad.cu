@@ -26,7 +26,6 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -331,8 +330,8 @@ __device__ __forceinline__ void depth3d_item(int64_t it, const ClwTile& L, int O
   }
 }
 
-template <typename T, int KD, int KH, int KW, int S, int VW, int R, int MINB = kWgradBlocksPerSm>
-__global__ void __launch_bounds__(kWgradThreads, MINB)
+template <typename T, int KD, int KH, int KW, int S, int VW, int R>
+__global__ void __launch_bounds__(kWgradThreads, kWgradBlocksPerSm)
 cl_wgrad_depth3d(const T* __restrict__ x, const T* __restrict__ gy, at::opmath_type<T>* __restrict__ part,
                  const Plan P, const ClwTile L) {
   using acc_t = at::opmath_type<T>;
@@ -594,10 +593,12 @@ inline bool choose_clw_tile(ClwTile& L, const Plan& P, int VW, int R, int SEG, i
   return ctiles <= 65535;
 }
 
-// 2-D channels-last weight-grads on cl_wgrad_depth3d: (N, H, W, C) read as (N, H, 1, W, C) and a
-// KH x KW filter as KH x 1 x KW, so that the kernel streams each column of output rows, loading an
-// input row segment once for all KH filter rows (cl_wgrad_partial loads it once per filter row).
-// The plan of the 2-D weight-grad (depth 1) with its depth and height dimensions swapped.
+// 16-bit 2-D channels-last 3x3 / 5x5 weight-grads at stride 1 (session 12) on the depth-streaming
+// items: (N, H, W, C) read as (N, H, 1, W, C) and a KH x KW filter as KH x 1 x KW, so that a work
+// item streams a column of output rows, loading each input row segment once for all KH filter rows
+// (cl_wgrad_partial loads it once per filter row: x about KH times from L2). The plan of the 2-D
+// weight-grad (depth 1) with its depth and height dimensions swapped, for cl_wgrad_depth3d and
+// cl_wgrad_rows.
 inline Plan rows_as_depth(const Plan& P) {
   Plan Q = P;
   std::swap(Q.in[0], Q.in[1]);
@@ -669,8 +670,8 @@ __device__ __forceinline__ void raw_to_acc(const Pack<T, VW>& in, float (&out)[V
 // added: a row's KW + R - 1 input vectors and R grad_output vectors are loaded (as raw 16-bit
 // words) one row ahead. The grad_output window of the KH output rows an input row meets moves
 // one row per step, as in cl_wgrad_depth3d.
-template <typename T, int KH, int KW, int VW, int R, int MINB = kWgradBlocksPerSm>
-__global__ void __launch_bounds__(kWgradThreads, MINB)
+template <typename T, int KH, int KW, int VW, int R>
+__global__ void __launch_bounds__(kWgradThreads, kWgradBlocksPerSm)
 cl_wgrad_rows(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, const Plan P,
               const ClwTile L) {
   static_assert(sizeof(T) == 2, "16-bit storage");
@@ -857,91 +858,41 @@ bool run_d3r(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase
   return true;
 }
 
-// 2-D KH x KW at stride 1 on cl_wgrad_depth3d (rows_as_depth), VW channels per lane, strips of R.
-template <typename T, int KH, int KW, int VW, int R, int MINB = kWgradBlocksPerSm>
-bool run_rows2d(const T* x, const T* gy, T* gw, const Plan& P2, const at::TensorBase& like, cudaStream_t stream,
-                int64_t max_lanes) {
+// 16-bit 2-D KH x KW at stride 1 through rows_as_depth: on cl_wgrad_depth3d (pipe false) or
+// cl_wgrad_rows (pipe true), VW channels per lane, strips of R, channel tiles of at most 32 lanes.
+template <typename T, int KH, int KW, int VW, int R, bool pipe>
+bool run_rows2d(const T* x, const T* gy, T* gw, const Plan& P2, const at::TensorBase& like, cudaStream_t stream) {
   if (P2.k[0] != 1 || P2.S[1] != 1 || P2.S[2] != 1) return false;
   const Plan P = rows_as_depth(P2);
   if (!vectors_fit<T, VW>(x, gy, P)) return false;
   ClwTile L{};
   int64_t ctiles = 0, chunks = 0;
-  if (!choose_clw_tile(L, P, VW, R, R - 1 + KW, KH, ctiles, chunks, 132 * MINB, max_lanes)) return false;
-  partials_then_sum(cl_wgrad_depth3d<T, KH, 1, KW, 1, VW, R, MINB>, x, gy, gw, P, L, ctiles, chunks, KH * KW, like,
-                    stream);
-  return true;
-}
-
-template <typename T, int KH, int KW, int VW, int R, int MINB = kWgradBlocksPerSm>
-bool run_rows2d_pipe(const T* x, const T* gy, T* gw, const Plan& P2, const at::TensorBase& like, cudaStream_t stream,
-                     int64_t max_lanes) {
-  if (P2.k[0] != 1 || P2.S[1] != 1 || P2.S[2] != 1) return false;
-  const Plan P = rows_as_depth(P2);
-  if (!vectors_fit<T, VW>(x, gy, P)) return false;
-  ClwTile L{};
-  int64_t ctiles = 0, chunks = 0;
-  if (!choose_clw_tile(L, P, VW, R, R - 1 + KW, KH, ctiles, chunks, 132 * MINB, max_lanes)) return false;
-  partials_then_sum(cl_wgrad_rows<T, KH, KW, VW, R, MINB>, x, gy, gw, P, L, ctiles, chunks, KH * KW, like, stream);
-  return true;
-}
-
-// A/B knob (temporary, session 12 wg16): CONVX_WG16 picks the 16-bit 2-D 3x3 / 5x5 stride-1 tile.
-inline int wg16_knob(const char* name, int dflt) {
-  const char* v = std::getenv(name);
-  return v ? std::atoi(v) : dflt;
-}
-
-// cl_wgrad_partial (run<>'s tile) with channel tiles of at most max_lanes lanes.
-template <typename T, int K>
-bool run_lanes(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream,
-               int64_t max_lanes) {
-  using Shape = ClwShape<T, K, K>;
-  constexpr int VW = Shape::VW, R = Shape::R, RH = Shape::RH;
-  if (!vectors_fit<T, VW>(x, gy, P)) return false;
-  ClwTile L{};
-  int64_t ctiles = 0, chunks = 0;
-  if (!choose_clw_tile(L, P, VW, R, R - 1 + K, 0, ctiles, chunks, kWgradWave, max_lanes)) return false;
-  partials_then_sum(cl_wgrad_partial<T, K, K, 1, VW, R, RH>, x, gy, gw, P, L, ctiles, chunks, K * K, like, stream);
-  return true;
-}
-
-template <typename T, int K>
-bool run_wg16(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
-  // unset: the routing planned from call 1 (3x3 planes up to 7 wide VW2 R4, else VW4 R4; 5x5 VW1 R8)
-  const bool small = K == 3 && P.q[2] <= 7;
-  const int v = wg16_knob(K == 5 ? "CONVX_WG16_K5" : small ? "CONVX_WG16_SMALL" : "CONVX_WG16",
-                          K == 3 ? (small ? 1 : 2) : 2);
-  const int64_t lanes =
-      wg16_knob(K == 5 ? "CONVX_WG16_K5_LANES" : small ? "CONVX_WG16_SMALL_LANES" : "CONVX_WG16_LANES", 128);
-  if (v == 6) return run_lanes<T, K>(x, gy, gw, P, like, stream, lanes);
-  if (K == 3) {
-    switch (v) {
-      case 1: return run_rows2d<T, 3, 3, 2, 4>(x, gy, gw, P, like, stream, lanes);
-      case 2: return run_rows2d<T, 3, 3, 4, 4>(x, gy, gw, P, like, stream, lanes);
-      case 3: return run_rows2d<T, 3, 3, 2, 8>(x, gy, gw, P, like, stream, lanes);
-      case 5: return run_rows2d<T, 3, 3, 2, 7>(x, gy, gw, P, like, stream, lanes);
-      case 7: return run_rows2d<T, 3, 3, 2, 4, 3>(x, gy, gw, P, like, stream, lanes);
-      case 8: return run_rows2d<T, 3, 3, 4, 2>(x, gy, gw, P, like, stream, lanes);
-      case 9: return run_rows2d<T, 3, 3, 2, 2, 3>(x, gy, gw, P, like, stream, lanes);
-      case 11: return run_rows2d_pipe<T, 3, 3, 2, 4>(x, gy, gw, P, like, stream, lanes);
-      case 12: return run_rows2d_pipe<T, 3, 3, 4, 4>(x, gy, gw, P, like, stream, lanes);
-      case 13: return run_rows2d_pipe<T, 3, 3, 4, 2>(x, gy, gw, P, like, stream, lanes);
-      case 14: return run_rows2d_pipe<T, 3, 3, 2, 7>(x, gy, gw, P, like, stream, lanes);
-      default: return false;
-    }
+  if (!choose_clw_tile(L, P, VW, R, R - 1 + KW, KH, ctiles, chunks, kWgradWave, 32)) return false;
+  if constexpr (pipe) {
+    partials_then_sum(cl_wgrad_rows<T, KH, KW, VW, R>, x, gy, gw, P, L, ctiles, chunks, KH * KW, like, stream);
   } else {
-    switch (v) {
-      case 1: return run_rows2d<T, 5, 5, 2, 4>(x, gy, gw, P, like, stream, lanes);
-      case 2: return run_rows2d<T, 5, 5, 1, 8>(x, gy, gw, P, like, stream, lanes);
-      case 3: return run_rows2d<T, 5, 5, 1, 7>(x, gy, gw, P, like, stream, lanes);
-      case 7: return run_rows2d<T, 5, 5, 1, 4, 3>(x, gy, gw, P, like, stream, lanes);
-      case 8: return run_rows2d<T, 5, 5, 1, 2, 3>(x, gy, gw, P, like, stream, lanes);
-      case 11: return run_rows2d_pipe<T, 5, 5, 1, 4>(x, gy, gw, P, like, stream, lanes);
-      case 12: return run_rows2d_pipe<T, 5, 5, 1, 8>(x, gy, gw, P, like, stream, lanes);
-      case 13: return run_rows2d_pipe<T, 5, 5, 2, 4>(x, gy, gw, P, like, stream, lanes);
-      case 14: return run_rows2d_pipe<T, 5, 5, 1, 7>(x, gy, gw, P, like, stream, lanes);
-      default: return false;
-    }
+    partials_then_sum(cl_wgrad_depth3d<T, KH, 1, KW, 1, VW, R>, x, gy, gw, P, L, ctiles, chunks, KH * KW, like,
+                      stream);
+  }
+  return true;
+}
+
+// The tiles of the 16-bit 2-D 3x3 / 5x5 stride-1 weight-grads, each the fastest of the session-12
+// A/B (H100, weight-grad alone, device ms fp16 / bf16, main's cl_wgrad_partial + sum_chunks in
+// brackets; bench/results/h100/session12/wg16_call2_ab.log): 3x3 planes up to 7 wide on
+// cl_wgrad_rows, 2 channels x strips of 4 (MobileNetV2 7x7 C 960: 0.0133 / 0.0133 [0.0222 /
+// 0.0223]); wider 3x3 on cl_wgrad_depth3d, 4 channels x strips of 4 (MobileNetV2 56x56 C 144:
+// 0.0636 / 0.0582 [0.0666 / 0.0615]; cl_wgrad_rows' best tile there, 4 x 2, 0.0616 / 0.0623); 5x5
+// on cl_wgrad_rows, 1 channel x strips of 7 (EfficientNet 28x28 C 240: 0.0530 / 0.0544 [0.0744 /
+// 0.0741]). Channel tiles of at most 32 lanes: within 2% of 128 on MobileNetV2 56x56, 10-30%
+// faster on the other two rows.
+template <typename T, int K>
+bool run_rows16(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
+  if constexpr (K == 5) {
+    return run_rows2d<T, 5, 5, 1, 7, true>(x, gy, gw, P, like, stream);
+  } else {
+    if (P.q[2] <= 7) return run_rows2d<T, 3, 3, 2, 4, true>(x, gy, gw, P, like, stream);
+    return run_rows2d<T, 3, 3, 4, 4, false>(x, gy, gw, P, like, stream);
   }
 }
 
@@ -981,9 +932,9 @@ bool launch_cl_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::Te
   } else {
     if (P.in_div != 1) return false;
     const int kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
-    if constexpr (sizeof(T) == 2) {
+    if constexpr (sizeof(T) == 2) {  // 16-bit 2-D 3x3 / 5x5 at stride 1: rows streamed (run_rows16)
       if (P.k[0] == 1 && kh == kw && s == 1 && (kh == 3 || kh == 5)) {
-        if (kh == 3 ? run_wg16<T, 3>(x, gy, gw, P, like, stream) : run_wg16<T, 5>(x, gy, gw, P, like, stream))
+        if (kh == 3 ? run_rows16<T, 3>(x, gy, gw, P, like, stream) : run_rows16<T, 5>(x, gy, gw, P, like, stream))
           return true;
       }
     }

@@ -11,7 +11,6 @@
 #include <c10/util/Half.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <type_traits>
 
 namespace convx::cuda {
@@ -25,9 +24,9 @@ bool run_stream(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorB
   const int64_t taps = int64_t(P.k[0]) * KH * KW;
   if constexpr (sizeof(T) == 2 && S == 1 && (KH == 3 || KH == 5) && KW == KH) {
     // 16-bit 3x3 / 5x5: one chunk per channel (MobileNetV2's 7x7 planes at C 960) writes gw
-    // itself: no partials, no sum_slots launch.
-    const char* knob = std::getenv("CONVX_WG16_NC");  // temporary A/B knob (session 12, wg16)
-    if (L.chunks == 1 && !(knob && knob[0] == '0')) {
+    // itself: no partials, no sum_slots launch (H100, session 12, wg16_call2_ab.log: MobileNetV2
+    // 7x7 weight-grad 0.0256 -> 0.0233 ms fp16, 0.0257 -> 0.0235 bf16, the same bits).
+    if (L.chunks == 1) {
       nc_wgrad_stream<T, KH, KW, S, T><<<static_cast<unsigned>(std::min<int64_t>(P.out_c, int64_t(1) << 30)),
                                          L.threads, 0, stream>>>(x, gy, gw, P, L);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
