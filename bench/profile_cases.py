@@ -83,14 +83,19 @@ def host_overhead():
 
 
 def kernel_times(specs):
-    """Each CUDA kernel of one call of convx's side of a row, with its device time (torch.profiler,
-    median of 5 calls): which launch of a forward or backward the time goes to."""
+    """Each CUDA kernel of one call of convx's side of a row (aten's with a fifth field `:aten`),
+    with its device time (torch.profiler, median of 5 calls): which launch of a forward or
+    backward the time goes to."""
     from torch.profiler import ProfilerActivity, profile
     by_name = {c[0]: c for c in CASES}
     for spec in specs:
-        name, dn, layout, direction = spec.split(":")
-        fc, _, bc, _ = calls(by_name[name], dn, layout)
-        f = fc if direction == "fwd" else bc
+        name, dn, layout, direction, *lib = spec.split(":")
+        fc, fa, bc, ba = calls(by_name[name], dn, layout)
+        if lib == ["aten"]:  # aten's kernels for the row (cuDNN autotuned, as in the benchmark)
+            torch.backends.cudnn.benchmark = True
+            f = fa if direction == "fwd" else ba
+        else:
+            f = fc if direction == "fwd" else bc
         for _ in range(3):
             f()
         torch.cuda.synchronize()

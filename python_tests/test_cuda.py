@@ -522,6 +522,88 @@ def test_depthwise_cl_weight_grad_tiles(dtype):
         torch.testing.assert_close(a.double() / scale, ref / scale, rtol=2e-2, atol=1e-2, msg=lambda m: f"case {i}: {m}")
 
 
+# 16-bit channels-last 2-D 3x3 / 5x5 stride-1 weight-grads, where cl_wgrad.cu streams the rows
+# (run_rows2d on cl_wgrad_depth3d) and around them: MobileNetV2's 7x7 planes at C 960, odd sizes
+# with strips and columns cut by the edges, no padding, padding K - 1, tall planes (several depth
+# segments per column), odd channels (other tiles), batch 0; then a misaligned input and a
+# channel-sliced (non-contiguous) one.
+ROWS2D_CASES = [  # (N, C, H, W, k, padding)
+    (2, 960, 7, 7, 3, 1),
+    (3, 40, 13, 11, 3, 1),
+    (1, 16, 40, 9, 3, 0),
+    (2, 32, 9, 10, 3, 2),
+    (2, 18, 7, 15, 3, 1),
+    (2, 240, 28, 28, 5, 2),
+    (2, 24, 14, 13, 5, 0),
+    (1, 16, 30, 17, 5, 4),
+    (2, 7, 11, 14, 5, 2),
+    (0, 16, 9, 9, 3, 1),
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("placement", ["plain", "misaligned", "sliced"])
+def test_depthwise_cl_wgrad_rows2d(dtype, placement):
+    """Against float64 on the same 16-bit data, on poisoned memory; same bits twice."""
+    op = torch.ops.convx.conv2d_weight_grad
+    for i, (N, C, H, W, k, p) in enumerate(ROWS2D_CASES):
+        gen = torch.Generator().manual_seed(60 + i)
+        Ho, Wo = H + 2 * p - k + 1, W + 2 * p - k + 1
+        xs = torch.randn(N, H, W, C, generator=gen).to(DEV, dtype)
+        gs = torch.randn(N, Ho, Wo, C, generator=gen).to(DEV, dtype)
+        if placement == "misaligned":  # one element past the 16-byte boundary
+            xb = torch.empty(xs.numel() + 1, device=DEV, dtype=dtype)
+            xb[1:].copy_(xs.flatten())
+            xs = xb[1:].view(xs.shape)
+        elif placement == "sliced":  # channels [0, C) of 2C
+            xs = torch.cat([xs, xs], dim=-1)[..., :C]
+        x, gy = xs.movedim(-1, 1), gs.movedim(-1, 1)
+        args = (x, [C, 1, k, k], gy, [1, 1], [p, p], [1, 1], C)
+        poison()
+        with deterministic():
+            a = op(*args)
+            poison()
+            b = op(*args)
+        assert torch.equal(a, b), f"case {i}: not bitwise repeatable"
+        ref = torch.nn.grad.conv2d_weight(x.double(), (C, 1, k, k), gy.double(), 1, p, 1, C)
+        scale = max(1.0, float(ref.abs().max()))
+        assert not torch.isnan(a).any(), f"case {i}: NaN (unwritten element)"
+        torch.testing.assert_close(a.double() / scale, ref / scale, rtol=2e-2, atol=1e-2, msg=lambda m: f"case {i}: {m}")
+
+
+# 16-bit NCHW 3x3 / 5x5 stride-1 weight-grads with one chunk of planes per channel, which
+# nc_wgrad_stream writes as the weight-grad itself (no partials, no sum launch): MobileNetV2's 7x7
+# planes at C 960, odd planes, no padding, padding K - 1, 64 samples in one block.
+NC_ONE_CHUNK_CASES = [  # (N, C, H, W, k, padding)
+    (8, 960, 7, 7, 3, 1),
+    (3, 20, 9, 11, 3, 0),
+    (2, 12, 13, 6, 5, 4),
+    (4, 24, 14, 14, 5, 2),
+    (64, 32, 7, 7, 3, 1),
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+def test_depthwise_nc_wgrad_one_chunk(dtype):
+    """Against float64 on the same 16-bit data, on poisoned memory; same bits twice."""
+    op = torch.ops.convx.conv2d_weight_grad
+    for i, (N, C, H, W, k, p) in enumerate(NC_ONE_CHUNK_CASES):
+        gen = torch.Generator().manual_seed(80 + i)
+        x = torch.randn(N, C, H, W, generator=gen).to(DEV, dtype)
+        gy = torch.randn(N, C, H + 2 * p - k + 1, W + 2 * p - k + 1, generator=gen).to(DEV, dtype)
+        args = (x, [C, 1, k, k], gy, [1, 1], [p, p], [1, 1], C)
+        poison()
+        with deterministic():
+            a = op(*args)
+            poison()
+            b = op(*args)
+        assert torch.equal(a, b), f"case {i}: not bitwise repeatable"
+        ref = torch.nn.grad.conv2d_weight(x.double(), (C, 1, k, k), gy.double(), 1, p, 1, C)
+        scale = max(1.0, float(ref.abs().max()))
+        assert not torch.isnan(a).any(), f"case {i}: NaN (unwritten element)"
+        torch.testing.assert_close(a.double() / scale, ref / scale, rtol=2e-2, atol=1e-2, msg=lambda m: f"case {i}: {m}")
+
+
 # The 16-bit channels-last forward / data-grad fast path (launch_cl_gather16: 3x3 read at stride
 # 1, the forward and the stride-1 data-grad) and, around it, the filters and strides that keep the
 # previous tile (2x2, 4x4, 5x5, 7x7; stride 2 and its data-grad phases), 8 channels (one lane) to 960

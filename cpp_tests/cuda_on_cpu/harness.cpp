@@ -1762,6 +1762,127 @@ void tcw2_cases() {
   std::printf("tc_wgrad2d: %d launches checked\n", tcw2_taken);
   if (tcw2_taken == 0) ++failures;
 }
+// cl_wgrad.cu's run_rows2d<>: 16-bit 2-D channels-last weight-grads through rows_as_depth (the
+// rows streamed as depth) on cl_wgrad_depth3d or (pipe) cl_wgrad_rows, then sum_chunks, on
+// poisoned buffers, with 32- and 64-bit item splits; max_lanes as the launcher passes it.
+static int clwr2_taken = 0;
+template <typename T, int K, int VW, int R, bool pipe = false>
+Tensor clwr2_run(const T* x, const T* gy, const Plan& P2, bool wide_index, int64_t max_lanes, int* segs) {
+  const Plan P = rows_as_depth(P2);
+  if (P.out_c % VW != 0) return Tensor();
+  ClwTile L{};
+  int64_t ctiles = 0, chunks = 0;
+  if (!choose_clw_tile(L, P, VW, R, R - 1 + K, K, ctiles, chunks, kWgradWave, max_lanes)) return Tensor();
+  if (wide_index) L.i32 = false;
+  *segs = L.segs;
+  const int64_t n = P.out_c * K * K;
+  Tensor part = at::full({chunks, n}, NAN, at::kFloat);
+  float* pp = part.data_ptr<float>();
+  const unsigned threads = unsigned(ceil_div(int64_t(L.CT) * L.G, 32) * 32);
+  if constexpr (pipe) {
+    launch(dim3{unsigned(ctiles), unsigned(chunks)}, dim3{threads}, [&] { cl_wgrad_rows<T, K, K, VW, R>(x, gy, pp, P, L); });
+  } else {
+    launch(dim3{unsigned(ctiles), unsigned(chunks)}, dim3{threads}, [&] { cl_wgrad_depth3d<T, K, 1, K, 1, VW, R>(x, gy, pp, P, L); });
+  }
+  Tensor gw = at::full({n}, NAN, c10::CppTypeToScalarType<T>::value);
+  T* gp = reinterpret_cast<T*>(gw.data_ptr());
+  dim3 sgrid, sblock;
+  sgrid.x = unsigned(ceil_div(n, kSumCols)), sblock.x = unsigned(kSumCols * kSumSlices);
+  launch(sgrid, sblock, [&] { sum_chunks<T>(pp, gp, chunks, n); });
+  ++clwr2_taken;
+  return gw;
+}
+template <typename T, int K, int VW, int R, bool pipe = false>
+void clwr2_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t pw, int64_t max_lanes, double tol) {
+  at::manual_seed(13);
+  const auto dt = c10::CppTypeToScalarType<T>::value;
+  Tensor x = at::randn({N, C, H, W}).to(dt), w = at::randn({C, 1, K, K});
+  Tensor y = at::conv2d(x.to(at::kDouble), w.to(at::kDouble), Tensor(), 1, {ph, pw}, 1, C);
+  Tensor gy = at::randn(y.sizes()).to(dt);
+  const Tensor ref = std::get<1>(at::convolution_backward(gy.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble),
+                                                          std::nullopt, {1, 1}, {ph, pw}, {1, 1}, false, {0, 0}, C,
+                                                          {false, true, false})).view({-1});
+  Geometry g;
+  g.batch = N, g.in_channels = C, g.out_channels = C, g.groups = C;
+  g.input[0] = g.output[0] = g.kernel[0] = g.stride[0] = 1, g.padding[0] = 0;
+  g.input[1] = H, g.input[2] = W, g.output[1] = y.size(2), g.output[2] = y.size(3);
+  g.kernel[1] = g.kernel[2] = K, g.padding[1] = ph, g.padding[2] = pw, g.stride[1] = g.stride[2] = 1;
+  Plan P{}; Prep Q{};
+  forward_plan(g, P, Q);
+  const Tensor xc = to_cl(x), gc = to_cl(gy);
+  for (bool wide : {false, true}) {
+    int segs = 0;
+    const Tensor r = clwr2_run<T, K, VW, R, pipe>(xc.data_ptr<T>(), gc.data_ptr<T>(), P, wide, max_lanes, &segs);
+    char name[128];
+    std::snprintf(name, sizeof name, "%s N%ld C%ld %ldx%ld k%d p%ld,%ld", dt == at::kHalf ? "fp16" : "bf16", long(N),
+                  long(C), long(H), long(W), K, long(ph), long(pw));
+    const std::string tag = std::string(pipe ? "wgrad rows2d pipe vw" : "wgrad rows2d vw") + std::to_string(VW) + " r" + std::to_string(R) + " lanes" +
+                            std::to_string(max_lanes) + " segs" + std::to_string(segs) + (wide ? " i64" : "");
+    if (!r.defined()) {
+      std::printf("%-40s %-44s declined FAIL\n", name, tag.c_str());
+      ++failures;
+      continue;
+    }
+    check(tag.c_str(), r, ref, name, tol);
+  }
+}
+// nc_wgrad.cu's run_stream with one chunk per channel: nc_wgrad_stream writing the 16-bit
+// weight-grad itself (O = T), on a poisoned buffer; every block of the grid walked.
+template <typename T, int K>
+void ncwd_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t p, double tol) {
+  at::manual_seed(14);
+  const auto dt = c10::CppTypeToScalarType<T>::value;
+  Tensor x = at::randn({N, C, H, W}).to(dt), w = at::randn({C, 1, K, K});
+  Tensor y = at::conv2d(x.to(at::kDouble), w.to(at::kDouble), Tensor(), 1, {p, p}, 1, C);
+  Tensor gy = at::randn(y.sizes()).to(dt);
+  const Tensor ref = std::get<1>(at::convolution_backward(gy.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble),
+                                                          std::nullopt, {1, 1}, {p, p}, {1, 1}, false, {0, 0}, C,
+                                                          {false, true, false})).view({-1});
+  Geometry g;
+  g.batch = N, g.in_channels = C, g.out_channels = C, g.groups = C;
+  g.input[0] = g.output[0] = g.kernel[0] = g.stride[0] = 1, g.padding[0] = 0;
+  g.input[1] = H, g.input[2] = W, g.output[1] = y.size(2), g.output[2] = y.size(3);
+  g.kernel[1] = g.kernel[2] = K, g.padding[1] = g.padding[2] = p, g.stride[1] = g.stride[2] = 1;
+  Plan P{}; Prep Q{};
+  forward_plan(g, P, Q);
+  NcWgradTile L{};
+  char name[96];
+  std::snprintf(name, sizeof name, "%s N%ld C%ld %ldx%ld k%d p%ld", dt == at::kHalf ? "fp16" : "bf16", long(N), long(C),
+                long(H), long(W), K, long(p));
+  if (!choose_nc_wgrad(L, P, wgrad_cols<K>(), wgrad_rows<K>(), 1, K, K) || L.chunks != 1) {
+    std::printf("%-40s wgrad nc direct: not one chunk FAIL\n", name);
+    ++failures;
+    return;
+  }
+  Tensor gw = at::full({C * K * K}, NAN, dt);
+  T* gp = reinterpret_cast<T*>(gw.data_ptr());
+  const Tensor xc = x.contiguous(), gc = gy.contiguous();
+  launch(dim3{unsigned(C)}, dim3{unsigned(L.threads)}, [&] { nc_wgrad_stream<T, K, K, 1, T>(xc.data_ptr<T>(), gc.data_ptr<T>(), gp, P, L); });
+  check("wgrad nc direct", gw, ref, name, tol);
+  ++clwr2_taken;
+}
+void clwr2_cases() {
+  // nc_wgrad_stream writing the weight-grad itself (one chunk per channel)
+  ncwd_case<at::Half, 3>(8, 20, 7, 7, 1, 2e-3);
+  ncwd_case<at::BFloat16, 5>(3, 9, 9, 11, 2, 1e-2);
+  ncwd_case<at::Half, 3>(2, 2100, 5, 6, 0, 2e-3);
+  // run_rows16's three tiles, channel tiles of at most 32 lanes: MobileNetV2-like 7x7 planes (C 960:
+  // 8 channel tiles, strips cut by the edge), odd sizes with strips and columns cut by the edges, no
+  // padding, padding K - 1 (output larger than the input), columns cut into several depth
+  // segments (H 40), channel tiles with idle lanes (C 40 / 18 / 7)
+  clwr2_case<at::Half, 3, 2, 4, true>(2, 960, 7, 7, 1, 1, 32, 2e-3);
+  clwr2_case<at::BFloat16, 3, 2, 4, true>(3, 18, 6, 5, 2, 2, 32, 1e-2);
+  clwr2_case<at::Half, 3, 2, 4, true>(2, 40, 7, 3, 0, 0, 32, 2e-3);
+  clwr2_case<at::Half, 3, 4, 4, false>(3, 24, 13, 11, 1, 1, 32, 2e-3);
+  clwr2_case<at::BFloat16, 3, 4, 4, false>(1, 16, 40, 9, 0, 0, 32, 1e-2);
+  clwr2_case<at::Half, 3, 4, 4, false>(2, 144, 10, 14, 2, 2, 32, 2e-3);
+  clwr2_case<at::Half, 5, 1, 7, true>(2, 24, 14, 13, 2, 2, 32, 2e-3);
+  clwr2_case<at::BFloat16, 5, 1, 7, true>(1, 7, 30, 17, 4, 4, 32, 1e-2);
+  clwr2_case<at::Half, 5, 1, 7, true>(2, 40, 11, 14, 2, 0, 32, 2e-3);
+  clwr2_case<at::BFloat16, 5, 1, 7, true>(2, 240, 28, 28, 2, 2, 32, 1e-2);
+  clwr2_case<at::Half, 5, 1, 7, true>(1, 16, 9, 5, 0, 2, 32, 2e-3);
+  std::printf("rows2d: %d launches checked\n", clwr2_taken);
+}
 // tensor-core 2-D / 3-D rows (tc_rows_nc.cuh)
 void tcn_cases() {
   // tensor-core 2-D / 3-D rows (tc_rows_nc.cuh), the filters its launcher takes: X3D's 5x3x3
@@ -1810,6 +1931,11 @@ void tcn_cases() {
 
 // HARNESS_ONLY=tcn runs tcn_cases alone (the tensor-core rows kernel; minutes less on 2 cores).
 int main() {
+  if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "rows2d") {
+    clwr2_cases();
+    std::printf("failures: %d\n", failures);
+    return failures != 0;
+  }
   if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "tcn") {
     tcn_cases();
     std::printf("failures: %d\n", failures);
@@ -1818,6 +1944,7 @@ int main() {
   tcw2_cases();
   tcw3_cases();
   tcw_cases();
+  clwr2_cases();
   check_fast_div();
   run_case(2, 2, 8, 1, {13, 17}, {3, 3}, {1, 1}, {1, 1});
   run_case(2, 2, 8, 1, {14, 11}, {3, 3}, {2, 2}, {1, 1});

@@ -29,6 +29,7 @@
 #include <cstring>
 #include <limits>
 #include <type_traits>
+#include <utility>
 
 namespace convx::cuda {
 namespace {
@@ -592,6 +593,183 @@ inline bool choose_clw_tile(ClwTile& L, const Plan& P, int VW, int R, int SEG, i
   return ctiles <= 65535;
 }
 
+// 16-bit 2-D channels-last 3x3 / 5x5 weight-grads at stride 1 (session 12) on the depth-streaming
+// items: (N, H, W, C) read as (N, H, 1, W, C) and a KH x KW filter as KH x 1 x KW, so that a work
+// item streams a column of output rows, loading each input row segment once for all KH filter rows
+// (cl_wgrad_partial loads it once per filter row: x about KH times from L2). The plan of the 2-D
+// weight-grad (depth 1) with its depth and height dimensions swapped, for cl_wgrad_depth3d and
+// cl_wgrad_rows.
+inline Plan rows_as_depth(const Plan& P) {
+  Plan Q = P;
+  std::swap(Q.in[0], Q.in[1]);
+  std::swap(Q.out[0], Q.out[1]);
+  std::swap(Q.q[0], Q.q[1]);
+  std::swap(Q.k[0], Q.k[1]);
+  std::swap(Q.S[0], Q.S[1]);
+  std::swap(Q.os[0], Q.os[1]);
+  std::swap(Q.pad[0], Q.pad[1]);
+  std::swap(Q.r[0], Q.r[1]);
+  std::swap(Q.qn[0], Q.qn[1]);
+  return Q;
+}
+
+// VW 16-bit values as loaded (one vector load: 2, 4, 8 or 16 bytes), converted where used.
+template <typename T, int VW>
+__device__ __forceinline__ void load_raw(const T* p, bool ok, Pack<T, VW>& out) {
+#ifdef __CUDA_ARCH__
+  if constexpr (VW == 1) {
+    const unsigned short u = ok ? __ldg(reinterpret_cast<const unsigned short*>(p)) : 0;
+    memcpy(&out, &u, 2);
+  } else {
+    using W = std::conditional_t<VW == 2, unsigned, std::conditional_t<VW == 4, uint2, uint4>>;
+    W w{};
+    if (ok) w = __ldg(reinterpret_cast<const W*>(p));
+    memcpy(&out, &w, sizeof(W));
+  }
+#else
+  Pack<T, VW> v{};
+  if (ok) v = *reinterpret_cast<const Pack<T, VW>*>(p);
+  out = v;
+#endif
+}
+
+template <typename T, int VW>
+__device__ __forceinline__ void raw_to_acc(const Pack<T, VW>& in, float (&out)[VW]) {
+#ifdef __CUDA_ARCH__
+  if constexpr (VW == 1) {
+    unsigned short u;
+    memcpy(&u, &in, 2);
+    if constexpr (std::is_same_v<T, c10::Half>) {
+      out[0] = __half2float(__ushort_as_half(u));
+    } else {
+      out[0] = __uint_as_float(unsigned(u) << 16);
+    }
+  } else {
+    unsigned u[VW / 2];
+    memcpy(u, &in, 2 * VW);
+#pragma unroll
+    for (int k = 0; k < VW / 2; ++k) {
+      if constexpr (std::is_same_v<T, c10::Half>) {
+        __half2 h;
+        memcpy(&h, &u[k], 4);
+        const float2 f = __half22float2(h);
+        out[2 * k] = f.x, out[2 * k + 1] = f.y;
+      } else {
+        out[2 * k] = __uint_as_float(u[k] << 16), out[2 * k + 1] = __uint_as_float(u[k] & 0xffff0000u);
+      }
+    }
+  }
+#else
+  for (int k = 0; k < VW; ++k) out[k] = static_cast<float>(in.v[k]);
+#endif
+}
+
+// 2-D 16-bit KH x KW weight-grad at stride 1 on cl_wgrad_depth3d's items, block layout, dealing
+// and ordered sums (the plan is rows_as_depth's: the rows are its depth), streaming each column of
+// output rows with the next input row's loads in flight while the current row's products are
+// added: a row's KW + R - 1 input vectors and R grad_output vectors are loaded (as raw 16-bit
+// words) one row ahead. The grad_output window of the KH output rows an input row meets moves
+// one row per step, as in cl_wgrad_depth3d.
+template <typename T, int KH, int KW, int VW, int R>
+__global__ void __launch_bounds__(kWgradThreads, kWgradBlocksPerSm)
+cl_wgrad_rows(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, const Plan P,
+              const ClwTile L) {
+  static_assert(sizeof(T) == 2, "16-bit storage");
+  constexpr int TAPS = KH * KW, SEG = R - 1 + KW;
+  static_assert(SEG < 32, "column mask");
+  using acc_t = float;
+  constexpr int TB = reduce_taps<TAPS, VW, acc_t>();
+  __shared__ acc_t red[TB][kWgradThreads * VW];
+  const int t = threadIdx.x, lane = t % L.CT, grp = t / L.CT;
+  const int C = static_cast<int>(P.out_c);  // the host checked that SEG * C fits in 32 bits
+  const int64_t c0 = (static_cast<int64_t>(blockIdx.x) * L.CT + lane) * VW;
+  const bool active = grp < L.G && c0 < C;
+  const int64_t step = static_cast<int64_t>(gridDim.y) * L.G;
+  const int OW = static_cast<int>(P.q[2]), OH = static_cast<int>(P.q[0]);
+  const int IW = static_cast<int>(P.in[2]), IH = static_cast<int>(P.in[0]);
+  const int ph = P.pad[0][0];
+  const int64_t x_row = int64_t(IW) * C, g_row = int64_t(OW) * C;
+  float acc[TAPS][VW];
+#pragma unroll
+  for (int i = 0; i < TAPS; ++i) {
+#pragma unroll
+    for (int v = 0; v < VW; ++v) acc[i][v] = 0.f;
+  }
+  if (active) {
+    for (int64_t it = static_cast<int64_t>(blockIdx.y) * L.G + grp; it < L.items; it += step) {
+      int ws, unused, seg;
+      int64_t n;
+      depth3d_item(it, L, 1, ws, unused, seg, n);
+      const int q0 = seg * L.dl, q1 = q0 + L.dl < OH ? q0 + L.dl : OH;
+      const int ow0 = ws * R, gn = OW - ow0, iw0 = ow0 - P.pad[2][0];
+      const uint32_t cols = column_mask<SEG, uint32_t>(iw0, IW);
+      // step i: input row q0 - ph + i, output row q0 + i (zeros from q1 on)
+      const int steps = q1 - q0 + KH - 1;
+      const T* gp = gy + ((n * OH + q0) * int64_t(OW) + ow0) * C + c0;
+      const T* xp = x + ((n * IH + (q0 - ph)) * int64_t(IW) + iw0) * C + c0;
+      Pack<T, VW> gnext[R], xnext[SEG];
+      const auto fetch = [&](int i) {
+        const bool g_ok = q0 + i < q1;
+        const int ih = q0 - ph + i;
+        const bool x_ok = ih >= 0 && ih < IH;
+        const T* gq = held(gp + i * g_row);
+        const T* xq = held(xp + i * x_row);
+#pragma unroll
+        for (int r = 0; r < R; ++r) load_raw<T, VW>(gq + r * C, g_ok && r < gn, gnext[r]);
+#pragma unroll
+        for (int j = 0; j < SEG; ++j) load_raw<T, VW>(xq + j * C, x_ok && ((cols >> j) & 1u), xnext[j]);
+      };
+      float g[KH][R][VW];
+#pragma unroll
+      for (int k = 0; k < KH; ++k) {
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+#pragma unroll
+          for (int v = 0; v < VW; ++v) g[k][r][v] = 0.f;
+        }
+      }
+      fetch(0);
+      for (int i = 0; i < steps; ++i) {
+        Pack<T, VW> gcur[R], xcur[SEG];
+#pragma unroll
+        for (int r = 0; r < R; ++r) gcur[r] = gnext[r];
+#pragma unroll
+        for (int j = 0; j < SEG; ++j) xcur[j] = xnext[j];
+        if (i + 1 < steps) fetch(i + 1);
+#pragma unroll
+        for (int k = 0; k + 1 < KH; ++k) {
+#pragma unroll
+          for (int r = 0; r < R; ++r) {
+#pragma unroll
+            for (int v = 0; v < VW; ++v) g[k][r][v] = g[k + 1][r][v];
+          }
+        }
+#pragma unroll
+        for (int r = 0; r < R; ++r) raw_to_acc<T, VW>(gcur[r], g[KH - 1][r]);
+        const int ih = q0 - ph + i;
+        if (ih < 0 || ih >= IH) continue;
+#pragma unroll
+        for (int j = 0; j < SEG; ++j) {
+          float xf[VW];
+          raw_to_acc<T, VW>(xcur[j], xf);
+#pragma unroll
+          for (int kw = 0; kw < KW; ++kw) {
+            // input column j meets tap kw at strip position j - kw
+            if (j >= kw && j - kw < R) {
+#pragma unroll
+              for (int kh = 0; kh < KH; ++kh) {
+#pragma unroll
+                for (int v = 0; v < VW; ++v) acc[kh * KW + kw][v] += g[KH - 1 - kh][j - kw][v] * xf[v];
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  block_groups_sum<TAPS, VW, TB>(acc, red, part, L, C, TAPS, 0, TAPS);
+}
+
 // ---- host launch (cpp_tests/cuda_on_cpu/run.sh takes the kernels above this line) ----
 // The two launches of a channels-last weight-grad: `partial` (a cl_wgrad_partial /
 // cl_wgrad_depth3d specialisation) writes every chunk's tap sums into part [chunks][out_c * taps],
@@ -680,6 +858,44 @@ bool run_d3r(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase
   return true;
 }
 
+// 16-bit 2-D KH x KW at stride 1 through rows_as_depth: on cl_wgrad_depth3d (pipe false) or
+// cl_wgrad_rows (pipe true), VW channels per lane, strips of R, channel tiles of at most 32 lanes.
+template <typename T, int KH, int KW, int VW, int R, bool pipe>
+bool run_rows2d(const T* x, const T* gy, T* gw, const Plan& P2, const at::TensorBase& like, cudaStream_t stream) {
+  if (P2.k[0] != 1 || P2.S[1] != 1 || P2.S[2] != 1) return false;
+  const Plan P = rows_as_depth(P2);
+  if (!vectors_fit<T, VW>(x, gy, P)) return false;
+  ClwTile L{};
+  int64_t ctiles = 0, chunks = 0;
+  if (!choose_clw_tile(L, P, VW, R, R - 1 + KW, KH, ctiles, chunks, kWgradWave, 32)) return false;
+  if constexpr (pipe) {
+    partials_then_sum(cl_wgrad_rows<T, KH, KW, VW, R>, x, gy, gw, P, L, ctiles, chunks, KH * KW, like, stream);
+  } else {
+    partials_then_sum(cl_wgrad_depth3d<T, KH, 1, KW, 1, VW, R>, x, gy, gw, P, L, ctiles, chunks, KH * KW, like,
+                      stream);
+  }
+  return true;
+}
+
+// The tiles of the 16-bit 2-D 3x3 / 5x5 stride-1 weight-grads, each the fastest of the session-12
+// A/B (H100, weight-grad alone, device ms fp16 / bf16, main's cl_wgrad_partial + sum_chunks in
+// brackets; bench/results/h100/session12/wg16_call2_ab.log): 3x3 planes up to 7 wide on
+// cl_wgrad_rows, 2 channels x strips of 4 (MobileNetV2 7x7 C 960: 0.0133 / 0.0133 [0.0222 /
+// 0.0223]); wider 3x3 on cl_wgrad_depth3d, 4 channels x strips of 4 (MobileNetV2 56x56 C 144:
+// 0.0636 / 0.0582 [0.0666 / 0.0615]; cl_wgrad_rows' best tile there, 4 x 2, 0.0616 / 0.0623); 5x5
+// on cl_wgrad_rows, 1 channel x strips of 7 (EfficientNet 28x28 C 240: 0.0530 / 0.0544 [0.0744 /
+// 0.0741]). Channel tiles of at most 32 lanes: within 2% of 128 on MobileNetV2 56x56, 10-30%
+// faster on the other two rows.
+template <typename T, int K>
+bool run_rows16(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
+  if constexpr (K == 5) {
+    return run_rows2d<T, 5, 5, 1, 7, true>(x, gy, gw, P, like, stream);
+  } else {
+    if (P.q[2] <= 7) return run_rows2d<T, 3, 3, 2, 4, true>(x, gy, gw, P, like, stream);
+    return run_rows2d<T, 3, 3, 4, 4, false>(x, gy, gw, P, like, stream);
+  }
+}
+
 }  // namespace
 
 template <typename T>
@@ -716,6 +932,12 @@ bool launch_cl_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::Te
   } else {
     if (P.in_div != 1) return false;
     const int kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
+    if constexpr (sizeof(T) == 2) {  // 16-bit 2-D 3x3 / 5x5 at stride 1: rows streamed (run_rows16)
+      if (P.k[0] == 1 && kh == kw && s == 1 && (kh == 3 || kh == 5)) {
+        if (kh == 3 ? run_rows16<T, 3>(x, gy, gw, P, like, stream) : run_rows16<T, 5>(x, gy, gw, P, like, stream))
+          return true;
+      }
+    }
 #define CONVX_CASE(KH, KW, S) \
   if (kh == KH && kw == KW && s == S) return run<T, KH, KW, S>(x, gy, gw, P, like, stream);
     CONVX_CASE(1, 2, 1)

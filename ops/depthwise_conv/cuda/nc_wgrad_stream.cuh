@@ -73,9 +73,9 @@ inline bool choose_nc_wgrad(NcWgradTile& L, const Plan& P, int R, int TH, int S,
 }
 
 // dst[i] = sum of v[i] over the block, in a fixed order: butterfly within each warp, then the
-// warps in order through red (shared, warps x NV). Block-uniform call.
-template <int NV, typename acc_t>
-__device__ __forceinline__ void wgrad_block_sum(acc_t (&v)[NV], acc_t* red, acc_t* __restrict__ dst) {
+// warps in order through red (shared, warps x NV), converted to O. Block-uniform call.
+template <int NV, typename acc_t, typename O>
+__device__ __forceinline__ void wgrad_block_sum(acc_t (&v)[NV], acc_t* red, O* __restrict__ dst) {
 #pragma unroll
   for (int off = 16; off > 0; off /= 2) {
 #pragma unroll
@@ -90,7 +90,7 @@ __device__ __forceinline__ void wgrad_block_sum(acc_t (&v)[NV], acc_t* red, acc_
   for (int i = threadIdx.x; i < NV; i += blockDim.x) {
     acc_t s = acc_t(0);
     for (int w = 0; w < warps; ++w) s += red[w * NV + i];
-    dst[i] = s;
+    dst[i] = static_cast<O>(s);
   }
   __syncthreads();  // red is reused by the next depth slice / block
 }
@@ -135,10 +135,11 @@ __device__ __forceinline__ void stream_plane(const T* __restrict__ xp, const T* 
 }
 
 // part[co][chunk][kd * KH * KW + tap]: the block's sum over its chunk of planes for channel co.
-template <typename T, int KH, int KW, int S>
+// With one chunk per channel that is the weight-grad itself: O = T writes it (no sum launch).
+template <typename T, int KH, int KW, int S, typename O = at::opmath_type<T>>
 __global__ void __launch_bounds__(kWgradThreads)
-nc_wgrad_stream(const T* __restrict__ x, const T* __restrict__ gy, at::opmath_type<T>* __restrict__ part,
-                const Plan P, const NcWgradTile L) {
+nc_wgrad_stream(const T* __restrict__ x, const T* __restrict__ gy, O* __restrict__ part, const Plan P,
+                const NcWgradTile L) {
   using acc_t = at::opmath_type<T>;
   constexpr int R = wgrad_cols<KH>(), TH = wgrad_rows<KH>();
   constexpr int NV = KH * KW, NX = (R - 1) * S + KW, NR = (TH - 1) * S + KH;
