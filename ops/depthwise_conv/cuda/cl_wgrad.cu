@@ -26,6 +26,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -632,8 +633,27 @@ bool run_short16(const T* x, const T* gy, T* gw, const Plan& P, const at::Tensor
   return true;
 }
 
+// TEMPORARY A/B (session 12, removed after the measurement): CONVX_ONED_CLW=v1r32 / v1r16 / v2r16
+// picks another tile for the fp32 1-D 31-tap rows.
+template <typename T, int VW, int R>
+bool run_clw_ab(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
+  if (!vectors_fit<T, VW>(x, gy, P)) return false;
+  ClwTile L{};
+  int64_t ctiles = 0, chunks = 0;
+  if (!choose_clw_tile(L, P, VW, R, R - 1 + 31, 0, ctiles, chunks)) return false;
+  partials_then_sum(cl_wgrad_partial<T, 1, 31, 1, VW, R, 1>, x, gy, gw, P, L, ctiles, chunks, 31, like, stream);
+  return true;
+}
+
 template <typename T, int KH, int KW, int S, bool pairs = false>
 bool run(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
+  if constexpr (std::is_same_v<T, float> && !pairs && KH == 1 && KW == 31 && S == 1) {
+    if (const char* e = std::getenv("CONVX_ONED_CLW"); e != nullptr && P.k[0] == 1) {
+      if (std::strcmp(e, "v1r32") == 0 && run_clw_ab<T, 1, 32>(x, gy, gw, P, like, stream)) return true;
+      if (std::strcmp(e, "v1r16") == 0 && run_clw_ab<T, 1, 16>(x, gy, gw, P, like, stream)) return true;
+      if (std::strcmp(e, "v2r16") == 0 && run_clw_ab<T, 2, 16>(x, gy, gw, P, like, stream)) return true;
+    }
+  }
   if constexpr (!pairs && KH == 1 && KW >= 15) {
     if (run<T, KH, KW, S, true>(x, gy, gw, P, like, stream)) return true;  // else odd channels: one per lane
   }

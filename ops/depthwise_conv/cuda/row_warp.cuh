@@ -238,7 +238,7 @@ __device__ __forceinline__ void row_warp_taps(const T* irow, int o, int pad, int
 
 // in: [rows / in_div rows of in_w]; w: the layer's [out_c][K] (L.wbase, L.wstep); out: [rows of
 // out_w]; bias: out_c entries or null. Any block size that is a multiple of 32.
-template <typename T, int K, int U, int MINB>
+template <typename T, int K, int U, int MINB, bool EARLY>
 __global__ void __launch_bounds__(kRowWarpThreads, MINB)
 row_warp(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
          const RowWarp L) {
@@ -255,6 +255,12 @@ row_warp(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict_
     const T* const irow = in + int64_t(L.in_div.div(row)) * L.in_w;
     uint32_t A[U + 1][4];
     const int m = row_warp_load<T, K, U>(irow, s0 - L.pad, L.in_w, lane, A);
+    // The row's tail past its last segment (at most 32 outputs, one per lane): its taps are
+    // loaded with the segment's vectors, not after them (one memory latency per item, not two).
+    const int ot = s0 + SEG + lane;
+    const bool tail = seg + 1 == L.segs.d && ot < L.out_w;
+    float xt[K];
+    if (EARLY && tail) row_warp_taps<T, K>(irow, ot, L.pad, L.in_w, xt);
     const uint32_t co = row - L.out_c.div(row) * L.out_c.d;
     float wv[K];
 #pragma unroll
@@ -294,15 +300,12 @@ row_warp(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict_
         }
       }
     });
-    // The row's tail past its last segment (at most 32 outputs): one per lane.
-    const int o = s0 + SEG + lane;
-    if (seg + 1 == L.segs.d && o < L.out_w) {
-      float x[K];
-      row_warp_taps<T, K>(irow, o, L.pad, L.in_w, x);
+    if (tail) {
+      if (!EARLY) row_warp_taps<T, K>(irow, ot, L.pad, L.in_w, xt);
       float a = 0.f;
 #pragma unroll
-      for (int t = 0; t < K; ++t) a += wv[t] * x[t];
-      orow[o] = static_cast<T>(a + b0);
+      for (int t = 0; t < K; ++t) a += wv[t] * xt[t];
+      orow[ot] = static_cast<T>(a + b0);
     }
   }
 }
@@ -350,7 +353,7 @@ inline bool row_warp_wgrad_items(RowWarpW& L, const Plan& P, int V, int U) {
 // x: [N, in_c, in_w], gy: [N, out_c, out_w]; part: [out_c][chunks][K] (fp32), or null with one
 // chunk: then gw [out_c][K] is written. Grid: out_c * chunks blocks of up to kRowWarpThreads (a
 // multiple of 32).
-template <typename T, int K, int U>
+template <typename T, int K, int U, bool EARLY>
 __global__ void __launch_bounds__(kRowWarpThreads)
 row_warp_wgrad(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, T* __restrict__ gw,
                const RowWarpW L) {
@@ -376,6 +379,14 @@ row_warp_wgrad(const T* __restrict__ x, const T* __restrict__ gy, float* __restr
     const int m = row_warp_load<T, K, U>(xrow, s0 - L.pad, L.in_w, lane, A);
 #pragma unroll
     for (int u = 0; u < U; ++u) row_load<T>(grow, s0 + (32 * u + lane) * V, L.out_w, D[u]);
+    // The row's tail past its last segment (one output per lane), loaded with the segment.
+    const int ot = s0 + SEG + lane;
+    const bool tail = seg + 1 == L.segs.d && ot < L.out_w;
+    float xt[K], gt = 0.f;
+    if (EARLY && tail) {
+      row_warp_taps<T, K>(xrow, ot, L.pad, L.in_w, xt);
+      gt = static_cast<float>(grow[ot]);
+    }
     row_warp_case<V>(m, [&](auto Mc) {
 #pragma unroll
       for (int u = 0; u < U; ++u) {
@@ -389,13 +400,13 @@ row_warp_wgrad(const T* __restrict__ x, const T* __restrict__ gy, float* __restr
         }
       }
     });
-    const int o = s0 + SEG + lane;  // the row's tail past its last segment
-    if (seg + 1 == L.segs.d && o < L.out_w) {
-      float xv[K];
-      row_warp_taps<T, K>(xrow, o, L.pad, L.in_w, xv);
-      const float g = static_cast<float>(grow[o]);
+    if (tail) {
+      if (!EARLY) {
+        row_warp_taps<T, K>(xrow, ot, L.pad, L.in_w, xt);
+        gt = static_cast<float>(grow[ot]);
+      }
 #pragma unroll
-      for (int t = 0; t < K; ++t) acc[t] += g * xv[t];
+      for (int t = 0; t < K; ++t) acc[t] += gt * xt[t];
     }
   }
   // Fixed-order block sum: lanes by a butterfly, then warps in order.
