@@ -329,11 +329,11 @@ bool clr_run(const T* in, const T* w, int wbase, int wstep, const T* bias, T* ou
     return false;
   const bool flip = wstep < 0;
   if (wbase != (flip ? K - 1 : 0)) return false;  // the launcher takes the filter as stored or rotated
-  launch(dim3{L.blocks}, dim3{cl_row1d_threads(L)}, [&] {
+  launch(dim3{static_cast<unsigned>(ceil_div(int64_t(L.items), kClRowThreads))}, dim3{kClRowThreads}, [&] {
     if (flip) {
-      cl_row1d<T, K, Tile::V, Tile::R, Tile::MINB, true>(in, w, bias, out, L);
+      cl_row1d<T, K, Tile::V, Tile::R, Tile::MINB, true, true>(in, w, bias, out, L);
     } else {
-      cl_row1d<T, K, Tile::V, Tile::R, Tile::MINB, false>(in, w, bias, out, L);
+      cl_row1d<T, K, Tile::V, Tile::R, Tile::MINB, false, true>(in, w, bias, out, L);
     }
   });
   ++clr_taken;

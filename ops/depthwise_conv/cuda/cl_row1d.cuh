@@ -46,6 +46,7 @@ struct ClRow1d {
   int cvecs;            // C / V
   int CB, PS;           // channel-vector lanes and strips per block (CB * PS <= kClRowThreads)
   uint32_t cchunks, sgroups, blocks;  // blocks = rows * sgroups * cchunks (< 2^31)
+  uint32_t strips, items;             // flat: items = rows * strips * cvecs (< 2^31), one per thread
 };
 
 // The block shape and grid for V channels per thread and R outputs per strip; false when the
@@ -73,7 +74,9 @@ inline bool cl_row1d_tile(ClRow1d& L, int64_t rows, int64_t in_len, int64_t out_
   L.PS = static_cast<int>(std::min<int64_t>(kClRowThreads / cb, strips));
   const int64_t cchunks = ceil_div(cvecs, cb), sgroups = ceil_div(strips, L.PS);
   const int64_t blocks = rows * sgroups * cchunks;
-  if (blocks >= (int64_t(1) << 31)) return false;
+  if (blocks >= (int64_t(1) << 31) || rows * strips * cvecs >= (int64_t(1) << 31)) return false;
+  L.strips = static_cast<uint32_t>(strips);
+  L.items = static_cast<uint32_t>(rows * strips * cvecs);
   L.in_len = static_cast<int>(in_len);
   L.out_len = static_cast<int>(out_len);
   L.pad = static_cast<int>(pad);
@@ -117,7 +120,7 @@ inline unsigned cl_row1d_threads(const ClRow1d& L) {
 
 // w: the layer's filter [C][K], aligned to V elements (the launcher checks); FLIP: rotated (the
 // data-grad; a run-time choice spilled fp32 k4 at its 80-register cap).
-template <typename T, int K, int V, int R, int MINB, bool FLIP>
+template <typename T, int K, int V, int R, int MINB, bool FLIP, bool FLAT>
 __global__ void __launch_bounds__(kClRowThreads, MINB)
 cl_row1d(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
          const ClRow1d L) {
@@ -125,14 +128,26 @@ cl_row1d(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict_
   constexpr int NX = R + K - 1;                     // input vectors of a strip
   constexpr int XW = static_cast<int>(sizeof(T)) * V / 4;  // 32-bit words per vector
   static_assert(XW >= 1 && sizeof(T) * V % 4 == 0, "vectors are whole 32-bit words");
-  uint32_t b = blockIdx.x;
-  const uint32_t cc = b % L.cchunks;
-  b /= L.cchunks;
-  const uint32_t sg = b % L.sgroups, row = b / L.sgroups;
-  const int t = threadIdx.x, cl = t % L.CB, sp = t / L.CB;
-  const int cv = static_cast<int>(cc) * L.CB + cl;
-  const int o0 = (static_cast<int>(sg) * L.PS + sp) * R;
-  if (sp >= L.PS || cv >= L.cvecs || o0 >= L.out_len) return;
+  uint32_t row;
+  int cv, o0;
+  if constexpr (FLAT) {
+    const uint32_t item = blockIdx.x * blockDim.x + threadIdx.x;
+    if (item >= L.items) return;
+    const uint32_t rest = item / static_cast<uint32_t>(L.cvecs);
+    cv = static_cast<int>(item - rest * static_cast<uint32_t>(L.cvecs));
+    row = rest / L.strips;
+    o0 = static_cast<int>(rest - row * L.strips) * R;
+  } else {
+    uint32_t b = blockIdx.x;
+    const uint32_t cc = b % L.cchunks;
+    b /= L.cchunks;
+    const uint32_t sg = b % L.sgroups;
+    row = b / L.sgroups;
+    const int t = threadIdx.x, cl = t % L.CB, sp = t / L.CB;
+    cv = static_cast<int>(cc) * L.CB + cl;
+    o0 = (static_cast<int>(sg) * L.PS + sp) * R;
+    if (sp >= L.PS || cv >= L.cvecs || o0 >= L.out_len) return;
+  }
   const int c0 = cv * V;
 
   acc_t wv[K][V];
