@@ -195,7 +195,7 @@ bool rw_run(const T* in, const T* w, int wbase, int wstep, const T* bias, T* out
   L.wbase = wbase;
   L.wstep = wstep;
   const unsigned blocks = unsigned(std::min<int64_t>(L.items, max_blocks));
-  launch(dim3{blocks}, dim3{32}, [&] { row_warp<T, K, U, 4, true>(in, w, bias, out, L); });
+  launch(dim3{blocks}, dim3{32}, [&] { row_warp<T, K, U, 4>(in, w, bias, out, L); });
   return true;
 }
 template <typename T, int K, typename F>
@@ -252,12 +252,12 @@ Tensor rww_run(const T* x, const T* gy, const Plan& P) {
   Tensor gw = at::full({P.out_c * K}, NAN, c10::CppTypeToScalarType<T>::value);
   if (L.chunks == 1) {  // the launcher's direct path: the blocks write gw
     launch(dim3{unsigned(P.out_c)}, dim3{32},
-           [&] { row_warp_wgrad<T, K, row_warp_vectors<K>(), true>(x, gy, nullptr, gw.data_ptr<T>(), L); });
+           [&] { row_warp_wgrad<T, K, row_warp_vectors<K>()>(x, gy, nullptr, gw.data_ptr<T>(), L); });
     return gw;
   }
   Tensor part = at::full({P.out_c, int64_t(L.chunks), K}, NAN, at::kFloat);
   launch(dim3{unsigned(P.out_c * L.chunks)}, dim3{32},
-         [&] { row_warp_wgrad<T, K, row_warp_vectors<K>(), true>(x, gy, part.data_ptr<float>(), gw.data_ptr<T>(), L); });
+         [&] { row_warp_wgrad<T, K, row_warp_vectors<K>()>(x, gy, part.data_ptr<float>(), gw.data_ptr<T>(), L); });
   launch(dim3{unsigned(ceil_div(P.out_c * K, 256))}, dim3{256},
          [&] { sum_slots<T>(part.data_ptr<float>(), gw.data_ptr<T>(), P.out_c, L.chunks, K); });
   return gw;
@@ -329,11 +329,12 @@ bool clr_run(const T* in, const T* w, int wbase, int wstep, const T* bias, T* ou
     return false;
   const bool flip = wstep < 0;
   if (wbase != (flip ? K - 1 : 0)) return false;  // the launcher takes the filter as stored or rotated
-  launch(dim3{static_cast<unsigned>(ceil_div(int64_t(L.items), kClRowThreads))}, dim3{kClRowThreads}, [&] {
+  const dim3 grid{Tile::FLAT ? static_cast<unsigned>(ceil_div(int64_t(L.items), kClRowThreads)) : L.blocks};
+  launch(grid, dim3{Tile::FLAT ? unsigned(kClRowThreads) : cl_row1d_threads(L)}, [&] {
     if (flip) {
-      cl_row1d<T, K, Tile::V, Tile::R, Tile::MINB, true, true>(in, w, bias, out, L);
+      cl_row1d<T, K, Tile::V, Tile::R, Tile::MINB, true, Tile::FLAT>(in, w, bias, out, L);
     } else {
-      cl_row1d<T, K, Tile::V, Tile::R, Tile::MINB, false, true>(in, w, bias, out, L);
+      cl_row1d<T, K, Tile::V, Tile::R, Tile::MINB, false, Tile::FLAT>(in, w, bias, out, L);
     }
   });
   ++clr_taken;
@@ -516,6 +517,24 @@ Tensor clw_run(const T* x, const T* gy, const Plan& P, bool wide_index) {
   launch(sgrid, sblock, [&] { sum_chunks<T>(pp, gp, chunks, n); });
   return gw;
 }
+// cl_wgrad.cu's run_k31 for fp32 (one channel x 32 outputs), then sum_chunks (poisoned buffers).
+Tensor clw_long32_run(const float* x, const float* gy, const Plan& P, bool wide_index) {
+  constexpr int VW = kLong32Vw, R = kLong32R;
+  ClwTile L{};
+  int64_t ctiles = 0, chunks = 0;
+  if (!choose_clw_tile(L, P, VW, R, R - 1 + 31, 0, ctiles, chunks)) return Tensor();
+  if (wide_index) L.i32 = false;
+  const int64_t n = P.out_c * P.k[0] * 31;
+  Tensor part = at::full({chunks, n}, NAN, at::kFloat);
+  float* pp = part.data_ptr<float>();
+  const unsigned threads = unsigned(ceil_div(int64_t(L.CT) * L.G, 32) * 32);
+  launch(dim3{unsigned(ctiles), unsigned(chunks)}, dim3{threads}, [&] { cl_wgrad_partial<float, 1, 31, 1, VW, R, 1>(x, gy, pp, P, L); });
+  Tensor gw = at::full({n}, NAN, at::kFloat);
+  dim3 sgrid, sblock;
+  sgrid.x = unsigned(ceil_div(n, kSumCols)), sblock.x = unsigned(kSumCols * kSumSlices);
+  launch(sgrid, sblock, [&] { sum_chunks<float>(pp, gw.data_ptr<float>(), chunks, n); });
+  return gw;
+}
 // cl_wgrad.cu's run_short16<> (16-bit 1-D rows of 2-4 taps), then sum_chunks (poisoned buffers).
 static int clws_taken = 0;
 template <int KW>
@@ -578,6 +597,9 @@ static int clw3_taken = 0;
 template <typename T>
 Tensor clw_dispatch(const T* x, const T* gy, const Plan& P, bool wide_index) {
   const int kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
+  if constexpr (std::is_same_v<T, float>) {  // run_k31: fp32 1 x 31 on the one-channel tile
+    if (kh == 1 && kw == 31 && s == 1) return clw_long32_run(x, gy, P, wide_index);
+  }
 #define C_(KH, KW, S) \
   if ((kh == KH || (KH == 0 && kh != 1)) && kw == KW && s == S) return clw_run<T, KH, KW, S>(x, gy, P, wide_index);
   C_(1, 2, 1) C_(1, 3, 1) C_(1, 4, 1) C_(1, 15, 1) C_(1, 31, 1) C_(3, 3, 1) C_(5, 5, 1) C_(7, 7, 1) C_(3, 3, 2)
@@ -1062,6 +1084,7 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
                                          : clw_run<float, 1, 31, 1, true>(xc.data_ptr<float>(), gc.data_ptr<float>(), P, wide);
           check(wide ? "wgrad cl pairs64" : "wgrad cl pairs", ra.view(gw_ref.sizes()), gw_ref, name);
         }
+
         const Tensor rh = P.k[2] == 15 ? clw_run<at::Half, 1, 15, 1, true>(xh.data_ptr<at::Half>(), gh.data_ptr<at::Half>(), P, false)
                                        : clw_run<at::Half, 1, 31, 1, true>(xh.data_ptr<at::Half>(), gh.data_ptr<at::Half>(), P, false);
         check("wgrad16 cl pairs", rh.view(ref16.sizes()), ref16, name, 2e-3);
@@ -1158,7 +1181,7 @@ static int tc_taken = 0;
 template <typename T, int KS>
 void tc_ncl_run(const T* in, const T* w, const T* bias, T* out, const TcRow& L) {
   g_smem_bytes = tc_smem_bytes<KS>(1);
-  launch(dim3{L.items}, dim3{32}, [&] { tc_row1d<T, KS, true>(in, w, bias, out, L); });
+  launch(dim3{L.items}, dim3{32}, [&] { tc_row1d<T, KS>(in, w, bias, out, L); });
 }
 template <typename T, int KS>
 void tc_cl_run(const T* in, const T* w, const T* bias, T* out, const TcRowCl& L) {
@@ -1850,6 +1873,7 @@ int main() {
   run_case(1, 2, 8, 1, {2100}, {4}, {1}, {3});
   run_case(1, 2, 8, 1, {200}, {15}, {1}, {14});
   run_case(1, 2, 8, 1, {333}, {31}, {1}, {15});
+  run_case(1, 2, 200, 1, {100}, {31}, {1}, {15});  // fp32 long tile: 2 channel tiles of 100 lanes
   run_case(1, 2, 8, 2, {64}, {4}, {1}, {3});
   run_case(3, 2, 4, 1, {5, 9, 10}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1});
   run_case(3, 1, 8, 1, {6, 8, 9}, {5, 3, 3}, {1, 1, 1}, {2, 1, 1});

@@ -8,8 +8,6 @@
 #include <c10/util/Half.h>
 
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <type_traits>
 
 namespace convx::cuda {
@@ -24,16 +22,12 @@ bool run(const T* in, const T* w, int wbase, int wstep, const T* bias, T* out, i
   const bool as_stored = wbase == 0 && wstep == 1, rotated = wbase == K - 1 && wstep == -1;
   if ((!as_stored && !rotated) || reinterpret_cast<uintptr_t>(w) % (sizeof(T) * Tile::V) != 0) return false;
   if (!cl_row1d_tile(L, rows, P.in[2], P.out[2], P.pad[2][0], P.out_c, Tile::V, Tile::R)) return false;
-  // TEMPORARY A/B knob (session 12, removed after the measurement): CONVX_ONED_AB=old.
-  const char* e = std::getenv("CONVX_ONED_AB");
-  if (e != nullptr && std::strcmp(e, "old") == 0) {
-    auto kernel = rotated ? cl_row1d<T, K, Tile::V, Tile::R, Tile::MINB, true, false>
-                          : cl_row1d<T, K, Tile::V, Tile::R, Tile::MINB, false, false>;
-    kernel<<<L.blocks, cl_row1d_threads(L), 0, stream>>>(in, w, bias, out, L);
-  } else {
-    auto kernel = rotated ? cl_row1d<T, K, Tile::V, Tile::R, Tile::MINB, true, true>
-                          : cl_row1d<T, K, Tile::V, Tile::R, Tile::MINB, false, true>;
+  auto kernel = rotated ? cl_row1d<T, K, Tile::V, Tile::R, Tile::MINB, true, Tile::FLAT>
+                        : cl_row1d<T, K, Tile::V, Tile::R, Tile::MINB, false, Tile::FLAT>;
+  if constexpr (Tile::FLAT) {
     kernel<<<static_cast<unsigned>(ceil_div(int64_t(L.items), kClRowThreads)), kClRowThreads, 0, stream>>>(in, w, bias, out, L);
+  } else {
+    kernel<<<L.blocks, cl_row1d_threads(L), 0, stream>>>(in, w, bias, out, L);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return true;

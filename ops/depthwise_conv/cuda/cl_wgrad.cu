@@ -26,7 +26,6 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -48,7 +47,8 @@ constexpr int64_t kWgradWave = 132 * kWgradBlocksPerSm;
 // first for those rows (the other tile, kept for odd channel counts, gives 31 taps 1 channel x 4
 // outputs: 34 input loads per 124 FMAs, 2-byte loads in 16-bit). Measured on the H100 (session 9,
 // bench/results/h100/session9/): the (N, L, C) weight-grad alone, conformer_256 fp32 0.208 ->
-// 0.144 ms, conformer_512 bf16 0.127 -> 0.101, k15_causal bf16 0.136 -> 0.119.
+// 0.144 ms, conformer_512 bf16 0.127 -> 0.101, k15_causal bf16 0.136 -> 0.119. (fp32 31 taps
+// take run_k31's one-channel tile instead since session 12.)
 template <typename T, int KH, int KW, bool pairs = false>
 struct ClwShape {
   static constexpr bool long_row = pairs && KH == 1 && KW >= 15;
@@ -90,6 +90,14 @@ struct ClwShape {
 // k4 bf16 weight-grad 110.7 -> 103.4 us, backward 209.4 -> 204.9; short_k3 backward 47.1 -> 46.8
 // (its weight-grad alone 24.5 -> 27.2 us, the kernels in the profile 25.3 + 2.5 -> 25.2 + 2.6).
 constexpr int kShort16Vw = 4, kShort16R = 8, kShort16Blocks = 4;
+
+// fp32 1-D rows of 31 taps (launch_cl_wgrad's 1 x 31 case) on the long tile (kLong32*): one
+// channel per lane, strips of 32 outputs: 62 input loads per 32 x 31 FMAs, against 38 8-byte
+// loads per 8 x 2 x 31 for ClwShape's pair tile (2 channels x 8 outputs), half the bytes through
+// L1 per product. H100, session 12 (bench/results/h100/session12/oned_call1_ab.log, Conformer-256
+// fp32 (N, L, C) weight-grad per call, alternating in one process): 145.3 -> 115.6 us (1 x 16:
+// 122.4, 2 x 16: 139.8); 128 registers, no spills (ptxas -v). 16-bit rows keep run<>'s tiles.
+constexpr int kLong32Vw = 1, kLong32R = 32;
 
 struct ClwTile {
   int CT, G;              // channel lanes per block, pixel groups per block
@@ -633,27 +641,8 @@ bool run_short16(const T* x, const T* gy, T* gw, const Plan& P, const at::Tensor
   return true;
 }
 
-// TEMPORARY A/B (session 12, removed after the measurement): CONVX_ONED_CLW=v1r32 / v1r16 / v2r16
-// picks another tile for the fp32 1-D 31-tap rows.
-template <typename T, int VW, int R>
-bool run_clw_ab(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
-  if (!vectors_fit<T, VW>(x, gy, P)) return false;
-  ClwTile L{};
-  int64_t ctiles = 0, chunks = 0;
-  if (!choose_clw_tile(L, P, VW, R, R - 1 + 31, 0, ctiles, chunks)) return false;
-  partials_then_sum(cl_wgrad_partial<T, 1, 31, 1, VW, R, 1>, x, gy, gw, P, L, ctiles, chunks, 31, like, stream);
-  return true;
-}
-
 template <typename T, int KH, int KW, int S, bool pairs = false>
 bool run(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
-  if constexpr (std::is_same_v<T, float> && !pairs && KH == 1 && KW == 31 && S == 1) {
-    if (const char* e = std::getenv("CONVX_ONED_CLW"); e != nullptr && P.k[0] == 1) {
-      if (std::strcmp(e, "v1r32") == 0 && run_clw_ab<T, 1, 32>(x, gy, gw, P, like, stream)) return true;
-      if (std::strcmp(e, "v1r16") == 0 && run_clw_ab<T, 1, 16>(x, gy, gw, P, like, stream)) return true;
-      if (std::strcmp(e, "v2r16") == 0 && run_clw_ab<T, 2, 16>(x, gy, gw, P, like, stream)) return true;
-    }
-  }
   if constexpr (!pairs && KH == 1 && KW >= 15) {
     if (run<T, KH, KW, S, true>(x, gy, gw, P, like, stream)) return true;  // else odd channels: one per lane
   }
@@ -669,6 +658,21 @@ bool run(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& li
   partials_then_sum(cl_wgrad_partial<T, KH, KW, S, VW, R, RH>, x, gy, gw, P, L, ctiles, chunks,
                     int64_t(P.k[0]) * P.k[1] * KW, like, stream);
   return true;
+}
+
+// fp32: the long tile (kLong32*, above); 16-bit: run<>.
+template <typename T>
+bool run_k31(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
+  if constexpr (std::is_same_v<T, float>) {
+    ClwTile L{};
+    int64_t ctiles = 0, chunks = 0;
+    if (!choose_clw_tile(L, P, kLong32Vw, kLong32R, kLong32R - 1 + 31, 0, ctiles, chunks)) return false;
+    partials_then_sum(cl_wgrad_partial<T, 1, 31, 1, kLong32Vw, kLong32R, 1>, x, gy, gw, P, L, ctiles, chunks,
+                      int64_t(P.k[0]) * 31, like, stream);
+    return true;
+  } else {
+    return run<T, 1, 31, 1>(x, gy, gw, P, like, stream);
+  }
 }
 
 template <typename T, int KD, int KH, int KW, int S>
@@ -742,7 +746,7 @@ bool launch_cl_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::Te
     CONVX_CASE(1, 3, 1)
     CONVX_CASE(1, 4, 1)
     CONVX_CASE(1, 15, 1)
-    CONVX_CASE(1, 31, 1)
+    if (kh == 1 && kw == 31 && s == 1) return run_k31<T>(x, gy, gw, P, like, stream);
     CONVX_CASE(3, 3, 1)
     CONVX_CASE(5, 5, 1)
     CONVX_CASE(7, 7, 1)

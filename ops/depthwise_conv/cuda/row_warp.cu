@@ -14,18 +14,10 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <type_traits>
 
 namespace convx::cuda {
 namespace {
-
-// TEMPORARY A/B knob (session 12, removed after the measurement): CONVX_ONED_AB=old.
-inline bool oned_ab_old() {
-  const char* e = std::getenv("CONVX_ONED_AB");
-  return e != nullptr && std::strcmp(e, "old") == 0;
-}
 
 template <typename T, int K, int U>
 bool run(const T* in, const T* w, int wbase, int wstep, const T* bias, T* out, const Plan& P, cudaStream_t stream) {
@@ -36,8 +28,7 @@ bool run(const T* in, const T* w, int wbase, int wstep, const T* bias, T* out, c
   L.wstep = wstep;
   constexpr int warps = kRowWarpThreads / 32;
   const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(ceil_div(L.items, warps), int64_t(1) << 20));
-  auto kernel = oned_ab_old() ? row_warp<T, K, U, (K <= 4 ? 4 : 3), false> : row_warp<T, K, U, (K <= 4 ? 4 : 3), true>;
-  kernel<<<blocks, kRowWarpThreads, 0, stream>>>(in, w, bias, out, L);
+  row_warp<T, K, U, (K <= 4 ? 4 : 3)><<<blocks, kRowWarpThreads, 0, stream>>>(in, w, bias, out, L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return true;
 }
@@ -57,8 +48,7 @@ bool run_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBa
   const at::Tensor part = direct ? at::Tensor() : at::empty({P.out_c, int64_t(L.chunks), K}, like.options().dtype(at::kFloat));
   // Blocks no wider than the chunk's items (short rows: fewer idle warps).
   const int threads = static_cast<int>(std::min<int64_t>(kRowWarpThreads, 32 * int64_t(L.chunk)));
-  auto kernel = oned_ab_old() ? row_warp_wgrad<T, K, U, false> : row_warp_wgrad<T, K, U, true>;
-  kernel<<<static_cast<unsigned>(P.out_c * L.chunks), threads, 0, stream>>>(
+  row_warp_wgrad<T, K, U><<<static_cast<unsigned>(P.out_c * L.chunks), threads, 0, stream>>>(
       x, gy, direct ? nullptr : part.mutable_data_ptr<float>(), gw, L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   if (!direct) launch_sum_slots<T>(part.const_data_ptr<float>(), gw, P.out_c, L.chunks, K, stream);

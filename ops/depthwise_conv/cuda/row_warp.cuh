@@ -238,7 +238,7 @@ __device__ __forceinline__ void row_warp_taps(const T* irow, int o, int pad, int
 
 // in: [rows / in_div rows of in_w]; w: the layer's [out_c][K] (L.wbase, L.wstep); out: [rows of
 // out_w]; bias: out_c entries or null. Any block size that is a multiple of 32.
-template <typename T, int K, int U, int MINB, bool EARLY>
+template <typename T, int K, int U, int MINB>
 __global__ void __launch_bounds__(kRowWarpThreads, MINB)
 row_warp(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
          const RowWarp L) {
@@ -256,11 +256,13 @@ row_warp(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict_
     uint32_t A[U + 1][4];
     const int m = row_warp_load<T, K, U>(irow, s0 - L.pad, L.in_w, lane, A);
     // The row's tail past its last segment (at most 32 outputs, one per lane): its taps are
-    // loaded with the segment's vectors, not after them (one memory latency per item, not two).
+    // loaded with the segment's vectors, not after its FMAs, so its loads wait one memory latency
+    // with them, not a second one (H100, session 12, oned_call1_ab.log: Mamba k4 bf16 forward
+    // 95.1 -> 94.2 us, data-grad 98.8 -> 96.8; short_k3 21.1 -> 21.0; RWKV fp32 181.6 -> 182.1).
     const int ot = s0 + SEG + lane;
     const bool tail = seg + 1 == L.segs.d && ot < L.out_w;
     float xt[K];
-    if (EARLY && tail) row_warp_taps<T, K>(irow, ot, L.pad, L.in_w, xt);
+    if (tail) row_warp_taps<T, K>(irow, ot, L.pad, L.in_w, xt);
     const uint32_t co = row - L.out_c.div(row) * L.out_c.d;
     float wv[K];
 #pragma unroll
@@ -301,7 +303,6 @@ row_warp(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict_
       }
     });
     if (tail) {
-      if (!EARLY) row_warp_taps<T, K>(irow, ot, L.pad, L.in_w, xt);
       float a = 0.f;
 #pragma unroll
       for (int t = 0; t < K; ++t) a += wv[t] * xt[t];
@@ -353,7 +354,7 @@ inline bool row_warp_wgrad_items(RowWarpW& L, const Plan& P, int V, int U) {
 // x: [N, in_c, in_w], gy: [N, out_c, out_w]; part: [out_c][chunks][K] (fp32), or null with one
 // chunk: then gw [out_c][K] is written. Grid: out_c * chunks blocks of up to kRowWarpThreads (a
 // multiple of 32).
-template <typename T, int K, int U, bool EARLY>
+template <typename T, int K, int U>
 __global__ void __launch_bounds__(kRowWarpThreads)
 row_warp_wgrad(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, T* __restrict__ gw,
                const RowWarpW L) {
@@ -379,11 +380,12 @@ row_warp_wgrad(const T* __restrict__ x, const T* __restrict__ gy, float* __restr
     const int m = row_warp_load<T, K, U>(xrow, s0 - L.pad, L.in_w, lane, A);
 #pragma unroll
     for (int u = 0; u < U; ++u) row_load<T>(grow, s0 + (32 * u + lane) * V, L.out_w, D[u]);
-    // The row's tail past its last segment (one output per lane), loaded with the segment.
+    // The row's tail past its last segment (one output per lane), loaded with the segment (as in
+    // the forward; short_k3 weight-grad 23.6 -> 23.1 us, RWKV 179.5 -> 176.7, session 12).
     const int ot = s0 + SEG + lane;
     const bool tail = seg + 1 == L.segs.d && ot < L.out_w;
     float xt[K], gt = 0.f;
-    if (EARLY && tail) {
+    if (tail) {
       row_warp_taps<T, K>(xrow, ot, L.pad, L.in_w, xt);
       gt = static_cast<float>(grow[ot]);
     }
@@ -401,10 +403,6 @@ row_warp_wgrad(const T* __restrict__ x, const T* __restrict__ gy, float* __restr
       }
     });
     if (tail) {
-      if (!EARLY) {
-        row_warp_taps<T, K>(xrow, ot, L.pad, L.in_w, xt);
-        gt = static_cast<float>(grow[ot]);
-      }
 #pragma unroll
       for (int t = 0; t < K; ++t) acc[t] += gt * xt[t];
     }

@@ -16,8 +16,6 @@
 
 #include <array>
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
 #include <type_traits>
 
 namespace convx::cuda {
@@ -39,10 +37,7 @@ namespace {
 template <typename T, int KS>
 void run_ncl(const T* in, const T* w, const T* bias, T* out, const TcRow& L, cudaStream_t stream) {
   const unsigned blocks = static_cast<unsigned>(ceil_div(L.items, kTcWarps));
-  // TEMPORARY A/B knob (session 12, removed after the measurement): CONVX_ONED_AB=old.
-  const char* e = std::getenv("CONVX_ONED_AB");
-  auto kernel = e != nullptr && std::strcmp(e, "old") == 0 ? tc_row1d<T, KS, false> : tc_row1d<T, KS, true>;
-  kernel<<<blocks, 32 * kTcWarps, tc_smem_bytes<KS>(kTcWarps), stream>>>(in, w, bias, out, L);
+  tc_row1d<T, KS><<<blocks, 32 * kTcWarps, tc_smem_bytes<KS>(kTcWarps), stream>>>(in, w, bias, out, L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 

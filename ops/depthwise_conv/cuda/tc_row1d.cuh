@@ -151,7 +151,7 @@ __host__ __device__ constexpr int tc_smem_bytes(int warps) {
 // in: [rows][in_w]; out: [rows][out_w]; w: [out_c][K] (the layer's filter); bias: out_c or null.
 // 4 blocks per SM (64 registers): at 5 (48 registers, spills) the H100 ran Conformer k31 at 0.032
 // ms against 0.029 (session 10, bench/results/h100/session10/meas_ab.log, CONVX_TUNE1D=2).
-template <typename T, int KS, bool EARLY>
+template <typename T, int KS>
 __global__ void __launch_bounds__(32 * kTcWarps, 4)
 tc_row1d(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
          const TcRow L) {
@@ -169,9 +169,6 @@ tc_row1d(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict_
   const uint32_t row = item / L.segs, seg = item % L.segs;
   const int co = static_cast<int>(row % static_cast<uint32_t>(L.out_c));
   const T* const wrow = w + int64_t(co) * L.K + L.wbase;
-  if (!EARLY) {
-    for (int j = lane; j < tc_pairs<KS>(); j += 32) pairs[j] = tc_pair(wrow, L.K, L.wstep, j);
-  }
   const float b0 = bias ? static_cast<float>(bias[co]) : 0.f;
   const T* const src = in + int64_t(row) * L.in_w;
   T* const dst = out + int64_t(row) * L.out_w;
@@ -216,14 +213,14 @@ tc_row1d(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict_
   const int q0 = static_cast<int>(seg) * L.tps;
   const int q1 = std::min(q0 + L.tps, (L.out_w + omis0 + 255) / 256);
   if (q0 >= q1) return;  // the host's tile count allows for 7 values of alignment; this row needs fewer
+  // The first two tiles' loads go out before the tap table is built from the filter: the warp's
+  // first windows and its filter arrive in one memory latency, not two (H100, session 12,
+  // bench/results/h100/session12/oned_call1_ab.log: Conformer k31 bf16 forward and data-grad
+  // 31.7 -> 29.1 us per call).
   Pre pa, pb;
-  if (EARLY) {
-    // The first two tiles' loads go out before the tap table is built from the filter: the
-    // warp's first window and its filter arrive in one memory latency, not two.
-    fetch(q0, pa);
-    if (q0 + 1 < q1) fetch(q0 + 1, pb);
-    for (int j = lane; j < tc_pairs<KS>(); j += 32) pairs[j] = tc_pair(wrow, L.K, L.wstep, j);
-  }
+  fetch(q0, pa);
+  if (q0 + 1 < q1) fetch(q0 + 1, pb);
+  for (int j = lane; j < tc_pairs<KS>(); j += 32) pairs[j] = tc_pair(wrow, L.K, L.wstep, j);
   __syncwarp();
   uint32_t bf[KS][2][2];
   tc_b_frags<KS>(bf, pairs, L.sh, lane);
@@ -281,10 +278,6 @@ tc_row1d(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict_
     }
   };
 
-  if (!EARLY) {
-    fetch(q0, pa);
-    if (q0 + 1 < q1) fetch(q0 + 1, pb);
-  }
   for (int q = q0; q < q1; q += 2) {
     step(q, pa);
     if (q + 1 < q1) step(q + 1, pb);
