@@ -785,6 +785,9 @@ NLC_CASES = [
     # 64 lanes (short_k3's 1536 channels); Conformer's 256 channels of 31 taps (2 tiles of pairs)
     (2, 1536, 130, 3, "causal", True),
     (2, 256, 400, 31, 15, False),
+    # session 12: fp32 31 taps on the one-channel weight-grad tile (any channel count: 5, 2 strips
+    # of 32 outputs + a partial one); cl_row1d's flat grid over rows with a partial last strip
+    (3, 5, 77, 31, 15, True),
 ]
 
 

@@ -3,7 +3,8 @@
 # a 32-output tail, several chunks, misaligned rows and filter) and cl_row1d ((N, L, C), the
 # layer's own filter), fp32 / fp16 / bf16. Session 11: 1040 channels (one weight-grad chunk per
 # channel) and 256 channels of 31 taps; the 16-bit (N, L, C) rows of 2-4 taps take cl_wgrad.cu's
-# short tile. Run: compute-sanitizer --tool memcheck python3 <this>
+# short tile. Session 12: cl_row1d's flat grid; fp32 (N, L, C) 31 taps on cl_wgrad.cu's one-channel
+# tile (run_k31), 5 channels too. Run: compute-sanitizer --tool memcheck python3 <this>
 import torch
 import convx  # noqa: F401
 
@@ -24,7 +25,7 @@ def held(t, layout, off):
 n = 0
 for layout, off in (("ncl", False), ("ncl", True), ("nlc", False)):
     for dt in (torch.float32, torch.float16, torch.bfloat16):
-        for N, C, L, k in ((2, 24, 512, 3), (3, 16, 535, 4), (16, 8, 600, 3), (2, 16, 77, 2), (1, 8, 300, 15), (2, 1040, 515, 3), (2, 256, 300, 31)):
+        for N, C, L, k in ((2, 24, 512, 3), (3, 16, 535, 4), (16, 8, 600, 3), (2, 16, 77, 2), (1, 8, 300, 15), (2, 1040, 515, 3), (2, 256, 300, 31), (1, 5, 300, 31)):
             x = held(torch.randn(N, C, L, generator=g).to(DEV, dt), layout, off)
             w = held(torch.randn(C, 1, k, generator=g).to(DEV, dt), "ncl", off)
             b = torch.randn(C, generator=g).to(DEV, dt)

@@ -329,11 +329,12 @@ bool clr_run(const T* in, const T* w, int wbase, int wstep, const T* bias, T* ou
     return false;
   const bool flip = wstep < 0;
   if (wbase != (flip ? K - 1 : 0)) return false;  // the launcher takes the filter as stored or rotated
-  launch(dim3{L.blocks}, dim3{cl_row1d_threads(L)}, [&] {
+  const dim3 grid{Tile::FLAT ? static_cast<unsigned>(ceil_div(int64_t(L.items), kClRowThreads)) : L.blocks};
+  launch(grid, dim3{Tile::FLAT ? unsigned(kClRowThreads) : cl_row1d_threads(L)}, [&] {
     if (flip) {
-      cl_row1d<T, K, Tile::V, Tile::R, Tile::MINB, true>(in, w, bias, out, L);
+      cl_row1d<T, K, Tile::V, Tile::R, Tile::MINB, true, Tile::FLAT>(in, w, bias, out, L);
     } else {
-      cl_row1d<T, K, Tile::V, Tile::R, Tile::MINB, false>(in, w, bias, out, L);
+      cl_row1d<T, K, Tile::V, Tile::R, Tile::MINB, false, Tile::FLAT>(in, w, bias, out, L);
     }
   });
   ++clr_taken;
@@ -516,6 +517,24 @@ Tensor clw_run(const T* x, const T* gy, const Plan& P, bool wide_index) {
   launch(sgrid, sblock, [&] { sum_chunks<T>(pp, gp, chunks, n); });
   return gw;
 }
+// cl_wgrad.cu's run_k31 for fp32 (one channel x 32 outputs), then sum_chunks (poisoned buffers).
+Tensor clw_long32_run(const float* x, const float* gy, const Plan& P, bool wide_index) {
+  constexpr int VW = kLong32Vw, R = kLong32R;
+  ClwTile L{};
+  int64_t ctiles = 0, chunks = 0;
+  if (!choose_clw_tile(L, P, VW, R, R - 1 + 31, 0, ctiles, chunks)) return Tensor();
+  if (wide_index) L.i32 = false;
+  const int64_t n = P.out_c * P.k[0] * 31;
+  Tensor part = at::full({chunks, n}, NAN, at::kFloat);
+  float* pp = part.data_ptr<float>();
+  const unsigned threads = unsigned(ceil_div(int64_t(L.CT) * L.G, 32) * 32);
+  launch(dim3{unsigned(ctiles), unsigned(chunks)}, dim3{threads}, [&] { cl_wgrad_partial<float, 1, 31, 1, VW, R, 1>(x, gy, pp, P, L); });
+  Tensor gw = at::full({n}, NAN, at::kFloat);
+  dim3 sgrid, sblock;
+  sgrid.x = unsigned(ceil_div(n, kSumCols)), sblock.x = unsigned(kSumCols * kSumSlices);
+  launch(sgrid, sblock, [&] { sum_chunks<float>(pp, gw.data_ptr<float>(), chunks, n); });
+  return gw;
+}
 // cl_wgrad.cu's run_short16<> (16-bit 1-D rows of 2-4 taps), then sum_chunks (poisoned buffers).
 static int clws_taken = 0;
 template <int KW>
@@ -578,6 +597,9 @@ static int clw3_taken = 0;
 template <typename T>
 Tensor clw_dispatch(const T* x, const T* gy, const Plan& P, bool wide_index) {
   const int kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
+  if constexpr (std::is_same_v<T, float>) {  // run_k31: fp32 1 x 31 on the one-channel tile
+    if (kh == 1 && kw == 31 && s == 1) return clw_long32_run(x, gy, P, wide_index);
+  }
 #define C_(KH, KW, S) \
   if ((kh == KH || (KH == 0 && kh != 1)) && kw == KW && s == S) return clw_run<T, KH, KW, S>(x, gy, P, wide_index);
   C_(1, 2, 1) C_(1, 3, 1) C_(1, 4, 1) C_(1, 15, 1) C_(1, 31, 1) C_(3, 3, 1) C_(5, 5, 1) C_(7, 7, 1) C_(3, 3, 2)
@@ -837,8 +859,11 @@ void own_checks(const Plan& P, const Prep& Q, bool dgrad, const Tensor& src, con
   one(at::BFloat16{}, at::kBFloat16, "bf16", 1e-2, 8);
 }
 
+static bool g_rows_only = false;  // HARNESS_ONLY=rows: the 1-D run_case entries alone
+
 void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> size, std::vector<int64_t> k,
               std::vector<int64_t> s, std::vector<int64_t> p) {
+  if (g_rows_only && rank != 1) return;
   at::manual_seed(1);
   std::vector<int64_t> xs{N, C};
   xs.insert(xs.end(), size.begin(), size.end());
@@ -1059,6 +1084,7 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
                                          : clw_run<float, 1, 31, 1, true>(xc.data_ptr<float>(), gc.data_ptr<float>(), P, wide);
           check(wide ? "wgrad cl pairs64" : "wgrad cl pairs", ra.view(gw_ref.sizes()), gw_ref, name);
         }
+
         const Tensor rh = P.k[2] == 15 ? clw_run<at::Half, 1, 15, 1, true>(xh.data_ptr<at::Half>(), gh.data_ptr<at::Half>(), P, false)
                                        : clw_run<at::Half, 1, 31, 1, true>(xh.data_ptr<at::Half>(), gh.data_ptr<at::Half>(), P, false);
         check("wgrad16 cl pairs", rh.view(ref16.sizes()), ref16, name, 2e-3);
@@ -1929,7 +1955,8 @@ void tcn_cases() {
   if (tcn_taken == 0) ++failures;
 }
 
-// HARNESS_ONLY=tcn runs tcn_cases alone (the tensor-core rows kernel; minutes less on 2 cores).
+// HARNESS_ONLY=tcn runs tcn_cases alone (the tensor-core rows kernel; minutes less on 2 cores);
+// HARNESS_ONLY=rows the 1-D run_case entries alone (row_warp, cl_row1d, row1d, the 1-D weight-grads).
 int main() {
   if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "rows2d") {
     clwr2_cases();
@@ -1941,11 +1968,18 @@ int main() {
     std::printf("failures: %d\n", failures);
     return failures != 0;
   }
-  tcw2_cases();
-  tcw3_cases();
-  tcw_cases();
-  clwr2_cases();
-  check_fast_div();
+  if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "rows") {
+    g_rows_only = true;
+    tcw_cases();  // tc_wgrad1d
+    check_fast_div();
+  }
+  if (!g_rows_only) {
+    tcw2_cases();
+    tcw3_cases();
+    tcw_cases();
+    clwr2_cases();
+    check_fast_div();
+  }
   run_case(2, 2, 8, 1, {13, 17}, {3, 3}, {1, 1}, {1, 1});
   run_case(2, 2, 8, 1, {14, 11}, {3, 3}, {2, 2}, {1, 1});
   run_case(2, 3, 4, 1, {15, 12}, {5, 5}, {1, 1}, {2, 2});
@@ -1966,6 +2000,7 @@ int main() {
   run_case(1, 2, 8, 1, {2100}, {4}, {1}, {3});
   run_case(1, 2, 8, 1, {200}, {15}, {1}, {14});
   run_case(1, 2, 8, 1, {333}, {31}, {1}, {15});
+  run_case(1, 2, 200, 1, {100}, {31}, {1}, {15});  // fp32 long tile: 2 channel tiles of 100 lanes
   run_case(1, 2, 8, 2, {64}, {4}, {1}, {3});
   run_case(3, 2, 4, 1, {5, 9, 10}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1});
   run_case(3, 1, 8, 1, {6, 8, 9}, {5, 3, 3}, {1, 1, 1}, {2, 1, 1});
@@ -2049,13 +2084,13 @@ int main() {
   run_case(2, 1, 12, 1, {9, 10}, {4, 4}, {1, 1}, {1, 1});
   run_case(2, 1, 6, 1, {28, 28}, {5, 5}, {1, 1}, {2, 2});
   check_np_limits();
-  if (np_runs == 0) ++failures;
+  if (np_runs == 0 && !g_rows_only) ++failures;
   // 56x56 planes under 3x3 (one per group, the item count not a multiple of the block) and 7x7;
   // padding 7 on a 3x3 filter (the data-grad's padding -5: staged columns start left of the row)
   run_case(2, 1, 3, 1, {56, 56}, {3, 3}, {1, 1}, {1, 1});
   run_case(2, 1, 4, 1, {7, 7}, {3, 3}, {1, 1}, {7, 7});
   run_case(2, 1, 2, 1, {56, 56}, {7, 7}, {1, 1}, {3, 3});
-  if (sp_runs == 0) ++failures;
+  if (sp_runs == 0 && !g_rows_only) ++failures;
   std::printf("nc_plane runs: %d, nc_small_planes runs: %d\n", np_runs, sp_runs);
   // row1d (15 / 31 taps): several segments per row with causal padding on odd lengths (scalar
   // stores), 'same' padding on aligned rows (vector stores), the forward's channel multiplier
@@ -2116,7 +2151,7 @@ int main() {
   std::printf("cl_wgrad short16 launches checked: %d\n", clws_taken);
   if (clws_taken == 0) ++failures;
   std::printf("cl_wgrad_depth3d launches checked: %d\n", clw3_taken);
-  if (clw3_taken == 0) ++failures;
+  if (clw3_taken == 0 && !g_rows_only) ++failures;
   // channels-last 1-D rows (cl_row1d.cuh): 2-4, 15, 31 taps; causal padding k-1 on odd lengths
   // (strips cut by the end), 'same' padding, the data-grad of padding beyond the filter
   // (negative), channel vectors below a warp (8 fp32 / 16 fp16: 2 lanes) and at two chunks with
@@ -2143,11 +2178,11 @@ int main() {
   run_case(2, 2, 3, 1, {14, 16}, {2, 2}, {2, 2}, {0, 0});
   run_case(2, 1, 2, 1, {7, 48}, {2, 2}, {2, 2}, {0, 0});
   std::printf("nc_stride2_dgrad: %d launches checked, %d declined\n", s2_taken, s2_declined);
-  if (s2_taken == 0) ++failures;
+  if (s2_taken == 0 && !g_rows_only) ++failures;
   std::printf("cl_row1d launches checked: %d\n", clr_taken);
   if (clr_taken == 0) ++failures;
   std::printf("cl_depth3d launches checked: %d\n", cl3_taken);
-  if (cl3_taken == 0) ++failures;
+  if (cl3_taken == 0 && !g_rows_only) ++failures;
   // tensor-core 16-bit rows (tc_row1d.cuh): Conformer's k31 'same' (3 k-steps, rows of 4 tiles,
   // the last partial), k15 causal on odd lengths (every input / output misalignment, odd ones
   // included), rows shorter than a block of 16 and than the filter, padding beyond the filter
@@ -2169,6 +2204,10 @@ int main() {
   }
   std::printf("tc_row1d launches checked: %d\n", tc_taken);
   if (tc_taken == 0) ++failures;
+  if (g_rows_only) {
+    std::printf("failures: %d\n", failures);
+    return failures != 0;
+  }
   tcn_cases();
   // depth3d_regs.cuh (16-bit 5x3x3 forward / data-grad) and cl_wgrad_d3r (NDHWC weight-grad):
   // X3D's padding on 1-3 strips per row (both edge columns zero, one, neither), C 8 / 40 / 64

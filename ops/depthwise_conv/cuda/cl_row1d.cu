@@ -22,8 +22,13 @@ bool run(const T* in, const T* w, int wbase, int wstep, const T* bias, T* out, i
   const bool as_stored = wbase == 0 && wstep == 1, rotated = wbase == K - 1 && wstep == -1;
   if ((!as_stored && !rotated) || reinterpret_cast<uintptr_t>(w) % (sizeof(T) * Tile::V) != 0) return false;
   if (!cl_row1d_tile(L, rows, P.in[2], P.out[2], P.pad[2][0], P.out_c, Tile::V, Tile::R)) return false;
-  auto kernel = rotated ? cl_row1d<T, K, Tile::V, Tile::R, Tile::MINB, true> : cl_row1d<T, K, Tile::V, Tile::R, Tile::MINB, false>;
-  kernel<<<L.blocks, cl_row1d_threads(L), 0, stream>>>(in, w, bias, out, L);
+  auto kernel = rotated ? cl_row1d<T, K, Tile::V, Tile::R, Tile::MINB, true, Tile::FLAT>
+                        : cl_row1d<T, K, Tile::V, Tile::R, Tile::MINB, false, Tile::FLAT>;
+  if constexpr (Tile::FLAT) {
+    kernel<<<static_cast<unsigned>(ceil_div(int64_t(L.items), kClRowThreads)), kClRowThreads, 0, stream>>>(in, w, bias, out, L);
+  } else {
+    kernel<<<L.blocks, cl_row1d_threads(L), 0, stream>>>(in, w, bias, out, L);
+  }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return true;
 }

@@ -22,8 +22,10 @@
 // Block: CB channel-vector lanes x PS strips (CB <= 32, a warp's lanes along the channels; the PS
 // strips of one block are consecutive, so the K - 1 inputs two neighbouring strips share come
 // from L1). Blocks are numbered channel chunk fastest, then strip group, then row: the blocks in
-// flight together read whole rows of the tensor. All per-thread index math is 32-bit (the host
-// checks the bounds); pointer offsets are 64-bit.
+// flight together read whole rows of the tensor. Or (ClRowTile::FLAT) a flat grid of one item per
+// thread, items (row, strip, channel vector) with the channel vector fastest: a warp still reads
+// 32 consecutive vectors of one position, and no block is left with a row's last strip alone.
+// All per-thread index math is 32-bit (the host checks the bounds); pointer offsets are 64-bit.
 #pragma once
 
 #include "ops/depthwise_conv/cuda/cl_tiled.cuh"  // Pack
@@ -46,6 +48,7 @@ struct ClRow1d {
   int cvecs;            // C / V
   int CB, PS;           // channel-vector lanes and strips per block (CB * PS <= kClRowThreads)
   uint32_t cchunks, sgroups, blocks;  // blocks = rows * sgroups * cchunks (< 2^31)
+  uint32_t strips, items;             // the flat grid: items = rows * strips * cvecs (< 2^31)
 };
 
 // The block shape and grid for V channels per thread and R outputs per strip; false when the
@@ -73,7 +76,9 @@ inline bool cl_row1d_tile(ClRow1d& L, int64_t rows, int64_t in_len, int64_t out_
   L.PS = static_cast<int>(std::min<int64_t>(kClRowThreads / cb, strips));
   const int64_t cchunks = ceil_div(cvecs, cb), sgroups = ceil_div(strips, L.PS);
   const int64_t blocks = rows * sgroups * cchunks;
-  if (blocks >= (int64_t(1) << 31)) return false;
+  if (blocks >= (int64_t(1) << 31) || rows * strips * cvecs >= (int64_t(1) << 31)) return false;
+  L.strips = static_cast<uint32_t>(strips);
+  L.items = static_cast<uint32_t>(rows * strips * cvecs);
   L.in_len = static_cast<int>(in_len);
   L.out_len = static_cast<int>(out_len);
   L.pad = static_cast<int>(pad);
@@ -109,6 +114,15 @@ struct ClRowTile {
   // Blocks per SM asked of ptxas (64 / 80 / 128 registers): the accumulators and weights,
   // V * (K + R), decide; above 48 the 80-register cap spilled (ptxas -v, sm_90).
   static constexpr int MINB = V * (K + R) <= 40 ? 4 : (V * (K + R) <= 48 ? 3 : 2);
+  // One strip per thread over a flat (row, strip, channel vector) grid (FLAT) rather than blocks
+  // of CB lanes x PS strips of one row: a row whose strips are not a multiple of PS left a last,
+  // nearly empty strip group per row (short_k3's 514 outputs: 65 strips, 9 groups of 8). H100,
+  // session 12 (bench/results/h100/session12/oned_call1_ab.log, per call, block grid -> flat):
+  // short_k3 bf16 forward 20.7 -> 20.3 us; Conformer-256 fp32 k31 forward 107.9 -> 105.1,
+  // data-grad 106.5 -> 104.4; Mamba bf16 k4 forward 98.4 -> 98.4, data-grad 98.3 -> 98.8; but
+  // RWKV fp32 k4 forward 184.0 -> 185.2 and data-grad 184.1 -> 185.4: fp32 2-4 taps keep the
+  // block grid.
+  static constexpr bool FLAT = !(sizeof(T) == 4 && K <= 4);
 };
 
 inline unsigned cl_row1d_threads(const ClRow1d& L) {
@@ -116,8 +130,10 @@ inline unsigned cl_row1d_threads(const ClRow1d& L) {
 }
 
 // w: the layer's filter [C][K], aligned to V elements (the launcher checks); FLIP: rotated (the
-// data-grad; a run-time choice spilled fp32 k4 at its 80-register cap).
-template <typename T, int K, int V, int R, int MINB, bool FLIP>
+// data-grad; a run-time choice spilled fp32 k4 at its 80-register cap); FLAT: the grid (above).
+// Grid: FLAT: ceil(items / kClRowThreads) blocks of kClRowThreads; else blocks of
+// cl_row1d_threads(L).
+template <typename T, int K, int V, int R, int MINB, bool FLIP, bool FLAT>
 __global__ void __launch_bounds__(kClRowThreads, MINB)
 cl_row1d(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
          const ClRow1d L) {
@@ -125,14 +141,26 @@ cl_row1d(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict_
   constexpr int NX = R + K - 1;                     // input vectors of a strip
   constexpr int XW = static_cast<int>(sizeof(T)) * V / 4;  // 32-bit words per vector
   static_assert(XW >= 1 && sizeof(T) * V % 4 == 0, "vectors are whole 32-bit words");
-  uint32_t b = blockIdx.x;
-  const uint32_t cc = b % L.cchunks;
-  b /= L.cchunks;
-  const uint32_t sg = b % L.sgroups, row = b / L.sgroups;
-  const int t = threadIdx.x, cl = t % L.CB, sp = t / L.CB;
-  const int cv = static_cast<int>(cc) * L.CB + cl;
-  const int o0 = (static_cast<int>(sg) * L.PS + sp) * R;
-  if (sp >= L.PS || cv >= L.cvecs || o0 >= L.out_len) return;
+  uint32_t row;
+  int cv, o0;
+  if constexpr (FLAT) {
+    const uint32_t item = blockIdx.x * blockDim.x + threadIdx.x;
+    if (item >= L.items) return;
+    const uint32_t rest = item / static_cast<uint32_t>(L.cvecs);
+    cv = static_cast<int>(item - rest * static_cast<uint32_t>(L.cvecs));
+    row = rest / L.strips;
+    o0 = static_cast<int>(rest - row * L.strips) * R;
+  } else {
+    uint32_t b = blockIdx.x;
+    const uint32_t cc = b % L.cchunks;
+    b /= L.cchunks;
+    const uint32_t sg = b % L.sgroups;
+    row = b / L.sgroups;
+    const int t = threadIdx.x, cl = t % L.CB, sp = t / L.CB;
+    cv = static_cast<int>(cc) * L.CB + cl;
+    o0 = (static_cast<int>(sg) * L.PS + sp) * R;
+    if (sp >= L.PS || cv >= L.cvecs || o0 >= L.out_len) return;
+  }
   const int c0 = cv * V;
 
   acc_t wv[K][V];

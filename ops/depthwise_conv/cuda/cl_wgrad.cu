@@ -48,7 +48,8 @@ constexpr int64_t kWgradWave = 132 * kWgradBlocksPerSm;
 // first for those rows (the other tile, kept for odd channel counts, gives 31 taps 1 channel x 4
 // outputs: 34 input loads per 124 FMAs, 2-byte loads in 16-bit). Measured on the H100 (session 9,
 // bench/results/h100/session9/): the (N, L, C) weight-grad alone, conformer_256 fp32 0.208 ->
-// 0.144 ms, conformer_512 bf16 0.127 -> 0.101, k15_causal bf16 0.136 -> 0.119.
+// 0.144 ms, conformer_512 bf16 0.127 -> 0.101, k15_causal bf16 0.136 -> 0.119. (fp32 31 taps
+// take run_k31's one-channel tile instead since session 12.)
 template <typename T, int KH, int KW, bool pairs = false>
 struct ClwShape {
   static constexpr bool long_row = pairs && KH == 1 && KW >= 15;
@@ -90,6 +91,14 @@ struct ClwShape {
 // k4 bf16 weight-grad 110.7 -> 103.4 us, backward 209.4 -> 204.9; short_k3 backward 47.1 -> 46.8
 // (its weight-grad alone 24.5 -> 27.2 us, the kernels in the profile 25.3 + 2.5 -> 25.2 + 2.6).
 constexpr int kShort16Vw = 4, kShort16R = 8, kShort16Blocks = 4;
+
+// fp32 1-D rows of 31 taps (launch_cl_wgrad's 1 x 31 case) on the long tile (kLong32*): one
+// channel per lane, strips of 32 outputs: 62 input loads per 32 x 31 FMAs, against 38 8-byte
+// loads per 8 x 2 x 31 for ClwShape's pair tile (2 channels x 8 outputs), half the bytes through
+// L1 per product. H100, session 12 (bench/results/h100/session12/oned_call1_ab.log, Conformer-256
+// fp32 (N, L, C) weight-grad per call, alternating in one process): 145.3 -> 115.6 us (1 x 16:
+// 122.4, 2 x 16: 139.8); 128 registers, no spills (ptxas -v). 16-bit rows keep run<>'s tiles.
+constexpr int kLong32Vw = 1, kLong32R = 32;
 
 struct ClwTile {
   int CT, G;              // channel lanes per block, pixel groups per block
@@ -829,6 +838,21 @@ bool run(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& li
   return true;
 }
 
+// fp32: the long tile (kLong32*, above); 16-bit: run<>.
+template <typename T>
+bool run_k31(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
+  if constexpr (std::is_same_v<T, float>) {
+    ClwTile L{};
+    int64_t ctiles = 0, chunks = 0;
+    if (!choose_clw_tile(L, P, kLong32Vw, kLong32R, kLong32R - 1 + 31, 0, ctiles, chunks)) return false;
+    partials_then_sum(cl_wgrad_partial<T, 1, 31, 1, kLong32Vw, kLong32R, 1>, x, gy, gw, P, L, ctiles, chunks,
+                      int64_t(P.k[0]) * 31, like, stream);
+    return true;
+  } else {
+    return run<T, 1, 31, 1>(x, gy, gw, P, like, stream);
+  }
+}
+
 template <typename T, int KD, int KH, int KW, int S>
 bool run_depth3d(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
   using Shape = Clw3Shape<T, KD, KH, KW>;
@@ -944,7 +968,7 @@ bool launch_cl_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::Te
     CONVX_CASE(1, 3, 1)
     CONVX_CASE(1, 4, 1)
     CONVX_CASE(1, 15, 1)
-    CONVX_CASE(1, 31, 1)
+    if (kh == 1 && kw == 31 && s == 1) return run_k31<T>(x, gy, gw, P, like, stream);
     CONVX_CASE(3, 3, 1)
     CONVX_CASE(5, 5, 1)
     CONVX_CASE(7, 7, 1)

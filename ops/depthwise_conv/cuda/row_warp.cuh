@@ -255,6 +255,14 @@ row_warp(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict_
     const T* const irow = in + int64_t(L.in_div.div(row)) * L.in_w;
     uint32_t A[U + 1][4];
     const int m = row_warp_load<T, K, U>(irow, s0 - L.pad, L.in_w, lane, A);
+    // The row's tail past its last segment (at most 32 outputs, one per lane): its taps are
+    // loaded with the segment's vectors, not after its FMAs, so its loads wait one memory latency
+    // with them, not a second one (H100, session 12, oned_call1_ab.log: Mamba k4 bf16 forward
+    // 95.1 -> 94.2 us, data-grad 98.8 -> 96.8; short_k3 21.1 -> 21.0; RWKV fp32 181.6 -> 182.1).
+    const int ot = s0 + SEG + lane;
+    const bool tail = seg + 1 == L.segs.d && ot < L.out_w;
+    float xt[K];
+    if (tail) row_warp_taps<T, K>(irow, ot, L.pad, L.in_w, xt);
     const uint32_t co = row - L.out_c.div(row) * L.out_c.d;
     float wv[K];
 #pragma unroll
@@ -294,15 +302,11 @@ row_warp(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict_
         }
       }
     });
-    // The row's tail past its last segment (at most 32 outputs): one per lane.
-    const int o = s0 + SEG + lane;
-    if (seg + 1 == L.segs.d && o < L.out_w) {
-      float x[K];
-      row_warp_taps<T, K>(irow, o, L.pad, L.in_w, x);
+    if (tail) {
       float a = 0.f;
 #pragma unroll
-      for (int t = 0; t < K; ++t) a += wv[t] * x[t];
-      orow[o] = static_cast<T>(a + b0);
+      for (int t = 0; t < K; ++t) a += wv[t] * xt[t];
+      orow[ot] = static_cast<T>(a + b0);
     }
   }
 }
@@ -376,6 +380,15 @@ row_warp_wgrad(const T* __restrict__ x, const T* __restrict__ gy, float* __restr
     const int m = row_warp_load<T, K, U>(xrow, s0 - L.pad, L.in_w, lane, A);
 #pragma unroll
     for (int u = 0; u < U; ++u) row_load<T>(grow, s0 + (32 * u + lane) * V, L.out_w, D[u]);
+    // The row's tail past its last segment (one output per lane), loaded with the segment (as in
+    // the forward; short_k3 weight-grad 23.6 -> 23.1 us, RWKV 179.5 -> 176.7, session 12).
+    const int ot = s0 + SEG + lane;
+    const bool tail = seg + 1 == L.segs.d && ot < L.out_w;
+    float xt[K], gt = 0.f;
+    if (tail) {
+      row_warp_taps<T, K>(xrow, ot, L.pad, L.in_w, xt);
+      gt = static_cast<float>(grow[ot]);
+    }
     row_warp_case<V>(m, [&](auto Mc) {
 #pragma unroll
       for (int u = 0; u < U; ++u) {
@@ -389,13 +402,9 @@ row_warp_wgrad(const T* __restrict__ x, const T* __restrict__ gy, float* __restr
         }
       }
     });
-    const int o = s0 + SEG + lane;  // the row's tail past its last segment
-    if (seg + 1 == L.segs.d && o < L.out_w) {
-      float xv[K];
-      row_warp_taps<T, K>(xrow, o, L.pad, L.in_w, xv);
-      const float g = static_cast<float>(grow[o]);
+    if (tail) {
 #pragma unroll
-      for (int t = 0; t < K; ++t) acc[t] += g * xv[t];
+      for (int t = 0; t < K; ++t) acc[t] += gt * xt[t];
     }
   }
   // Fixed-order block sum: lanes by a butterfly, then warps in order.

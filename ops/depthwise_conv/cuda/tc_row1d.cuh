@@ -169,18 +169,12 @@ tc_row1d(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict_
   const uint32_t row = item / L.segs, seg = item % L.segs;
   const int co = static_cast<int>(row % static_cast<uint32_t>(L.out_c));
   const T* const wrow = w + int64_t(co) * L.K + L.wbase;
-  for (int j = lane; j < tc_pairs<KS>(); j += 32) pairs[j] = tc_pair(wrow, L.K, L.wstep, j);
   const float b0 = bias ? static_cast<float>(bias[co]) : 0.f;
   const T* const src = in + int64_t(row) * L.in_w;
   T* const dst = out + int64_t(row) * L.out_w;
   // Element offsets of the rows from the 16-byte grid.
   const int imis0 = static_cast<int>((reinterpret_cast<uintptr_t>(src) / 2) % 8);
   const int omis0 = static_cast<int>((reinterpret_cast<uintptr_t>(dst) / 2) % 8);
-  __syncwarp();
-  uint32_t bf[KS][2][2];
-  tc_b_frags<KS>(bf, pairs, L.sh, lane);
-  int aoff[KS];
-  tc_a_offsets<KS>(aoff, lane);
 
   // Window of tile q: row positions p0 + [0, WIN), p0 = 256 q - omis0 - pad0, read from the
   // input row's grid starting at p0 - mis (mis: p0's offset from the grid): lane l holds grid
@@ -219,6 +213,19 @@ tc_row1d(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict_
   const int q0 = static_cast<int>(seg) * L.tps;
   const int q1 = std::min(q0 + L.tps, (L.out_w + omis0 + 255) / 256);
   if (q0 >= q1) return;  // the host's tile count allows for 7 values of alignment; this row needs fewer
+  // The first two tiles' loads go out before the tap table is built from the filter: the warp's
+  // first windows and its filter arrive in one memory latency, not two (H100, session 12,
+  // bench/results/h100/session12/oned_call1_ab.log: Conformer k31 bf16 forward and data-grad
+  // 31.7 -> 29.1 us per call).
+  Pre pa, pb;
+  fetch(q0, pa);
+  if (q0 + 1 < q1) fetch(q0 + 1, pb);
+  for (int j = lane; j < tc_pairs<KS>(); j += 32) pairs[j] = tc_pair(wrow, L.K, L.wstep, j);
+  __syncwarp();
+  uint32_t bf[KS][2][2];
+  tc_b_frags<KS>(bf, pairs, L.sh, lane);
+  int aoff[KS];
+  tc_a_offsets<KS>(aoff, lane);
   // One grid word (grid word index gw, window word gw - mis / 2) into the window buffer.
   auto put_word = [&](int gw, uint32_t word, int mis) {
     if (mis % 2 == 0) {
@@ -271,9 +278,6 @@ tc_row1d(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict_
     }
   };
 
-  Pre pa, pb;
-  fetch(q0, pa);
-  if (q0 + 1 < q1) fetch(q0 + 1, pb);
   for (int q = q0; q < q1; q += 2) {
     step(q, pa);
     if (q + 1 < q1) step(q + 1, pb);
