@@ -12,6 +12,9 @@
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
+#include <cstdlib>
+#include <cstring>
+
 namespace convx::cuda {
 
 template <typename T>
@@ -27,8 +30,17 @@ bool launch_depth3d_regs(const T* in, const T* w, bool flip, const T* bias, T* o
     if (!depth3d_cl_smem_blocks(B, P, 5, target)) return false;
     depth3d_cl_smem<T, 5><<<B.blocks, kD3rThreads, 0, stream>>>(in, w, flip, bias, out, P, B);
   } else {
+    if (reinterpret_cast<uintptr_t>(out) % 16 != 0) return false;
+    const char* ab = std::getenv("CONVX_X3D_AB");
+    D3uBlocks U{};
+    if (!(ab && std::strcmp(ab, "old") == 0) && depth3d_nc_units_blocks(U, P, 5, target)) {
+      const size_t bytes = d3u_smem_bytes(U.strips * kD3rR, U.U, sizeof(T));
+      depth3d_nc_units<T, 5><<<U.blocks, U.U * kD3uRows * U.strips, bytes, stream>>>(in, w, flip, bias, out, P, U);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      return true;
+    }
     D3nBlocks B{};
-    if (reinterpret_cast<uintptr_t>(out) % 16 != 0 || !depth3d_nc_smem_blocks(B, P, 5, target)) return false;
+    if (!depth3d_nc_smem_blocks(B, P, 5, target)) return false;
     // at most 3 planes x (256 / S + 2) rows x (8 S + 16) values: 37 KB (S = 1), below the default limit
     const size_t bytes = d3n_smem_bytes(B.strips * kD3rR, B.nr, sizeof(T));
     depth3d_nc_smem<T, 5><<<B.blocks, B.strips * B.nr, bytes, stream>>>(in, w, flip, bias, out, P, B);

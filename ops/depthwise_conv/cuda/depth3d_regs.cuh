@@ -347,4 +347,130 @@ depth3d_nc_smem(const T* __restrict__ in, const T* __restrict__ w, bool flip, co
   d3r_walk<KD>(wv, b0, start, stop, ID, pd, stage, row, store);
 }
 
+// ---- NCDHW, units of 8 rows ----
+// depth3d_nc_smem's blocks for X3D's 56-wide rows are one channel x 7 strips x 28 rows = 196
+// threads: 7 warps, the last with 4 of 32 lanes working (12% of the issue slots), 14 warps per
+// SM. Here a block is U units of 8 output rows x all S = W / 8 strips of one (sample, channel)
+// each (U = 256 / (8 S): 4 units = 224 threads = 7 whole warps for S = 7), consecutive units
+// (row tiles of a channel, then channels, then samples) in consecutive blocks; per input plane
+// a unit stages its 10 input rows of its own channel. The rest is depth3d_nc_smem's.
+struct D3uBlocks {
+  uint32_t blocks, ublocks;  // blocks in all, per depth segment
+  int64_t units;             // units per depth segment: N * C * row tiles
+  int U, rtiles, strips, dl;
+};
+
+constexpr int kD3uRows = 8;
+inline size_t d3u_smem_bytes(int W, int U, size_t esz) {
+  return size_t(kD3rRing) * U * (kD3uRows + 2) * d3n_pitch(W) * esz;
+}
+
+inline bool depth3d_nc_units_blocks(D3uBlocks& L, const Plan& P, int KD, int64_t target_blocks) {
+  if (!depth3d_regs_takes(P, KD) || P.q[2] / kD3rR > kD3rThreads / kD3uRows) return false;
+  const int strips = static_cast<int>(P.q[2] / kD3rR), U = kD3rThreads / (kD3uRows * strips);
+  const int64_t rtiles = ceil_div(P.q[1], kD3uRows), units = P.N * P.out_c * rtiles;
+  const int64_t per_seg = ceil_div(units, U);
+  int64_t segs = 1, dl = 1;
+  depth_segments(P.q[0], KD, per_seg, target_blocks, segs, dl);
+  if (per_seg * segs >= (int64_t(1) << 31)) return false;
+  L.blocks = static_cast<uint32_t>(per_seg * segs);
+  L.ublocks = static_cast<uint32_t>(per_seg);
+  L.units = units;
+  L.U = U;
+  L.rtiles = static_cast<int>(rtiles);
+  L.strips = strips;
+  L.dl = static_cast<int>(dl);
+  return true;
+}
+
+template <typename T, int KD>
+__global__ void __launch_bounds__(kD3rThreads, 2)
+depth3d_nc_units(const T* __restrict__ in, const T* __restrict__ w, bool flip, const T* __restrict__ bias,
+                 T* __restrict__ out, const Plan P, const D3uBlocks L) {
+  constexpr int R = kD3rR, NT = KD * 9, NB = kD3rRing, NR = kD3uRows;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* const ring = reinterpret_cast<T*>(smem_raw);
+  const int seg = static_cast<int>(blockIdx.x / L.ublocks);
+  const int64_t u0 = int64_t(blockIdx.x % L.ublocks) * L.U;  // the block's first unit
+  const int S = L.strips, U = L.U, threads = U * NR * S;
+  const int t = threadIdx.x, k = t / (NR * S), strip = t % S, rr = t / S % NR;
+
+  const int ID = static_cast<int>(P.in[0]), IH = static_cast<int>(P.in[1]), W = static_cast<int>(P.in[2]);
+  const int QD = static_cast<int>(P.q[0]), pd = P.pad[0][0];
+  const int OH = static_cast<int>(P.out[1]);
+  const int pitch = W + 16, rows = NR + 2, unit_vals = rows * pitch, plane_vals = U * unit_vals;
+  const int64_t ips = int64_t(IH) * W, ops = int64_t(OH) * W;
+  const int qd0 = seg * L.dl, qd1 = qd0 + L.dl < QD ? qd0 + L.dl : QD;
+  const int start = qd0 - pd, stop = qd1 - pd + KD - 1;
+
+  // unit v -> its (sample * C + channel) plane index and first output row; v past the end: -1
+  const auto unit = [&](int64_t v, int& oy0) -> int64_t {
+    if (v >= L.units) return -1;
+    oy0 = static_cast<int>(v % L.rtiles) * NR;
+    return v / L.rtiles;
+  };
+  int oy0 = 0;
+  const int64_t nc = unit(u0 + k, oy0);  // the thread's own unit
+  const bool writes = nc >= 0 && oy0 + rr < OH;
+  const int64_t c = nc >= 0 ? nc % P.out_c : 0;
+
+  float wv[NT];
+  {
+    const T* wc = w + c * NT;
+#pragma unroll
+    for (int i = 0; i < NT; ++i) wv[i] = static_cast<float>(wc[flip ? NT - 1 - i : i]);
+  }
+  const float b0 = bias ? static_cast<float>(bias[c]) : 0.f;
+
+  for (int i = t; i < NB * U * rows * 2; i += threads) {
+    const int row = i / 2;
+    Pack<T, 8> z;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) z.v[e] = T(0.f);
+    *reinterpret_cast<Pack<T, 8>*>(ring + row * pitch + (i % 2 ? W + 8 : 0)) = z;
+  }
+  // The thread's 16-byte pieces of a plane (U units x rows x S, row-major): shared offsets (-1:
+  // none) and sources at input plane `start` (null: zeros).
+  constexpr int PER = 2;  // U * rows * S = U * S * 10 <= 2 * threads
+  int soff[PER];
+  const T* gsrc[PER];
+#pragma unroll
+  for (int q = 0; q < PER; ++q) {
+    const int i = t + q * threads, uk = i / (rows * S), row = i / S % rows, ch = i % S;
+    int uy0 = 0;
+    const int64_t unc = i < U * rows * S ? unit(u0 + uk, uy0) : -1;
+    const int y = uy0 - P.pad[1][0] + row;
+    soff[q] = i < U * rows * S ? uk * unit_vals + row * pitch + 8 + ch * 8 : -1;
+    gsrc[q] = unc >= 0 && y >= 0 && y < IH ? in + (unc * ID + start) * ips + y * W + ch * 8 : nullptr;
+  }
+  auto stage = [&](int id, int bi) {
+    if (id < 0 || id >= ID) return;
+    const int64_t o = int64_t(id - start) * ips;
+#pragma unroll
+    for (int q = 0; q < PER; ++q) {
+      if (soff[q] >= 0)
+        cp_async16(ring + bi * plane_vals + soff[q], gsrc[q] ? gsrc[q] + o : in, gsrc[q] ? 16 : 0);
+    }
+  };
+  const int mine = k * unit_vals + rr * pitch + 8 + strip * R;
+  auto row = [&](int bi, int kh, float (&x)[R + 2]) {
+    const T* q = ring + bi * plane_vals + mine + kh * pitch;
+    const Pack<T, R> v = *reinterpret_cast<const Pack<T, R>*>(q);
+#pragma unroll
+    for (int e = 0; e < R; ++e) x[e + 1] = static_cast<float>(v.v[e]);
+    x[0] = static_cast<float>(q[-1]);
+    x[R + 1] = static_cast<float>(q[R]);
+  };
+  T* dst = out + (nc >= 0 ? nc : 0) * P.out[0] * ops + int64_t(oy0 + rr) * W + strip * R;
+  auto store = [&](int od, const float (&a)[R]) {
+    if (writes && od >= qd0 && od < qd1) {
+      Pack<T, R> v;
+#pragma unroll
+      for (int r = 0; r < R; ++r) v.v[r] = static_cast<T>(a[r]);
+      *reinterpret_cast<Pack<T, R>*>(dst + int64_t(od) * ops) = v;
+    }
+  };
+  d3r_walk<KD>(wv, b0, start, stop, ID, pd, stage, row, store);
+}
+
 }  // namespace convx::cuda
