@@ -1353,11 +1353,12 @@ void d3r_check(const char* what, const Plan& P, bool flip, const Tensor& src, co
       } else if (variant == 2) {
         D3uBlocks B{};
         if (depth3d_nc_units_blocks(B, P, 5, target)) {
-          g_smem_bytes = d3u_smem_bytes(B.strips * kD3rR, B.U, sizeof(T));
-          launch(dim3{B.blocks}, dim3{unsigned(B.U * kD3uRows * B.strips)},
+          g_smem_bytes = d3u_smem_bytes(B.strips * kD3rR, B.U, B.nr, sizeof(T));
+          launch(dim3{B.blocks}, dim3{unsigned(B.U * B.nr * B.strips)},
                  [&] { depth3d_nc_units<T, 5>(ip, wp, flip, bp, op, P, B); });
           taken = true;
-          info = " segs" + std::to_string(B.blocks / B.ublocks) + " U" + std::to_string(B.U) + " blocks" +
+          info = " segs" + std::to_string(B.blocks / B.ublocks) + " U" + std::to_string(B.U) + " nr" +
+                 std::to_string(B.nr) + " blocks" +
                  std::to_string(B.blocks);
         }
       } else {

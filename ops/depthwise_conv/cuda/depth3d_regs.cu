@@ -34,8 +34,8 @@ bool launch_depth3d_regs(const T* in, const T* w, bool flip, const T* bias, T* o
     const char* ab = std::getenv("CONVX_X3D_AB");
     D3uBlocks U{};
     if (!(ab && std::strcmp(ab, "old") == 0) && depth3d_nc_units_blocks(U, P, 5, target)) {
-      const size_t bytes = d3u_smem_bytes(U.strips * kD3rR, U.U, sizeof(T));
-      depth3d_nc_units<T, 5><<<U.blocks, U.U * kD3uRows * U.strips, bytes, stream>>>(in, w, flip, bias, out, P, U);
+      const size_t bytes = d3u_smem_bytes(U.strips * kD3rR, U.U, U.nr, sizeof(T));
+      depth3d_nc_units<T, 5><<<U.blocks, U.U * U.nr * U.strips, bytes, stream>>>(in, w, flip, bias, out, P, U);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
       return true;
     }

@@ -357,28 +357,43 @@ depth3d_nc_smem(const T* __restrict__ in, const T* __restrict__ w, bool flip, co
 struct D3uBlocks {
   uint32_t blocks, ublocks;  // blocks in all, per depth segment
   int64_t units;             // units per depth segment: N * C * row tiles
-  int U, rtiles, strips, dl;
+  int U, nr, rtiles, strips, dl;
 };
 
-constexpr int kD3uRows = 8;
-inline size_t d3u_smem_bytes(int W, int U, size_t esz) {
-  return size_t(kD3rRing) * U * (kD3uRows + 2) * d3n_pitch(W) * esz;
+inline size_t d3u_smem_bytes(int W, int U, int nr, size_t esz) {
+  return size_t(kD3rRing) * U * (nr + 2) * d3n_pitch(W) * esz;
 }
 
+// false when the plan is not one depth3d_nc_units covers (depth3d_regs_takes, rows of at most 128
+// strips) or its blocks exceed 32 bits; target_blocks: depth segments only below it. Rows per
+// unit: of 2 .. 256 / S (within 48 KB of shared memory), the count with the most working lanes
+// per lane issued (whole warps, row tiles filled), the most rows on ties (fewer halo rows).
 inline bool depth3d_nc_units_blocks(D3uBlocks& L, const Plan& P, int KD, int64_t target_blocks) {
-  if (!depth3d_regs_takes(P, KD) || P.q[2] / kD3rR > kD3rThreads / kD3uRows) return false;
-  const int strips = static_cast<int>(P.q[2] / kD3rR), U = kD3rThreads / (kD3uRows * strips);
-  const int64_t rtiles = ceil_div(P.q[1], kD3uRows), units = P.N * P.out_c * rtiles;
-  const int64_t per_seg = ceil_div(units, U);
+  if (!depth3d_regs_takes(P, KD) || P.q[2] / kD3rR > kD3rThreads / 2) return false;
+  const int strips = static_cast<int>(P.q[2] / kD3rR);
+  double best = -1;
+  for (int nr = 2; nr <= kD3rThreads / strips; ++nr) {
+    const int U = kD3rThreads / (nr * strips);
+    if (d3u_smem_bytes(strips * kD3rR, U, nr, 2) > 48 * 1024) continue;  // the default limit
+    const int64_t rtiles = ceil_div(P.q[1], nr), units = P.N * P.out_c * rtiles;
+    const int64_t lanes = ceil_div(units, U) * (ceil_div(U * nr * strips, 32) * 32);
+    const double eff = double(P.N * P.out_c * P.q[1] * strips) / double(lanes);
+    if (eff >= best - 1e-9) {
+      best = eff;
+      L.U = U;
+      L.nr = nr;
+      L.rtiles = static_cast<int>(rtiles);
+      L.units = units;
+    }
+    if (nr >= P.q[1]) break;  // more rows than the plane has: only more idle lanes
+  }
+  L.strips = strips;
+  const int64_t per_seg = ceil_div(L.units, L.U);
   int64_t segs = 1, dl = 1;
   depth_segments(P.q[0], KD, per_seg, target_blocks, segs, dl);
   if (per_seg * segs >= (int64_t(1) << 31)) return false;
   L.blocks = static_cast<uint32_t>(per_seg * segs);
   L.ublocks = static_cast<uint32_t>(per_seg);
-  L.units = units;
-  L.U = U;
-  L.rtiles = static_cast<int>(rtiles);
-  L.strips = strips;
   L.dl = static_cast<int>(dl);
   return true;
 }
@@ -387,12 +402,12 @@ template <typename T, int KD>
 __global__ void __launch_bounds__(kD3rThreads, 2)
 depth3d_nc_units(const T* __restrict__ in, const T* __restrict__ w, bool flip, const T* __restrict__ bias,
                  T* __restrict__ out, const Plan P, const D3uBlocks L) {
-  constexpr int R = kD3rR, NT = KD * 9, NB = kD3rRing, NR = kD3uRows;
+  constexpr int R = kD3rR, NT = KD * 9, NB = kD3rRing;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* const ring = reinterpret_cast<T*>(smem_raw);
   const int seg = static_cast<int>(blockIdx.x / L.ublocks);
   const int64_t u0 = int64_t(blockIdx.x % L.ublocks) * L.U;  // the block's first unit
-  const int S = L.strips, U = L.U, threads = U * NR * S;
+  const int S = L.strips, U = L.U, NR = L.nr, threads = U * NR * S;
   const int t = threadIdx.x, k = t / (NR * S), strip = t % S, rr = t / S % NR;
 
   const int ID = static_cast<int>(P.in[0]), IH = static_cast<int>(P.in[1]), W = static_cast<int>(P.in[2]);
@@ -431,7 +446,7 @@ depth3d_nc_units(const T* __restrict__ in, const T* __restrict__ w, bool flip, c
   }
   // The thread's 16-byte pieces of a plane (U units x rows x S, row-major): shared offsets (-1:
   // none) and sources at input plane `start` (null: zeros).
-  constexpr int PER = 2;  // U * rows * S = U * S * 10 <= 2 * threads
+  constexpr int PER = 2;  // U * rows * S = U * S * (NR + 2) <= 2 * threads (NR >= 2)
   int soff[PER];
   const T* gsrc[PER];
 #pragma unroll
