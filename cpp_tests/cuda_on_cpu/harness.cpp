@@ -1331,14 +1331,12 @@ void d3r_check(const char* what, const Plan& P, bool flip, const Tensor& src, co
   const auto opts = src.options();
   const T* bp = bias.defined() ? bias.data_ptr<T>() : nullptr;
   const T* wp = w16.data_ptr<T>();
-  for (int variant : {0, 1, 2}) {  // NCDHW depth3d_nc_smem, NDHWC, NCDHW depth3d_nc_units
-    const bool cl = variant == 1;
+  for (bool cl : {false, true}) {
     const Tensor s0 = cl ? to_cl(src) : src.contiguous();
     const T* ip = s0.data_ptr<T>();
     const bool c8 = P.out_c % 8 == 0;  // NDHWC: 16-byte channel pieces
     for (int64_t target : {int64_t(1), int64_t(1) << 40}) {
-      const std::string tag = std::string(what) + (cl ? " cl smem" : (variant == 2 ? " nc units" : " nc smem")) +
-                              (target == 1 ? " seg1" : " segs");
+      const std::string tag = std::string(what) + (cl ? " cl smem" : " nc units") + (target == 1 ? " seg1" : " segs");
       Tensor o = at::full(cl ? to_cl(ref).sizes() : ref.sizes(), NAN, opts);
       T* op = o.data_ptr<T>();
       bool taken = false;
@@ -1346,28 +1344,19 @@ void d3r_check(const char* what, const Plan& P, bool flip, const Tensor& src, co
       if (cl) {
         D3sBlocks B{};
         if (depth3d_cl_smem_blocks(B, P, 5, target)) {
-          launch(dim3{B.blocks}, dim3{kD3rThreads}, [&] { depth3d_cl_smem<T, 5>(ip, wp, flip, bp, op, P, B); });
+          launch(dim3{B.blocks}, dim3{kD3rThreads}, [&] { depth3d_cl_smem<T, 5, true>(ip, wp, flip, bp, op, P, B); });
           taken = true;
           info = " segs" + std::to_string(B.segs) + " blocks" + std::to_string(B.blocks);
         }
-      } else if (variant == 2) {
+      } else {
         D3uBlocks B{};
         if (depth3d_nc_units_blocks(B, P, 5, target)) {
           g_smem_bytes = d3u_smem_bytes(B.strips * kD3rR, B.U, B.nr, sizeof(T));
           launch(dim3{B.blocks}, dim3{unsigned(B.U * B.nr * B.strips)},
-                 [&] { depth3d_nc_units<T, 5>(ip, wp, flip, bp, op, P, B); });
+                 [&] { depth3d_nc_units<T, 5, true>(ip, wp, flip, bp, op, P, B); });
           taken = true;
           info = " segs" + std::to_string(B.blocks / B.ublocks) + " U" + std::to_string(B.U) + " nr" +
-                 std::to_string(B.nr) + " blocks" +
-                 std::to_string(B.blocks);
-        }
-      } else {
-        D3nBlocks B{};
-        if (depth3d_nc_smem_blocks(B, P, 5, target)) {
-          g_smem_bytes = d3n_smem_bytes(B.strips * kD3rR, B.nr, sizeof(T));
-          launch(dim3{B.blocks}, dim3{unsigned(B.strips * B.nr)}, [&] { depth3d_nc_smem<T, 5>(ip, wp, flip, bp, op, P, B); });
-          taken = true;
-          info = " segs" + std::to_string(B.segs) + " nr" + std::to_string(B.nr) + " blocks" + std::to_string(B.blocks);
+                 std::to_string(B.nr) + " blocks" + std::to_string(B.blocks);
         }
       }
       const bool expect = want && (!cl || c8);

@@ -27,7 +27,6 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -866,10 +865,6 @@ bool run_depth3d(const T* x, const T* gy, T* gw, const Plan& P, const at::Tensor
 
 // cl_wgrad_d3s: run_d3r's plans with channels a multiple of 8, x and grad_output 16-byte aligned,
 // sm_80+ (cp.async).
-bool x3d_ab_old() {
-  const char* e = std::getenv("CONVX_X3D_AB");
-  return e && std::strcmp(e, "old") == 0;
-}
 template <typename T>
 bool run_d3s(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
   if (P.out_c % 8 != 0 || !vectors_fit<T, 8>(x, gy, P) || !mma16_supported()) return false;
@@ -880,16 +875,19 @@ bool run_d3s(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase
   return true;
 }
 
-// cl_wgrad_d3r's plans: fp16 / bf16 5 x 3 x 3 at stride 1, multiplier 1, width padding 1,
-// output width = input width, a multiple of 8. Tried before tcw3_cl (tc_wgrad3d.cu), which it
-// replaced on the row it was measured on (H100, session 11, x3d5_call2_bench.log; X3D N16 C192
-// 16x56x56 bf16 NDHWC weight-grad, same process: 1.04-1.08 -> 0.83 ms; kernel 978 -> 787 us).
+// cl_wgrad_d3s / cl_wgrad_d3r's plans: fp16 / bf16 5 x 3 x 3 at stride 1, multiplier 1, width
+// padding 1, output width = input width, a multiple of 8. Tried before tcw3_cl (tc_wgrad3d.cu),
+// which they replaced on the row they were measured on (X3D N16 C192 16x56x56 bf16 NDHWC
+// weight-grad, H100, same process): cl_wgrad_d3r (session 11, x3d5_call2_bench.log) 1.04-1.08 ->
+// 0.83 ms, kernel 978 -> 787 us; cl_wgrad_d3s (session 12, x3d_call1_test.log) 0.815-0.822 ->
+// 0.496 ms, kernel 464 us. cl_wgrad_d3r keeps the plans cl_wgrad_d3s declines (channels not a
+// multiple of 8, tensors off a 16-byte boundary).
 template <typename T>
 bool run_d3r(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
   if (P.k[0] != 5 || P.k[1] != 3 || P.k[2] != 3 || P.S[0] != 1 || P.S[1] != 1 || P.S[2] != 1 || P.in_div != 1 ||
       P.pad[2][0] != 1 || P.q[2] != P.in[2] || P.q[2] % 8 != 0)
     return false;
-  if (!x3d_ab_old() && run_d3s<T>(x, gy, gw, P, like, stream)) return true;
+  if (run_d3s<T>(x, gy, gw, P, like, stream)) return true;  // else cl_wgrad_d3r (scalar loads)
   ClwTile L{};
   int64_t ctiles = 0, chunks = 0;
   if (!choose_clw_tile(L, P, 1, 8, 10, 5, ctiles, chunks)) return false;

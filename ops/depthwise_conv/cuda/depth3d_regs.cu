@@ -25,25 +25,23 @@ bool launch_depth3d_regs(const T* in, const T* w, bool flip, const T* bias, T* o
   if (P.k[0] != 5 || reinterpret_cast<uintptr_t>(in) % 16 != 0 || !mma16_supported()) return false;
   // Depth segments only when the blocks would not fill every SM 4 times over (2 per SM at a time).
   const int64_t target = sm_count() * 8;
+  const char* ab = std::getenv("CONVX_X3D_AB");  // temporary A/B: "prev" = call 1's kernels
+  const bool lean = !(ab && std::strcmp(ab, "prev") == 0);
   if (cl) {
     D3sBlocks B{};
     if (!depth3d_cl_smem_blocks(B, P, 5, target)) return false;
-    depth3d_cl_smem<T, 5><<<B.blocks, kD3rThreads, 0, stream>>>(in, w, flip, bias, out, P, B);
+    if (lean)
+      depth3d_cl_smem<T, 5, true><<<B.blocks, kD3rThreads, 0, stream>>>(in, w, flip, bias, out, P, B);
+    else
+      depth3d_cl_smem<T, 5, false><<<B.blocks, kD3rThreads, 0, stream>>>(in, w, flip, bias, out, P, B);
   } else {
-    if (reinterpret_cast<uintptr_t>(out) % 16 != 0) return false;
-    const char* ab = std::getenv("CONVX_X3D_AB");
-    D3uBlocks U{};
-    if (!(ab && std::strcmp(ab, "old") == 0) && depth3d_nc_units_blocks(U, P, 5, target)) {
-      const size_t bytes = d3u_smem_bytes(U.strips * kD3rR, U.U, U.nr, sizeof(T));
-      depth3d_nc_units<T, 5><<<U.blocks, U.U * U.nr * U.strips, bytes, stream>>>(in, w, flip, bias, out, P, U);
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
-      return true;
-    }
-    D3nBlocks B{};
-    if (!depth3d_nc_smem_blocks(B, P, 5, target)) return false;
-    // at most 3 planes x (256 / S + 2) rows x (8 S + 16) values: 37 KB (S = 1), below the default limit
-    const size_t bytes = d3n_smem_bytes(B.strips * kD3rR, B.nr, sizeof(T));
-    depth3d_nc_smem<T, 5><<<B.blocks, B.strips * B.nr, bytes, stream>>>(in, w, flip, bias, out, P, B);
+    D3uBlocks B{};
+    if (reinterpret_cast<uintptr_t>(out) % 16 != 0 || !depth3d_nc_units_blocks(B, P, 5, target)) return false;
+    const size_t bytes = d3u_smem_bytes(B.strips * kD3rR, B.U, B.nr, sizeof(T));  // at most 48 KB
+    if (lean)
+      depth3d_nc_units<T, 5, true><<<B.blocks, B.U * B.nr * B.strips, bytes, stream>>>(in, w, flip, bias, out, P, B);
+    else
+      depth3d_nc_units<T, 5, false><<<B.blocks, B.U * B.nr * B.strips, bytes, stream>>>(in, w, flip, bias, out, P, B);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return true;

@@ -36,6 +36,8 @@
 #include "ops/depthwise_conv/cuda/plan.cuh"
 
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 
 namespace convx::cuda {
 
@@ -54,6 +56,41 @@ inline bool depth3d_regs_takes(const Plan& P, int KD) {
          P.in[1] * P.in[2] * P.out_c < (int64_t(1) << 31) && P.out[1] * P.out[2] * P.out_c < (int64_t(1) << 31);
 }
 
+// x[0 .. R + 1] = the 16-bit values q[-1 .. R] as fp32, q 16-byte aligned: one 16-byte load and
+// two 2-byte loads, each 32-bit word widened by bit operations (bf16: a shift and a mask), not
+// through c10's conversions (for bf16 a byte permute and a shift per odd value).
+template <typename T, int R>
+__device__ __forceinline__ void widen_row(const T* q, float (&x)[R + 2]) {
+#ifdef __CUDA_ARCH__
+  static_assert(R == 8, "one 16-byte load");
+  const uint4 v = *reinterpret_cast<const uint4*>(q);
+  const unsigned u[4] = {v.x, v.y, v.z, v.w};
+  const unsigned short e0 = *reinterpret_cast<const unsigned short*>(q - 1);
+  const unsigned short e1 = *reinterpret_cast<const unsigned short*>(q + R);
+  if constexpr (std::is_same_v<T, c10::BFloat16>) {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      x[1 + 2 * k] = __uint_as_float(u[k] << 16);
+      x[2 + 2 * k] = __uint_as_float(u[k] & 0xffff0000u);
+    }
+    x[0] = __uint_as_float(unsigned(e0) << 16);
+    x[R + 1] = __uint_as_float(unsigned(e1) << 16);
+  } else {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      __half2 h;
+      memcpy(&h, &u[k], 4);
+      const float2 f = __half22float2(h);
+      x[1 + 2 * k] = f.x, x[2 + 2 * k] = f.y;
+    }
+    x[0] = __half2float(__ushort_as_half(e0));
+    x[R + 1] = __half2float(__ushort_as_half(e1));
+  }
+#else
+  for (int e = -1; e <= R; ++e) x[e + 1] = static_cast<float>(q[e]);
+#endif
+}
+
 // The depth walk both kernels share (see the header): input planes start .. stop - 1 (those
 // outside 0 .. ID - 1 are neither staged nor read). stage(id, b) issues the block's copies of
 // plane id into ring buffer b (0 .. 2); row(b, kh, x) reads the thread's 10 inputs of its input
@@ -64,7 +101,7 @@ inline bool depth3d_regs_takes(const Plan& P, int KD) {
 // (kd = KD - 1) is slot (u + 1) mod KD, which then starts (from the bias) the output depth that
 // step u + 1 meets with kd = 0. Whole groups (an exit inside cost register moves): planes past
 // `stop` feed no stored output.
-template <int KD, typename Stage, typename Row, typename Store>
+template <int KD, bool LEAN, typename Stage, typename Row, typename Store>
 __device__ __forceinline__ void d3r_walk(const float (&wv)[KD * 9], float b0, int start, int stop, int ID, int pd,
                                          Stage stage, Row row, Store store) {
   constexpr int R = kD3rR, NB = kD3rRing;
@@ -99,15 +136,26 @@ __device__ __forceinline__ void d3r_walk(const float (&wv)[KD * 9], float b0, in
             for (int kw = 0; kw < 3; ++kw) {
               const float wt = wv[(kd * 3 + kh) * 3 + kw];
 #pragma unroll
-              for (int r = 0; r < R; ++r) a[r] += wt * x[r + kw];
+              for (int r = 0; r < R; ++r) {
+                if (LEAN && kh == 0 && kd == 0 && kw == 0) {
+                  a[r] = b0 + wt * x[r + kw];  // slot u's first product restarts it from the bias
+                } else {
+                  a[r] += wt * x[r + kw];
+                }
+              }
             }
           }
         }
+      } else if (LEAN) {
+#pragma unroll
+        for (int r = 0; r < R; ++r) acc[u][r] = b0;
       }
       float(&a)[R] = acc[(u + 1) % KD];
       store(id + pd - (KD - 1), a);
+      if (!LEAN) {
 #pragma unroll
-      for (int r = 0; r < R; ++r) a[r] = b0;
+        for (int r = 0; r < R; ++r) a[r] = b0;
+      }
       rd = rd == NB - 1 ? 0 : rd + 1;
     }
   }
@@ -147,7 +195,7 @@ inline bool depth3d_cl_smem_blocks(D3sBlocks& L, const Plan& P, int KD, int64_t 
   return true;
 }
 
-template <typename T, int KD>
+template <typename T, int KD, bool LEAN>
 __global__ void __launch_bounds__(kD3rThreads, 2)
 depth3d_cl_smem(const T* __restrict__ in, const T* __restrict__ w, bool flip, const T* __restrict__ bias,
                 T* __restrict__ out, const Plan P, const D3sBlocks L) {
@@ -191,13 +239,15 @@ depth3d_cl_smem(const T* __restrict__ in, const T* __restrict__ w, bool flip, co
   // kD3sPos x (32 / 8) pieces (position-major), as in-plane offsets (-1: zeros).
   constexpr int PIECES = kD3sPos * (kD3sLanes / 8), PER = (PIECES + kD3rThreads - 1) / kD3rThreads;
   int goff[PER];
+  unsigned data = 0;  // LEAN: bit k: piece k inside the tensor (goff[k] then >= 0, else 0)
 #pragma unroll
   for (int k = 0; k < PER; ++k) {
     const int i = t + k * kD3rThreads;
     const int pos = i / (kD3sLanes / 8), q = i % (kD3sLanes / 8);
     const int y = iy0 + pos / (R + 2), x = ix0 + pos % (R + 2), ch = c0 + q * 8;
     const bool ok = i < PIECES && y >= 0 && y < IH && x >= 0 && x < IW && ch < C;
-    goff[k] = ok ? (y * IW + x) * C + ch : -1;
+    goff[k] = ok ? (y * IW + x) * C + ch : (LEAN ? 0 : -1);
+    data |= unsigned(ok) << k;
   }
   auto stage = [&](int id, int bi) {
     if (id < 0 || id >= ID) return;  // never read: its plane is skipped
@@ -205,7 +255,12 @@ depth3d_cl_smem(const T* __restrict__ in, const T* __restrict__ w, bool flip, co
 #pragma unroll
     for (int k = 0; k < PER; ++k) {
       const int i = t + k * kD3rThreads;
-      if (i < PIECES) cp_async16(ring[bi] + i * 8, plane + (goff[k] < 0 ? 0 : goff[k]), goff[k] < 0 ? 0 : 16);
+      if (i < PIECES) {
+        if (LEAN)
+          cp_async16(ring[bi] + i * 8, plane + goff[k], (data >> k & 1u) * 16);
+        else
+          cp_async16(ring[bi] + i * 8, plane + (goff[k] < 0 ? 0 : goff[k]), goff[k] < 0 ? 0 : 16);
+      }
     }
   };
   // the thread's inputs in a staged plane: rows rr .. rr + 2, columns 0 .. R + 1, its channel
@@ -217,135 +272,28 @@ depth3d_cl_smem(const T* __restrict__ in, const T* __restrict__ w, bool flip, co
   // Output (sample n, depth 0, row oy0 + rr, column qx0, channel c); one plane / column apart.
   const int64_t ops = int64_t(OH) * OW * C;
   T* dst = out + n * P.out[0] * ops + (int64_t(oy0 + rr) * OW + qx0) * C + c;
+  // d3r_walk stores output depths start + pd - KD + 1, + 1, ... in turn: a running pointer
+  T* run = dst + int64_t(start + pd - (KD - 1)) * ops;
   auto store = [&](int od, const float (&a)[R]) {
     if (writes && od >= qd0 && od < qd1) {
-      T* o = dst + int64_t(od) * ops;
+      T* o = LEAN ? run : dst + int64_t(od) * ops;
 #pragma unroll
-      for (int r = 0; r < R; ++r) o[r * C] = static_cast<T>(a[r]);
+      for (int r = 0; r < R; ++r) {
+        if (LEAN) {
+          *o = static_cast<T>(a[r]);  // one 64-bit add per value
+          o += C;
+        } else {
+          o[r * C] = static_cast<T>(a[r]);
+        }
+      }
     }
+    if (LEAN) run += ops;
   };
-  d3r_walk<KD>(wv, b0, start, stop, ID, pd, stage, row, store);
+  d3r_walk<KD, LEAN>(wv, b0, start, stop, ID, pd, stage, row, store);
 }
 
 // ---- NCDHW ----
-// A block is one channel, all S = W / 8 strips of a row x NR output
-// rows (S * NR <= 256 threads); per input plane it stages NR + 2 input rows of the channel (16-byte
-// cp.async pieces, zero rows outside the input) into rows of W + 16 values whose first and last 8
-// stay zero (the width padding), in a ring of 3 planes, one barrier per plane. A thread reads its
-// 10 inputs of a row as one 16-byte and two 2-byte shared loads, with no edge tests.
-struct D3nBlocks {
-  uint32_t blocks, rtiles, segs;
-  int nr, strips, dl;
-};
-
 inline int d3n_pitch(int W) { return W + 16; }
-inline size_t d3n_smem_bytes(int W, int nr, size_t esz) { return size_t(kD3rRing) * (nr + 2) * d3n_pitch(W) * esz; }
-
-// false when the plan is not one depth3d_nc_smem covers (depth3d_regs_takes, rows of at most 32
-// strips) or its blocks exceed 32 bits; target_blocks: depth segments only below it.
-inline bool depth3d_nc_smem_blocks(D3nBlocks& L, const Plan& P, int KD, int64_t target_blocks) {
-  if (!depth3d_regs_takes(P, KD) || P.q[2] / kD3rR > 32) return false;
-  const int strips = static_cast<int>(P.q[2] / kD3rR);
-  const int64_t most = kD3rThreads / strips, rtiles = ceil_div(P.q[1], most);
-  const int nr = static_cast<int>(ceil_div(P.q[1], rtiles));  // rows per block, balanced
-  const int64_t per_seg = P.N * P.out_c * rtiles;
-  int64_t segs = 1, dl = 1;
-  depth_segments(P.q[0], KD, per_seg, target_blocks, segs, dl);
-  if (per_seg * segs >= (int64_t(1) << 31)) return false;
-  L.blocks = static_cast<uint32_t>(per_seg * segs);
-  L.rtiles = static_cast<uint32_t>(rtiles);
-  L.segs = static_cast<uint32_t>(segs);
-  L.nr = nr;
-  L.strips = strips;
-  L.dl = static_cast<int>(dl);
-  return true;
-}
-
-template <typename T, int KD>
-__global__ void __launch_bounds__(kD3rThreads, 2)
-depth3d_nc_smem(const T* __restrict__ in, const T* __restrict__ w, bool flip, const T* __restrict__ bias,
-                T* __restrict__ out, const Plan P, const D3nBlocks L) {
-  constexpr int R = kD3rR, NT = KD * 9, NB = kD3rRing;
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  T* const ring = reinterpret_cast<T*>(smem_raw);
-  uint32_t b = blockIdx.x;
-  const uint32_t rtile = b % L.rtiles;
-  b /= L.rtiles;
-  const int64_t c = b % uint32_t(P.out_c);
-  b /= uint32_t(P.out_c);
-  const int seg = static_cast<int>(b % L.segs);
-  const int64_t n = b / L.segs;
-  const int S = L.strips, NR = L.nr, threads = S * NR;
-  const int t = threadIdx.x, strip = t % S, rr = t / S;
-
-  const int ID = static_cast<int>(P.in[0]), IH = static_cast<int>(P.in[1]), W = static_cast<int>(P.in[2]);
-  const int QD = static_cast<int>(P.q[0]), pd = P.pad[0][0];
-  const int OH = static_cast<int>(P.out[1]);
-  const int pitch = W + 16, rows = NR + 2, plane_vals = rows * pitch;
-  const int oy0 = static_cast<int>(rtile) * NR, iy0 = oy0 - P.pad[1][0];
-  const bool writes = oy0 + rr < OH;
-
-  float wv[NT];
-  {
-    const T* wc = w + c * NT;
-#pragma unroll
-    for (int i = 0; i < NT; ++i) wv[i] = static_cast<float>(wc[flip ? NT - 1 - i : i]);
-  }
-  const float b0 = bias ? static_cast<float>(bias[c]) : 0.f;
-
-  const int qd0 = seg * L.dl, qd1 = qd0 + L.dl < QD ? qd0 + L.dl : QD;
-  const int start = qd0 - pd, stop = qd1 - pd + KD - 1;
-  const int64_t ips = int64_t(IH) * W;
-  const T* src = in + ((n * P.in_c + c) * ID + start) * ips;  // input plane `start` (maybe outside)
-
-  // The 8 zero values at both ends of every staged row (never written by the copies).
-  for (int i = t; i < NB * rows * 2; i += threads) {
-    const int row = i / 2;
-    Pack<T, 8> z;
-#pragma unroll
-    for (int e = 0; e < 8; ++e) z.v[e] = T(0.f);
-    *reinterpret_cast<Pack<T, 8>*>(ring + row * pitch + (i % 2 ? W + 8 : 0)) = z;
-  }
-  // The thread's 16-byte pieces of a plane (rows x S, row-major): in-plane offsets (-1: zeros).
-  constexpr int PER = 3;  // rows * S = (NR + 2) * S <= 3 * threads
-  int goff[PER], soff[PER];
-#pragma unroll
-  for (int k = 0; k < PER; ++k) {
-    const int i = t + k * threads;
-    const int row = i / S, ch = i % S, y = iy0 + row;
-    soff[k] = i < rows * S ? row * pitch + 8 + ch * 8 : -1;
-    goff[k] = y >= 0 && y < IH ? y * W + ch * 8 : -1;
-  }
-  auto stage = [&](int id, int bi) {
-    if (id < 0 || id >= ID) return;
-    const T* plane = src + int64_t(id - start) * ips;
-#pragma unroll
-    for (int k = 0; k < PER; ++k) {
-      if (soff[k] >= 0)
-        cp_async16(ring + bi * plane_vals + soff[k], plane + (goff[k] < 0 ? 0 : goff[k]), goff[k] < 0 ? 0 : 16);
-    }
-  };
-  const int mine = rr * pitch + 8 + strip * R;  // the thread's row rr, column strip * R
-  auto row = [&](int bi, int kh, float (&x)[R + 2]) {
-    const T* q = ring + bi * plane_vals + mine + kh * pitch;
-    const Pack<T, R> v = *reinterpret_cast<const Pack<T, R>*>(q);
-#pragma unroll
-    for (int e = 0; e < R; ++e) x[e + 1] = static_cast<float>(v.v[e]);
-    x[0] = static_cast<float>(q[-1]);
-    x[R + 1] = static_cast<float>(q[R]);
-  };
-  const int64_t ops = int64_t(OH) * W;
-  T* dst = out + (n * P.out_c + c) * P.out[0] * ops + int64_t(oy0 + rr) * W + strip * R;
-  auto store = [&](int od, const float (&a)[R]) {
-    if (writes && od >= qd0 && od < qd1) {
-      Pack<T, R> v;
-#pragma unroll
-      for (int r = 0; r < R; ++r) v.v[r] = static_cast<T>(a[r]);
-      *reinterpret_cast<Pack<T, R>*>(dst + int64_t(od) * ops) = v;
-    }
-  };
-  d3r_walk<KD>(wv, b0, start, stop, ID, pd, stage, row, store);
-}
 
 // ---- NCDHW, units of 8 rows ----
 // depth3d_nc_smem's blocks for X3D's 56-wide rows are one channel x 7 strips x 28 rows = 196
@@ -398,7 +346,7 @@ inline bool depth3d_nc_units_blocks(D3uBlocks& L, const Plan& P, int KD, int64_t
   return true;
 }
 
-template <typename T, int KD>
+template <typename T, int KD, bool LEAN>
 __global__ void __launch_bounds__(kD3rThreads, 2)
 depth3d_nc_units(const T* __restrict__ in, const T* __restrict__ w, bool flip, const T* __restrict__ bias,
                  T* __restrict__ out, const Plan P, const D3uBlocks L) {
@@ -470,22 +418,29 @@ depth3d_nc_units(const T* __restrict__ in, const T* __restrict__ w, bool flip, c
   const int mine = k * unit_vals + rr * pitch + 8 + strip * R;
   auto row = [&](int bi, int kh, float (&x)[R + 2]) {
     const T* q = ring + bi * plane_vals + mine + kh * pitch;
-    const Pack<T, R> v = *reinterpret_cast<const Pack<T, R>*>(q);
+    if (LEAN) {
+      widen_row<T, R>(q, x);
+    } else {
+      const Pack<T, R> v = *reinterpret_cast<const Pack<T, R>*>(q);
 #pragma unroll
-    for (int e = 0; e < R; ++e) x[e + 1] = static_cast<float>(v.v[e]);
-    x[0] = static_cast<float>(q[-1]);
-    x[R + 1] = static_cast<float>(q[R]);
+      for (int e = 0; e < R; ++e) x[e + 1] = static_cast<float>(v.v[e]);
+      x[0] = static_cast<float>(q[-1]);
+      x[R + 1] = static_cast<float>(q[R]);
+    }
   };
   T* dst = out + (nc >= 0 ? nc : 0) * P.out[0] * ops + int64_t(oy0 + rr) * W + strip * R;
+  // d3r_walk stores output depths start + pd - KD + 1, + 1, ... in turn: a running pointer
+  T* run = dst + int64_t(start + pd - (KD - 1)) * ops;
   auto store = [&](int od, const float (&a)[R]) {
     if (writes && od >= qd0 && od < qd1) {
       Pack<T, R> v;
 #pragma unroll
       for (int r = 0; r < R; ++r) v.v[r] = static_cast<T>(a[r]);
-      *reinterpret_cast<Pack<T, R>*>(dst + int64_t(od) * ops) = v;
+      *reinterpret_cast<Pack<T, R>*>(LEAN ? run : dst + int64_t(od) * ops) = v;
     }
+    if (LEAN) run += ops;
   };
-  d3r_walk<KD>(wv, b0, start, stop, ID, pd, stage, row, store);
+  d3r_walk<KD, LEAN>(wv, b0, start, stop, ID, pd, stage, row, store);
 }
 
 }  // namespace convx::cuda
