@@ -1320,7 +1320,7 @@ void tcn_case(int64_t N, int64_t C, int64_t D, int64_t H, int64_t W, int64_t kd,
 }
 
 // depth3d_regs.cuh (16-bit 5x3x3, filter in registers, input staged in shared memory):
-// depth3d_nc_smem / depth3d_cl_smem forward and data-grad of one 3-D problem in NCDHW and NDHWC
+// depth3d_nc_units / depth3d_cl_smem forward and data-grad of one 3-D problem in NCDHW and NDHWC
 // against float64 on the same rounded data, block targets 1 and 2^40 (one and the most depth
 // segments per column); the plans of want = false (and NDHWC channels not a multiple of 8) must
 // be declined. (Misaligned tensors, declined by the launcher, are python_tests' `off1` cases.)
@@ -1344,7 +1344,7 @@ void d3r_check(const char* what, const Plan& P, bool flip, const Tensor& src, co
       if (cl) {
         D3sBlocks B{};
         if (depth3d_cl_smem_blocks(B, P, 5, target)) {
-          launch(dim3{B.blocks}, dim3{kD3rThreads}, [&] { depth3d_cl_smem<T, 5, true>(ip, wp, flip, bp, op, P, B); });
+          launch(dim3{B.blocks}, dim3{kD3rThreads}, [&] { depth3d_cl_smem<T, 5>(ip, wp, flip, bp, op, P, B); });
           taken = true;
           info = " segs" + std::to_string(B.segs) + " blocks" + std::to_string(B.blocks);
         }
@@ -1353,7 +1353,7 @@ void d3r_check(const char* what, const Plan& P, bool flip, const Tensor& src, co
         if (depth3d_nc_units_blocks(B, P, 5, target)) {
           g_smem_bytes = d3u_smem_bytes(B.strips * kD3rR, B.U, B.nr, sizeof(T));
           launch(dim3{B.blocks}, dim3{unsigned(B.U * B.nr * B.strips)},
-                 [&] { depth3d_nc_units<T, 5, true>(ip, wp, flip, bp, op, P, B); });
+                 [&] { depth3d_nc_units<T, 5>(ip, wp, flip, bp, op, P, B); });
           taken = true;
           info = " segs" + std::to_string(B.blocks / B.ublocks) + " U" + std::to_string(B.U) + " nr" +
                  std::to_string(B.nr) + " blocks" + std::to_string(B.blocks);
@@ -1851,7 +1851,7 @@ void d3r_cases() {
     one(1, 2, 3, 3, 12, 2, 1, 1, true, false);
     one(1, 2, 3, 3, 16, 2, 1, 0, true, false);
   }
-  std::printf("depth3d_nc_smem / depth3d_cl_smem launches checked: %d, cl_wgrad_d3r %d\n", d3s_taken, clwr_taken);
+  std::printf("depth3d_nc_units / depth3d_cl_smem launches checked: %d, cl_wgrad_d3r / d3s %d\n", d3s_taken, clwr_taken);
   if (d3s_taken == 0 || clwr_taken == 0) ++failures;
 }
 

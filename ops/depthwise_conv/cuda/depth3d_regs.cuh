@@ -1,6 +1,6 @@
 // 16-bit KD x 3 x 3 depthwise forward / stride-1 data-grad on CUDA cores, streaming along depth
 // with the whole filter in registers and the input staged in shared memory (issue #9: X3D's
-// 5 x 3 x 3 bf16 rows; session 11). depth3d_nc_smem: NCDHW; depth3d_cl_smem: NDHWC.
+// 5 x 3 x 3 bf16 rows; sessions 11 and 12). depth3d_nc_units: NCDHW; depth3d_cl_smem: NDHWC.
 //
 // Why: the kernels before were issue-bound, not memory-bound. nc_depth3d (4 outputs per thread, 18
 // masked scalar loads per input plane, the accumulator window shifted by register moves) issued
@@ -25,7 +25,12 @@
 // Measured (H100, session 11, bench/results/h100/session11/x3d5_call*.log): a first version
 // loading from global memory per thread was issue- and latency-bound (NDHWC 0.94 ms, 49% of the
 // issue slots busy, 4 warps per scheduler); staged: X3D bf16 forward NCDHW 0.77 -> 0.60 ms (A/B
-// against tc_rows_nc), NDHWC 0.92 -> 0.52 (against cl_depth3d).
+// against tc_rows_nc), NDHWC 0.92 -> 0.52 (against cl_depth3d). Session 12
+// (bench/results/h100/session12/x3d_call*.log): NCDHW blocks of whole warps (depth3d_nc_units,
+// below) 0.58 -> 0.52 ms; the walk's per-plane SASS cut from 525 / 582 to 497 / 527 instructions
+// around the same 360 FFMAs (bias folded into each slot's first product, bf16 widened by bit
+// operations, running store pointers, clamped staging offsets): kernels 503 -> 473 us (NCDHW),
+// 488 -> 448 us (NDHWC). ncu (call 1): 14-16 warps per SM, issue slots 67-74% busy.
 // Covers: fp16 / bf16, one phase, multiplier 1, KD x 3 x 3 at stride 1 with width padding 1 and
 // output width = input width, a multiple of R (any depth / height padding), 16-byte aligned input
 // (NCDHW: output too; NDHWC: channels a multiple of 8).
@@ -95,13 +100,15 @@ __device__ __forceinline__ void widen_row(const T* q, float (&x)[R + 2]) {
 // outside 0 .. ID - 1 are neither staged nor read). stage(id, b) issues the block's copies of
 // plane id into ring buffer b (0 .. 2); row(b, kh, x) reads the thread's 10 inputs of its input
 // row kh from buffer b; store(od, a) writes the finished output depth od (when it is the
-// thread's). Plane id is in buffer (id - start) % 3; after the barrier, plane id + 2 goes into the
-// buffer every thread finished reading one step before. Step u of each group of KD planes: tap kd
-// feeds output depth id + pd - kd, held in slot (u - kd) mod KD; the plane finished at step u
-// (kd = KD - 1) is slot (u + 1) mod KD, which then starts (from the bias) the output depth that
-// step u + 1 meets with kd = 0. Whole groups (an exit inside cost register moves): planes past
-// `stop` feed no stored output.
-template <int KD, bool LEAN, typename Stage, typename Row, typename Store>
+// thread's), called once per step with od = start + pd - KD + 1, + 1, ... (the kernels keep a
+// running output pointer). Plane id is in buffer (id - start) % 3; after the barrier, plane id + 2
+// goes into the buffer every thread finished reading one step before. Step u of each group of KD
+// planes: tap kd feeds output depth id + pd - kd, held in slot (u - kd) mod KD; the plane finished
+// at step u (kd = KD - 1) is slot (u + 1) mod KD, which step u + 1 restarts from the bias with its
+// first product (kh = kd = kw = 0: no separate reset, 8 moves a plane fewer), or sets to the bias
+// when its plane is outside the input. Whole groups (an exit inside cost register moves): planes
+// past `stop` feed no stored output.
+template <int KD, typename Stage, typename Row, typename Store>
 __device__ __forceinline__ void d3r_walk(const float (&wv)[KD * 9], float b0, int start, int stop, int ID, int pd,
                                          Stage stage, Row row, Store store) {
   constexpr int R = kD3rR, NB = kD3rRing;
@@ -137,7 +144,7 @@ __device__ __forceinline__ void d3r_walk(const float (&wv)[KD * 9], float b0, in
               const float wt = wv[(kd * 3 + kh) * 3 + kw];
 #pragma unroll
               for (int r = 0; r < R; ++r) {
-                if (LEAN && kh == 0 && kd == 0 && kw == 0) {
+                if (kh == 0 && kd == 0 && kw == 0) {
                   a[r] = b0 + wt * x[r + kw];  // slot u's first product restarts it from the bias
                 } else {
                   a[r] += wt * x[r + kw];
@@ -146,16 +153,11 @@ __device__ __forceinline__ void d3r_walk(const float (&wv)[KD * 9], float b0, in
             }
           }
         }
-      } else if (LEAN) {
+      } else {
 #pragma unroll
-        for (int r = 0; r < R; ++r) acc[u][r] = b0;
+        for (int r = 0; r < R; ++r) acc[u][r] = b0;  // a plane outside the input restarts slot u
       }
-      float(&a)[R] = acc[(u + 1) % KD];
-      store(id + pd - (KD - 1), a);
-      if (!LEAN) {
-#pragma unroll
-        for (int r = 0; r < R; ++r) a[r] = b0;
-      }
+      store(id + pd - (KD - 1), acc[(u + 1) % KD]);
       rd = rd == NB - 1 ? 0 : rd + 1;
     }
   }
@@ -195,7 +197,7 @@ inline bool depth3d_cl_smem_blocks(D3sBlocks& L, const Plan& P, int KD, int64_t 
   return true;
 }
 
-template <typename T, int KD, bool LEAN>
+template <typename T, int KD>
 __global__ void __launch_bounds__(kD3rThreads, 2)
 depth3d_cl_smem(const T* __restrict__ in, const T* __restrict__ w, bool flip, const T* __restrict__ bias,
                 T* __restrict__ out, const Plan P, const D3sBlocks L) {
@@ -239,14 +241,14 @@ depth3d_cl_smem(const T* __restrict__ in, const T* __restrict__ w, bool flip, co
   // kD3sPos x (32 / 8) pieces (position-major), as in-plane offsets (-1: zeros).
   constexpr int PIECES = kD3sPos * (kD3sLanes / 8), PER = (PIECES + kD3rThreads - 1) / kD3rThreads;
   int goff[PER];
-  unsigned data = 0;  // LEAN: bit k: piece k inside the tensor (goff[k] then >= 0, else 0)
+  unsigned data = 0;  // bit k: piece k lies inside the tensor (else zeros; goff[k] 0)
 #pragma unroll
   for (int k = 0; k < PER; ++k) {
     const int i = t + k * kD3rThreads;
     const int pos = i / (kD3sLanes / 8), q = i % (kD3sLanes / 8);
     const int y = iy0 + pos / (R + 2), x = ix0 + pos % (R + 2), ch = c0 + q * 8;
     const bool ok = i < PIECES && y >= 0 && y < IH && x >= 0 && x < IW && ch < C;
-    goff[k] = ok ? (y * IW + x) * C + ch : (LEAN ? 0 : -1);
+    goff[k] = ok ? (y * IW + x) * C + ch : 0;
     data |= unsigned(ok) << k;
   }
   auto stage = [&](int id, int bi) {
@@ -255,12 +257,7 @@ depth3d_cl_smem(const T* __restrict__ in, const T* __restrict__ w, bool flip, co
 #pragma unroll
     for (int k = 0; k < PER; ++k) {
       const int i = t + k * kD3rThreads;
-      if (i < PIECES) {
-        if (LEAN)
-          cp_async16(ring[bi] + i * 8, plane + goff[k], (data >> k & 1u) * 16);
-        else
-          cp_async16(ring[bi] + i * 8, plane + (goff[k] < 0 ? 0 : goff[k]), goff[k] < 0 ? 0 : 16);
-      }
+      if (i < PIECES) cp_async16(ring[bi] + i * 8, plane + goff[k], (data >> k & 1u) * 16);
     }
   };
   // the thread's inputs in a staged plane: rows rr .. rr + 2, columns 0 .. R + 1, its channel
@@ -276,32 +273,28 @@ depth3d_cl_smem(const T* __restrict__ in, const T* __restrict__ w, bool flip, co
   T* run = dst + int64_t(start + pd - (KD - 1)) * ops;
   auto store = [&](int od, const float (&a)[R]) {
     if (writes && od >= qd0 && od < qd1) {
-      T* o = LEAN ? run : dst + int64_t(od) * ops;
+      T* o = run;
 #pragma unroll
-      for (int r = 0; r < R; ++r) {
-        if (LEAN) {
-          *o = static_cast<T>(a[r]);  // one 64-bit add per value
-          o += C;
-        } else {
-          o[r * C] = static_cast<T>(a[r]);
-        }
-      }
+      for (int r = 0; r < R; ++r, o += C) *o = static_cast<T>(a[r]);  // one 64-bit add per value
     }
-    if (LEAN) run += ops;
+    run += ops;
   };
-  d3r_walk<KD, LEAN>(wv, b0, start, stop, ID, pd, stage, row, store);
+  d3r_walk<KD>(wv, b0, start, stop, ID, pd, stage, row, store);
 }
 
 // ---- NCDHW ----
 inline int d3n_pitch(int W) { return W + 16; }
 
-// ---- NCDHW, units of 8 rows ----
-// depth3d_nc_smem's blocks for X3D's 56-wide rows are one channel x 7 strips x 28 rows = 196
-// threads: 7 warps, the last with 4 of 32 lanes working (12% of the issue slots), 14 warps per
-// SM. Here a block is U units of 8 output rows x all S = W / 8 strips of one (sample, channel)
-// each (U = 256 / (8 S): 4 units = 224 threads = 7 whole warps for S = 7), consecutive units
-// (row tiles of a channel, then channels, then samples) in consecutive blocks; per input plane
-// a unit stages its 10 input rows of its own channel. The rest is depth3d_nc_smem's.
+// A block is U units of NR output rows x all S = W / 8 strips of one (sample, channel) plane each
+// (U = 256 / (NR S); X3D's 56-wide rows: 4 units of 8 rows = 224 threads, 7 whole warps),
+// consecutive units (row tiles of a channel, then channels, then samples) in consecutive blocks.
+// Per input plane a unit stages its NR + 2 input rows of its channel (16-byte cp.async pieces,
+// zero rows outside the input) into rows of W + 16 values whose first and last 8 stay zero (the
+// width padding), in a ring of 3 planes, one barrier per plane; a thread reads its 10 inputs of a
+// row as one 16-byte and two 2-byte shared loads, with no edge tests. (Session 11's
+// depth3d_nc_smem, a block of one channel x S strips x up to 256 / S rows, ran X3D as 7 strips x
+// 28 rows = 196 threads: 7 warps, the last with 4 of 32 lanes working, 14 warps per SM; 0.58 ms
+// against 0.52 here, bench/results/h100/session12/x3d_call1_test.log.)
 struct D3uBlocks {
   uint32_t blocks, ublocks;  // blocks in all, per depth segment
   int64_t units;             // units per depth segment: N * C * row tiles
@@ -335,6 +328,7 @@ inline bool depth3d_nc_units_blocks(D3uBlocks& L, const Plan& P, int KD, int64_t
     }
     if (nr >= P.q[1]) break;  // more rows than the plane has: only more idle lanes
   }
+  if (best < 0) return false;
   L.strips = strips;
   const int64_t per_seg = ceil_div(L.units, L.U);
   int64_t segs = 1, dl = 1;
@@ -346,7 +340,7 @@ inline bool depth3d_nc_units_blocks(D3uBlocks& L, const Plan& P, int KD, int64_t
   return true;
 }
 
-template <typename T, int KD, bool LEAN>
+template <typename T, int KD>
 __global__ void __launch_bounds__(kD3rThreads, 2)
 depth3d_nc_units(const T* __restrict__ in, const T* __restrict__ w, bool flip, const T* __restrict__ bias,
                  T* __restrict__ out, const Plan P, const D3uBlocks L) {
@@ -417,16 +411,7 @@ depth3d_nc_units(const T* __restrict__ in, const T* __restrict__ w, bool flip, c
   };
   const int mine = k * unit_vals + rr * pitch + 8 + strip * R;
   auto row = [&](int bi, int kh, float (&x)[R + 2]) {
-    const T* q = ring + bi * plane_vals + mine + kh * pitch;
-    if (LEAN) {
-      widen_row<T, R>(q, x);
-    } else {
-      const Pack<T, R> v = *reinterpret_cast<const Pack<T, R>*>(q);
-#pragma unroll
-      for (int e = 0; e < R; ++e) x[e + 1] = static_cast<float>(v.v[e]);
-      x[0] = static_cast<float>(q[-1]);
-      x[R + 1] = static_cast<float>(q[R]);
-    }
+    widen_row<T, R>(ring + bi * plane_vals + mine + kh * pitch, x);
   };
   T* dst = out + (nc >= 0 ? nc : 0) * P.out[0] * ops + int64_t(oy0 + rr) * W + strip * R;
   // d3r_walk stores output depths start + pd - KD + 1, + 1, ... in turn: a running pointer
@@ -436,11 +421,11 @@ depth3d_nc_units(const T* __restrict__ in, const T* __restrict__ w, bool flip, c
       Pack<T, R> v;
 #pragma unroll
       for (int r = 0; r < R; ++r) v.v[r] = static_cast<T>(a[r]);
-      *reinterpret_cast<Pack<T, R>*>(LEAN ? run : dst + int64_t(od) * ops) = v;
+      *reinterpret_cast<Pack<T, R>*>(run) = v;
     }
-    if (LEAN) run += ops;
+    run += ops;
   };
-  d3r_walk<KD, LEAN>(wv, b0, start, stop, ID, pd, stage, row, store);
+  d3r_walk<KD>(wv, b0, start, stop, ID, pd, stage, row, store);
 }
 
 }  // namespace convx::cuda
