@@ -784,10 +784,8 @@ inline bool choose_d3s_tile(ClwTile& L, const Plan& P, int64_t wave, int64_t& ct
   depth_segments(P.q[0], 5, per_seg, 2 * want, segs, dl);
   L.segs = static_cast<int>(segs);
   L.dl = static_cast<int>(dl);
-  L.items = per_seg * segs;
-  L.i32 = L.items <= std::numeric_limits<int32_t>::max();
+  L.items = per_seg * segs;  // decoded in 64 bits (once per item); L.i32 and L.chunk are unused
   chunks = std::clamp<int64_t>(want, 1, std::min<int64_t>(L.items, 65535));
-  L.chunk = ceil_div(L.items, chunks);
   return ctiles <= 65535 && L.items > 0;
 }
 
