@@ -1399,7 +1399,7 @@ def test_depthwise_tc_rows_nc_tf32(layout, tf32):
 
 
 # 16-bit 5x3x3 on CUDA cores with the filter in registers (depth3d_regs.cuh; NDHWC weight-grad:
-# cl_wgrad_d3r), forward, stride-1 data-grad and weight-grad, NCDHW and NDHWC: (N, C, (D, H, W), padding, bias). X3D's padding at X3D's size (two
+# cl_wgrad_d3s, cl_wgrad_d3r for channels not a multiple of 8 and `off1`), forward, stride-1 data-grad and weight-grad, NCDHW and NDHWC: (N, C, (D, H, W), padding, bias). X3D's padding at X3D's size (two
 # samples) and small, C 40 (NDHWC warps across strips), padding 0 / 3 in depth and height (the
 # data-grad's padding 2 / 1 / 0, heights changing), a depth giving several segments, one strip
 # per row, batch 0; widths not a multiple of 8 and width padding 0 go to the other kernels.

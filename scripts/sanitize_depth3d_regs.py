@@ -1,4 +1,4 @@
-# depth3d_regs / depth3d_cl_smem / cl_wgrad_d3r (16-bit 5x3x3; session 11, branch x3d5) under
+# depth3d_nc_units / depth3d_cl_smem / cl_wgrad_d3s / cl_wgrad_d3r (16-bit 5x3x3; sessions 11-12) under
 # compute-sanitizer (memcheck, racecheck): forward, stride-1 data-grad and weight-grad, NCDHW and
 # NDHWC, fp16 / bf16, one and
 # three strips per row (edge columns in and out of the tensor), padding 0 / 2 / 3 in depth and

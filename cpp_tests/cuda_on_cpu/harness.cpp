@@ -1346,7 +1346,7 @@ void tcn_case(int64_t N, int64_t C, int64_t D, int64_t H, int64_t W, int64_t kd,
 }
 
 // depth3d_regs.cuh (16-bit 5x3x3, filter in registers, input staged in shared memory):
-// depth3d_nc_smem / depth3d_cl_smem forward and data-grad of one 3-D problem in NCDHW and NDHWC
+// depth3d_nc_units / depth3d_cl_smem forward and data-grad of one 3-D problem in NCDHW and NDHWC
 // against float64 on the same rounded data, block targets 1 and 2^40 (one and the most depth
 // segments per column); the plans of want = false (and NDHWC channels not a multiple of 8) must
 // be declined. (Misaligned tensors, declined by the launcher, are python_tests' `off1` cases.)
@@ -1362,7 +1362,7 @@ void d3r_check(const char* what, const Plan& P, bool flip, const Tensor& src, co
     const T* ip = s0.data_ptr<T>();
     const bool c8 = P.out_c % 8 == 0;  // NDHWC: 16-byte channel pieces
     for (int64_t target : {int64_t(1), int64_t(1) << 40}) {
-      const std::string tag = std::string(what) + (cl ? " cl smem" : " nc smem") + (target == 1 ? " seg1" : " segs");
+      const std::string tag = std::string(what) + (cl ? " cl smem" : " nc units") + (target == 1 ? " seg1" : " segs");
       Tensor o = at::full(cl ? to_cl(ref).sizes() : ref.sizes(), NAN, opts);
       T* op = o.data_ptr<T>();
       bool taken = false;
@@ -1375,12 +1375,14 @@ void d3r_check(const char* what, const Plan& P, bool flip, const Tensor& src, co
           info = " segs" + std::to_string(B.segs) + " blocks" + std::to_string(B.blocks);
         }
       } else {
-        D3nBlocks B{};
-        if (depth3d_nc_smem_blocks(B, P, 5, target)) {
-          g_smem_bytes = d3n_smem_bytes(B.strips * kD3rR, B.nr, sizeof(T));
-          launch(dim3{B.blocks}, dim3{unsigned(B.strips * B.nr)}, [&] { depth3d_nc_smem<T, 5>(ip, wp, flip, bp, op, P, B); });
+        D3uBlocks B{};
+        if (depth3d_nc_units_blocks(B, P, 5, target)) {
+          g_smem_bytes = d3u_smem_bytes(B.strips * kD3rR, B.U, B.nr, sizeof(T));
+          launch(dim3{B.blocks}, dim3{unsigned(B.U * B.nr * B.strips)},
+                 [&] { depth3d_nc_units<T, 5>(ip, wp, flip, bp, op, P, B); });
           taken = true;
-          info = " segs" + std::to_string(B.segs) + " nr" + std::to_string(B.nr) + " blocks" + std::to_string(B.blocks);
+          info = " segs" + std::to_string(B.blocks / B.ublocks) + " U" + std::to_string(B.U) + " nr" +
+                 std::to_string(B.nr) + " blocks" + std::to_string(B.blocks);
         }
       }
       const bool expect = want && (!cl || c8);
@@ -1399,20 +1401,27 @@ void d3r_check(const char* what, const Plan& P, bool flip, const Tensor& src, co
 // cl_wgrad_d3r (cl_wgrad.cu, NDHWC 16-bit 5x3x3 weight-grad) as run_d3r launches it, with 32- and
 // 64-bit item indices, then sum_chunks; undefined when it declines.
 static int clwr_taken = 0;
+// wave > 0: cl_wgrad_d3s (staged in shared memory; channels a multiple of 8) on a grid of `wave`
+// blocks in all, instead.
 template <typename T>
-Tensor clwr_run(const T* x, const T* gy, const Plan& P, bool wide_index, int* segs) {
+Tensor clwr_run(const T* x, const T* gy, const Plan& P, bool wide_index, int* segs, int64_t wave = 0) {
   if (P.k[0] != 5 || P.k[1] != 3 || P.k[2] != 3 || P.pad[2][0] != 1 || P.q[2] != P.in[2] || P.q[2] % 8 != 0)
     return Tensor();
+  if (wave > 0 && P.out_c % 8 != 0) return Tensor();
   ClwTile L{};
   int64_t ctiles = 0, chunks = 0;
-  if (!choose_clw_tile(L, P, 1, 8, 10, 5, ctiles, chunks)) return Tensor();
+  if (wave > 0 ? !choose_d3s_tile(L, P, wave, ctiles, chunks) : !choose_clw_tile(L, P, 1, 8, 10, 5, ctiles, chunks))
+    return Tensor();
   if (wide_index) L.i32 = false;
   *segs = L.segs;
   const int64_t n = P.out_c * 45;
   Tensor part = at::full({chunks, n}, NAN, at::kFloat);
   float* pp = part.data_ptr<float>();
   const unsigned threads = unsigned(ceil_div(int64_t(L.CT) * L.G, 32) * 32);
-  launch(dim3{unsigned(ctiles), unsigned(chunks)}, dim3{threads}, [&] { cl_wgrad_d3r<T, 5>(x, gy, pp, P, L); });
+  if (wave > 0)
+    launch(dim3{unsigned(ctiles), unsigned(chunks)}, dim3{threads}, [&] { cl_wgrad_d3s<T, 5>(x, gy, pp, P, L); });
+  else
+    launch(dim3{unsigned(ctiles), unsigned(chunks)}, dim3{threads}, [&] { cl_wgrad_d3r<T, 5>(x, gy, pp, P, L); });
   Tensor gw = at::full({n}, NAN, c10::CppTypeToScalarType<T>::value);
   T* gp = gw.data_ptr<T>();
   dim3 sgrid, sblock;
@@ -1453,13 +1462,19 @@ void d3r_case(int64_t N, int64_t C, int64_t D, int64_t H, int64_t W, int64_t pd,
     Tensor gw = std::get<1>(at::convolution_backward(gy.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble),
                                                      std::nullopt, one, pad, one, false, zero, C, {false, true, false}));
     const Tensor xc = to_cl(x), gc = to_cl(gy);
-    for (bool wide : {false, true}) {
+    // d3r with 32- / 64-bit item indices; d3s with one block per channel tile (every item walked
+    // by one block, the staging running on across items) and with 1000 (one item each, segments)
+    for (int v = 0; v < 4; ++v) {
+      const bool wide = v == 1;
+      const int64_t wave = v == 2 ? 1 : (v == 3 ? 1000 : 0);
       int segs = 0;
-      Tensor r = clwr_run<T>(xc.data_ptr<T>(), gc.data_ptr<T>(), P, wide, &segs);
-      const std::string tag = std::string("wgrad cl d3r") + (wide ? " i64" : "") + " segs" + std::to_string(segs);
+      Tensor r = clwr_run<T>(xc.data_ptr<T>(), gc.data_ptr<T>(), P, wide, &segs, wave);
+      const std::string tag = std::string(wave ? "wgrad cl d3s wave" + std::to_string(wave) : "wgrad cl d3r") +
+                              (wide ? " i64" : "") + " segs" + std::to_string(segs);
       if (!r.defined()) {
-        std::printf("%-44s %-34s declined%s\n", name.c_str(), tag.c_str(), want ? " FAIL" : "");
-        if (want) ++failures;
+        const bool miss = want && (wave == 0 || P.out_c % 8 == 0);
+        std::printf("%-44s %-34s declined%s\n", name.c_str(), tag.c_str(), miss ? " FAIL" : "");
+        if (miss) ++failures;
         continue;
       }
       ++clwr_taken;
@@ -1955,8 +1970,41 @@ void tcn_cases() {
   if (tcn_taken == 0) ++failures;
 }
 
+void d3r_cases() {
+  // depth3d_regs.cuh (16-bit 5x3x3 forward / data-grad) and cl_wgrad_d3r (NDHWC weight-grad):
+  // X3D's padding on 1-3 strips per row (both edge columns zero, one, neither), C 8 / 40 / 64
+  // (NDHWC: one and two channel blocks, partial), C 1-3 (NDHWC declines), depth and height
+  // padding 0, 3 and 4 (data-grad padding 2, 1, 0, heights changing), depths shallower than the
+  // filter and deep enough for several segments, several row tiles, batch 2; declined: width
+  // padding 0 / 2, widths not a multiple of 8
+  for (int dt = 0; dt < 2; ++dt) {
+    auto one = [&](int64_t N, int64_t C, int64_t D, int64_t H, int64_t W, int64_t pd, int64_t ph, int64_t pw, bool b,
+                   bool want) {
+      if (dt == 0) d3r_case<at::Half>(N, C, D, H, W, pd, ph, pw, b, 2e-3, want);
+      else d3r_case<at::BFloat16>(N, C, D, H, W, pd, ph, pw, b, 1e-2, want);
+    };
+    one(1, 3, 7, 5, 16, 2, 1, 1, true, true);
+    one(2, 2, 4, 3, 8, 2, 1, 1, false, true);
+    one(1, 40, 3, 4, 24, 2, 1, 1, true, true);
+    one(1, 8, 7, 11, 16, 2, 1, 1, true, true);
+    one(2, 64, 5, 9, 8, 2, 1, 1, false, true);
+    one(1, 16, 45, 3, 8, 2, 0, 1, true, true);
+    one(1, 1, 6, 61, 40, 2, 1, 1, true, true);
+    one(1, 2, 45, 3, 8, 2, 0, 1, true, true);
+    one(1, 2, 6, 6, 8, 3, 2, 1, false, true);
+    one(1, 1, 5, 4, 16, 4, 0, 1, true, true);
+    one(1, 8, 6, 6, 16, 3, 2, 1, false, true);
+    one(2, 24, 5, 4, 16, 4, 0, 1, true, true);
+    one(1, 2, 3, 3, 12, 2, 1, 1, true, false);
+    one(1, 2, 3, 3, 16, 2, 1, 0, true, false);
+  }
+  std::printf("depth3d_nc_units / depth3d_cl_smem launches checked: %d, cl_wgrad_d3r / d3s %d\n", d3s_taken, clwr_taken);
+  if (d3s_taken == 0 || clwr_taken == 0) ++failures;
+}
+
 // HARNESS_ONLY=tcn runs tcn_cases alone (the tensor-core rows kernel; minutes less on 2 cores);
 // HARNESS_ONLY=rows the 1-D run_case entries alone (row_warp, cl_row1d, row1d, the 1-D weight-grads).
+// HARNESS_ONLY=d3r runs d3r_cases alone (depth3d_regs.cuh, cl_wgrad_d3r / cl_wgrad_d3s).
 int main() {
   if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "rows2d") {
     clwr2_cases();
@@ -1965,6 +2013,11 @@ int main() {
   }
   if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "tcn") {
     tcn_cases();
+    std::printf("failures: %d\n", failures);
+    return failures != 0;
+  }
+  if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "d3r") {
+    d3r_cases();
     std::printf("failures: %d\n", failures);
     return failures != 0;
   }
@@ -2209,33 +2262,7 @@ int main() {
     return failures != 0;
   }
   tcn_cases();
-  // depth3d_regs.cuh (16-bit 5x3x3 forward / data-grad) and cl_wgrad_d3r (NDHWC weight-grad):
-  // X3D's padding on 1-3 strips per row (both edge columns zero, one, neither), C 8 / 40 / 64
-  // (NDHWC: one and two channel blocks, partial), C 1-3 (NDHWC declines), depth and height
-  // padding 0, 3 and 4 (data-grad padding 2, 1, 0, heights changing), depths shallower than the
-  // filter and deep enough for several segments, several row tiles, batch 2; declined: width
-  // padding 0 / 2, widths not a multiple of 8
-  for (int dt = 0; dt < 2; ++dt) {
-    auto one = [&](int64_t N, int64_t C, int64_t D, int64_t H, int64_t W, int64_t pd, int64_t ph, int64_t pw, bool b,
-                   bool want) {
-      if (dt == 0) d3r_case<at::Half>(N, C, D, H, W, pd, ph, pw, b, 2e-3, want);
-      else d3r_case<at::BFloat16>(N, C, D, H, W, pd, ph, pw, b, 1e-2, want);
-    };
-    one(1, 3, 7, 5, 16, 2, 1, 1, true, true);
-    one(2, 2, 4, 3, 8, 2, 1, 1, false, true);
-    one(1, 40, 3, 4, 24, 2, 1, 1, true, true);
-    one(1, 8, 7, 11, 16, 2, 1, 1, true, true);
-    one(2, 64, 5, 9, 8, 2, 1, 1, false, true);
-    one(1, 16, 45, 3, 8, 2, 0, 1, true, true);
-    one(1, 1, 6, 61, 40, 2, 1, 1, true, true);
-    one(1, 2, 45, 3, 8, 2, 0, 1, true, true);
-    one(1, 2, 6, 6, 8, 3, 2, 1, false, true);
-    one(1, 1, 5, 4, 16, 4, 0, 1, true, true);
-    one(1, 2, 3, 3, 12, 2, 1, 1, true, false);
-    one(1, 2, 3, 3, 16, 2, 1, 0, true, false);
-  }
-  std::printf("depth3d_nc_smem / depth3d_cl_smem launches checked: %d, cl_wgrad_d3r %d\n", d3s_taken, clwr_taken);
-  if (d3s_taken == 0 || clwr_taken == 0) ++failures;
+  d3r_cases();
   std::printf("failures: %d\n", failures);
   return failures != 0;
 }

@@ -16,6 +16,7 @@
 // memory and written as the block's partial [chunk][channel][tap]; a second kernel adds the chunks
 // in a fixed order. No atomics: the result depends only on the shapes.
 #include "ops/depthwise_conv/cuda/cl_tiled.cuh"
+#include "ops/depthwise_conv/cuda/cp_async.cuh"
 #include "ops/depthwise_conv/cuda/launch.h"
 
 #include <ATen/ops/empty.h>
@@ -525,6 +526,181 @@ cl_wgrad_d3r(const T* __restrict__ x, const T* __restrict__ gy, at::opmath_type<
   block_groups_sum<TAPS, 1, TB>(acc, red, part, L, C, TAPS, 0, TAPS);
 }
 
+// cl_wgrad_d3r with x and grad_output staged in shared memory (session 12): cl_wgrad_d3r loads
+// its 38 scalars per input plane straight from global memory and waits on them (128 registers,
+// 52 bytes spilled, 16 warps per SM: 787 us for X3D, 30% of the FMA peak), as the forward did
+// before depth3d_cl_smem. Here a block is 32 channels x 8 output rows of one strip of 8 outputs
+// (depth3d_cl_smem's tile): per input plane it stages the 10 x 10 input positions and the 8 x 8
+// grad_output positions of output depth id + pd (16-byte cp.async, zeros outside the tensor,
+// channels past C zero), two planes ahead in a ring of 3, one barrier per plane, and a thread reads
+// its 30 inputs and 8 grad_output values at compile-time offsets (a warp's read: one 64-byte
+// run). The window, slots and sums are cl_wgrad_d3r's. Work items (strip, row tile, depth
+// segment, sample), strip fastest, dealt to the blocks in turn (block b: b, b + chunks, ...), so
+// the items in flight are neighbours that share input rows in L2; the staging runs on across
+// items (the next item's first planes are staged during the last two planes of the one before).
+// Then the 8 rows' sums in row order through shared memory (block_groups_sum), partials + sum_chunks.
+constexpr int kD3wRows = 8, kD3wLanes = 32, kD3wR = 8;
+constexpr int kD3wXPos = (kD3wRows + 2) * (kD3wR + 2), kD3wGPos = kD3wRows * kD3wR;  // staged positions
+constexpr int kD3wPlane = (kD3wXPos + kD3wGPos) * kD3wLanes;                         // values per ring slot
+constexpr int kD3wRing = 3;
+constexpr int kD3wTaps = 45, kD3wTB = reduce_taps<kD3wTaps, 1, float>();
+constexpr size_t kD3wSmem = std::max(size_t(kD3wRing) * kD3wPlane * 2, size_t(kD3wTB) * kWgradThreads * sizeof(float));
+
+template <typename T, int KD>
+__global__ void __launch_bounds__(kWgradThreads, kWgradBlocksPerSm)
+cl_wgrad_d3s(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, const Plan P,
+             const ClwTile L) {
+  constexpr int R = kD3wR, TAPS = KD * 9, NB = kD3wRing, XV = kD3wXPos * kD3wLanes;
+  static_assert(TAPS == kD3wTaps && kWgradThreads == kD3wLanes * kD3wRows, "the tile of the constants above");
+  __shared__ __align__(16) unsigned char d3w_smem[kD3wSmem];
+  T* const ring = reinterpret_cast<T*>(d3w_smem);
+  const int t = threadIdx.x, lane = t % kD3wLanes, rr = t / kD3wLanes;
+  const int C = static_cast<int>(P.out_c), c0 = static_cast<int>(blockIdx.x) * kD3wLanes;
+  const int ID = static_cast<int>(P.in[0]), IH = static_cast<int>(P.in[1]), W = static_cast<int>(P.in[2]);
+  const int OD = static_cast<int>(P.q[0]), OH = static_cast<int>(P.q[1]), pd = P.pad[0][0], ph = P.pad[1][0];
+  const int rtiles = (OH + kD3wRows - 1) / kD3wRows;
+  const int64_t xps = int64_t(IH) * W * C, gps = int64_t(OH) * W * C;  // plane sizes (W: in = out)
+  const int64_t step = gridDim.y;
+
+  // The item being staged (two planes ahead of the one being computed; may be the next item).
+  struct Item {
+    int64_t n;
+    int start, stop, qd0, qd1, oy0, ox0;
+  };
+  const auto decode = [&](int64_t it) {
+    Item m;
+    m.ox0 = static_cast<int>(it % L.strips) * R, it /= L.strips;
+    m.oy0 = static_cast<int>(it % rtiles) * kD3wRows, it /= rtiles;
+    const int seg = static_cast<int>(it % L.segs);
+    m.n = it / L.segs;
+    m.qd0 = seg * L.dl, m.qd1 = m.qd0 + L.dl < OD ? m.qd0 + L.dl : OD;
+    m.start = m.qd0 - pd, m.stop = m.qd1 - pd + KD - 1;  // input planes walked
+    return m;
+  };
+  // The thread's 16-byte pieces of a staged plane: x pieces t, t + 256 of 400, grad_output piece
+  // t of 256 (position-major, 4 pieces of 8 channels per position), as in-plane offsets, and
+  // `data` bits 0, 1 (x) and 2 (grad_output): the piece lies inside the tensor (else zeros).
+  constexpr int XP = kD3wXPos * 4, GP = kD3wGPos * 4;
+  static_assert(GP == kWgradThreads && XP <= 2 * kWgradThreads, "one grad_output and two x pieces a thread");
+  int xo[2], go;
+  uint32_t data;
+  const auto offsets = [&](const Item& m) {
+    data = 0;
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+      const int i = t + k * kWgradThreads, pos = i / 4, ch = c0 + i % 4 * 8;
+      const int y = m.oy0 - ph + pos / (R + 2), xx = m.ox0 - 1 + pos % (R + 2);
+      const bool in = i < XP && y >= 0 && y < IH && xx >= 0 && xx < W && ch < C;
+      xo[k] = in ? (y * W + xx) * C + ch : 0;
+      data |= uint32_t(in) << k;
+    }
+    const int pos = t / 4, ch = c0 + t % 4 * 8, y = m.oy0 + pos / R, xx = m.ox0 + pos % R;
+    const bool in = y < OH && ch < C;
+    go = in ? (y * W + xx) * C + ch : 0;
+    data |= uint32_t(in) << 2;
+  };
+  // The staged walk: item sit, its next plane sid (of `sn` steps left, whole groups of KD
+  // planes as computed), that plane's x and grad_output (depth sid + pd) planes xs / gs (maybe
+  // outside the tensors: only pointed at), the ring slot it goes to.
+  int64_t sit = blockIdx.y;
+  bool staging = false;  // sit < L.items
+  Item sm{};
+  int sid = 0, sn = 0, sbuf = 0;
+  const T* xs = x;
+  const T* gs = gy;
+  const auto begin = [&]() {
+    staging = sit < L.items;
+    if (staging) {
+      sm = decode(sit);
+      offsets(sm);
+      sid = sm.start;
+      sn = (sm.stop - sm.start + KD - 1) / KD * KD;
+      xs = x + (sm.n * ID + sid) * xps;
+      gs = gy + (sm.n * OD + sid + pd) * gps;
+    }
+  };
+  begin();
+  T* const xdst = ring + t * 8;
+  T* const gdst = ring + XV + t * 8;
+  // Stages the next plane of the staged walk and moves on (to the next item after its last
+  // group); always commits a group of copies.
+  const auto stage_next = [&]() {
+    if (staging) {
+      const int so = sbuf * kD3wPlane;
+      if (sid >= 0 && sid < ID && sid < sm.stop) {
+#pragma unroll
+        for (int k = 0; k < 2; ++k) {
+          if (t + k * kWgradThreads < XP)
+            cp_async16(xdst + so + k * kWgradThreads * 8, xs + xo[k], (data >> k & 1u) * 16);
+        }
+      }
+      if (sid + pd >= sm.qd0 && sid + pd < sm.qd1) cp_async16(gdst + so, gs + go, (data >> 2 & 1u) * 16);
+      ++sid;
+      xs += xps;
+      gs += gps;
+      if (--sn == 0) {
+        sit += step;
+        begin();
+      }
+    }
+    cp_async_commit();
+    sbuf = sbuf == NB - 1 ? 0 : sbuf + 1;
+  };
+
+  float acc[TAPS][1];
+#pragma unroll
+  for (int i = 0; i < TAPS; ++i) acc[i][0] = 0.f;
+  stage_next();
+  stage_next();
+  int rd = 0;
+  const int xmine = (rr * (R + 2)) * kD3wLanes + lane, gmine = XV + rr * R * kD3wLanes + lane;
+  for (int64_t it = blockIdx.y; it < L.items; it += step) {
+    const Item m = decode(it);
+    float g[KD][R];
+#pragma unroll
+    for (int j = 0; j < KD; ++j) {
+#pragma unroll
+      for (int r = 0; r < R; ++r) g[j][r] = 0.f;
+    }
+    for (int id0 = m.start; id0 < m.stop; id0 += KD) {
+#pragma unroll
+      for (int u = 0; u < KD; ++u) {
+        const int id = id0 + u, od = id + pd;
+        cp_async_wait<1>();
+        __syncthreads();
+        stage_next();
+        const T* buf = ring + rd * kD3wPlane;
+        // slot u: grad_output of output depth id + pd (tap 0); zeros outside the segment
+        const bool g_ok = od >= m.qd0 && od < m.qd1;
+#pragma unroll
+        for (int r = 0; r < R; ++r) g[u][r] = g_ok ? static_cast<float>(buf[gmine + r * kD3wLanes]) : 0.f;
+        if (id >= 0 && id < ID && id < m.stop) {
+#pragma unroll
+          for (int kh = 0; kh < 3; ++kh) {
+            float xv[R + 2];
+#pragma unroll
+            for (int j = 0; j < R + 2; ++j) xv[j] = static_cast<float>(buf[xmine + (kh * (R + 2) + j) * kD3wLanes]);
+#pragma unroll
+            for (int kd = 0; kd < KD; ++kd) {
+              const int sl = (u - kd + KD) % KD;
+#pragma unroll
+              for (int kw = 0; kw < 3; ++kw) {
+#pragma unroll
+                for (int r = 0; r < R; ++r) acc[(kd * 3 + kh) * 3 + kw][0] += g[sl][r] * xv[r + kw];
+              }
+            }
+          }
+        }
+        rd = rd == NB - 1 ? 0 : rd + 1;
+      }
+    }
+  }
+  cp_async_wait<0>();
+  __syncthreads();  // the ring becomes the reduction scratch
+  block_groups_sum<TAPS, 1, kD3wTB>(acc, *reinterpret_cast<float(*)[kD3wTB][kWgradThreads]>(d3w_smem), part, L, C,
+                                     TAPS, 0, TAPS);
+}
+
 // gw[i] = sum over the chunks of part[chunk][i], in a fixed order: a block of 256 threads takes
 // 32 consecutive i (coalesced rows) x 8 slices of the chunks; each thread adds its slice in
 // chunk order, then the 8 slice sums are added in slice order.
@@ -779,6 +955,27 @@ cl_wgrad_rows(const T* __restrict__ x, const T* __restrict__ gy, float* __restri
   block_groups_sum<TAPS, VW, TB>(acc, red, part, L, C, TAPS, 0, TAPS);
 }
 
+// cl_wgrad_d3s's items and grid: one wave of `wave` blocks (kWgradWave), each channel tile's items
+// dealt to its blocks in turn; depth segments only when a block would get fewer than 2 items.
+// false: too large.
+inline bool choose_d3s_tile(ClwTile& L, const Plan& P, int64_t wave, int64_t& ctiles, int64_t& chunks) {
+  if (P.in[1] * P.in[2] * P.out_c >= (int64_t(1) << 31) || P.q[1] * P.q[2] * P.out_c >= (int64_t(1) << 31) ||
+      P.in[0] + P.q[0] + 5 >= (int64_t(1) << 30) || P.q[1] + 8 >= (int64_t(1) << 30))
+    return false;
+  L.CT = kD3wLanes;
+  L.G = kD3wRows;
+  L.strips = static_cast<int>(P.q[2] / kD3wR);
+  ctiles = ceil_div(P.out_c, kD3wLanes);
+  const int64_t want = ceil_div(wave, ctiles), per_seg = P.N * ceil_div(P.q[1], kD3wRows) * L.strips;
+  int64_t segs = 1, dl = 1;
+  depth_segments(P.q[0], 5, per_seg, 2 * want, segs, dl);
+  L.segs = static_cast<int>(segs);
+  L.dl = static_cast<int>(dl);
+  L.items = per_seg * segs;  // decoded in 64 bits (once per item); L.i32 and L.chunk are unused
+  chunks = std::clamp<int64_t>(want, 1, std::min<int64_t>(L.items, 65535));
+  return ctiles <= 65535 && L.items > 0;
+}
+
 // ---- host launch (cpp_tests/cuda_on_cpu/run.sh takes the kernels above this line) ----
 // The two launches of a channels-last weight-grad: `partial` (a cl_wgrad_partial /
 // cl_wgrad_depth3d specialisation) writes every chunk's tap sums into part [chunks][out_c * taps],
@@ -866,15 +1063,31 @@ bool run_depth3d(const T* x, const T* gy, T* gw, const Plan& P, const at::Tensor
   return true;
 }
 
-// cl_wgrad_d3r's plans: fp16 / bf16 5 x 3 x 3 at stride 1, multiplier 1, width padding 1,
-// output width = input width, a multiple of 8. Tried before tcw3_cl (tc_wgrad3d.cu), which it
-// replaced on the row it was measured on (H100, session 11, x3d5_call2_bench.log; X3D N16 C192
-// 16x56x56 bf16 NDHWC weight-grad, same process: 1.04-1.08 -> 0.83 ms; kernel 978 -> 787 us).
+// cl_wgrad_d3s: run_d3r's plans with channels a multiple of 8, x and grad_output 16-byte aligned,
+// sm_80+ (cp.async).
+template <typename T>
+bool run_d3s(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
+  if (P.out_c % 8 != 0 || !vectors_fit<T, 8>(x, gy, P) || !mma16_supported()) return false;
+  ClwTile L{};
+  int64_t ctiles = 0, chunks = 0;
+  if (!choose_d3s_tile(L, P, kWgradWave, ctiles, chunks)) return false;
+  partials_then_sum(cl_wgrad_d3s<T, 5>, x, gy, gw, P, L, ctiles, chunks, 45, like, stream);
+  return true;
+}
+
+// cl_wgrad_d3s / cl_wgrad_d3r's plans: fp16 / bf16 5 x 3 x 3 at stride 1, multiplier 1, width
+// padding 1, output width = input width, a multiple of 8. Tried before tcw3_cl (tc_wgrad3d.cu),
+// which they replaced on the row they were measured on (X3D N16 C192 16x56x56 bf16 NDHWC
+// weight-grad, H100, same process): cl_wgrad_d3r (session 11, x3d5_call2_bench.log) 1.04-1.08 ->
+// 0.83 ms, kernel 978 -> 787 us; cl_wgrad_d3s (session 12, x3d_call1_test.log) 0.815-0.822 ->
+// 0.496 ms, kernel 464 us. cl_wgrad_d3r keeps the plans cl_wgrad_d3s declines (channels not a
+// multiple of 8, tensors off a 16-byte boundary).
 template <typename T>
 bool run_d3r(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
   if (P.k[0] != 5 || P.k[1] != 3 || P.k[2] != 3 || P.S[0] != 1 || P.S[1] != 1 || P.S[2] != 1 || P.in_div != 1 ||
       P.pad[2][0] != 1 || P.q[2] != P.in[2] || P.q[2] % 8 != 0)
     return false;
+  if (run_d3s<T>(x, gy, gw, P, like, stream)) return true;  // else cl_wgrad_d3r (scalar loads)
   ClwTile L{};
   int64_t ctiles = 0, chunks = 0;
   if (!choose_clw_tile(L, P, 1, 8, 10, 5, ctiles, chunks)) return false;

@@ -1,10 +1,12 @@
 // Launcher of the 16-bit KD x 3 x 3 depth-streaming kernels with the filter in registers
 // (depth3d_regs.cuh): fp16 / bf16 5 x 3 x 3 forward and stride-1 data-grad, NCDHW
-// (depth3d_nc_smem) and NDHWC (depth3d_cl_smem), from the layer's own filter (no preparation
-// launch). Tried before tc_rows_nc / cl_depth3d, which it replaced on the row it was measured on
-// (H100, session 11, bench/results/h100/session11/x3d5_call2_bench.log; X3D N16 C192 16x56x56
-// bf16, forward, same process): NCDHW 0.77 -> 0.60 ms, NDHWC 0.92 -> 0.52 ms. Everything else
-// returns false.
+// (depth3d_nc_units) and NDHWC (depth3d_cl_smem), from the layer's own filter (no preparation
+// launch). Tried before tc_rows_nc / cl_depth3d, which they replaced on the row they were measured
+// on (H100, X3D N16 C192 16x56x56 bf16, forward, same process): session 11
+// (bench/results/h100/session11/x3d5_call2_bench.log) NCDHW 0.77 -> 0.60 ms, NDHWC 0.92 -> 0.52 ms;
+// session 12 (bench/results/h100/session12/x3d_call*_test.log) NCDHW 0.575-0.587 -> 0.515-0.529
+// (whole-warp units), then both 5-8% less with the leaner walk (kernels 503 -> 473 us, 488 -> 448
+// us). Everything else returns false.
 #include "ops/depthwise_conv/cuda/depth3d_regs.cuh"
 #include "ops/depthwise_conv/cuda/launch.h"
 
@@ -27,11 +29,10 @@ bool launch_depth3d_regs(const T* in, const T* w, bool flip, const T* bias, T* o
     if (!depth3d_cl_smem_blocks(B, P, 5, target)) return false;
     depth3d_cl_smem<T, 5><<<B.blocks, kD3rThreads, 0, stream>>>(in, w, flip, bias, out, P, B);
   } else {
-    D3nBlocks B{};
-    if (reinterpret_cast<uintptr_t>(out) % 16 != 0 || !depth3d_nc_smem_blocks(B, P, 5, target)) return false;
-    // at most 3 planes x (256 / S + 2) rows x (8 S + 16) values: 37 KB (S = 1), below the default limit
-    const size_t bytes = d3n_smem_bytes(B.strips * kD3rR, B.nr, sizeof(T));
-    depth3d_nc_smem<T, 5><<<B.blocks, B.strips * B.nr, bytes, stream>>>(in, w, flip, bias, out, P, B);
+    D3uBlocks B{};
+    if (reinterpret_cast<uintptr_t>(out) % 16 != 0 || !depth3d_nc_units_blocks(B, P, 5, target)) return false;
+    const size_t bytes = d3u_smem_bytes(B.strips * kD3rR, B.U, B.nr, sizeof(T));  // at most 48 KB
+    depth3d_nc_units<T, 5><<<B.blocks, B.U * B.nr * B.strips, bytes, stream>>>(in, w, flip, bias, out, P, B);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return true;

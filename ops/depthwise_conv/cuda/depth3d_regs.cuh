@@ -1,6 +1,6 @@
 // 16-bit KD x 3 x 3 depthwise forward / stride-1 data-grad on CUDA cores, streaming along depth
 // with the whole filter in registers and the input staged in shared memory (issue #9: X3D's
-// 5 x 3 x 3 bf16 rows; session 11). depth3d_nc_smem: NCDHW; depth3d_cl_smem: NDHWC.
+// 5 x 3 x 3 bf16 rows; sessions 11 and 12). depth3d_nc_units: NCDHW; depth3d_cl_smem: NDHWC.
 //
 // Why: the kernels before were issue-bound, not memory-bound. nc_depth3d (4 outputs per thread, 18
 // masked scalar loads per input plane, the accumulator window shifted by register moves) issued
@@ -25,7 +25,12 @@
 // Measured (H100, session 11, bench/results/h100/session11/x3d5_call*.log): a first version
 // loading from global memory per thread was issue- and latency-bound (NDHWC 0.94 ms, 49% of the
 // issue slots busy, 4 warps per scheduler); staged: X3D bf16 forward NCDHW 0.77 -> 0.60 ms (A/B
-// against tc_rows_nc), NDHWC 0.92 -> 0.52 (against cl_depth3d).
+// against tc_rows_nc), NDHWC 0.92 -> 0.52 (against cl_depth3d). Session 12
+// (bench/results/h100/session12/x3d_call*.log): NCDHW blocks of whole warps (depth3d_nc_units,
+// below) 0.58 -> 0.52 ms; the walk's per-plane SASS cut from 525 / 582 to 497 / 527 instructions
+// around the same 360 FFMAs (bias folded into each slot's first product, bf16 widened by bit
+// operations, running store pointers, clamped staging offsets): kernels 503 -> 473 us (NCDHW),
+// 488 -> 448 us (NDHWC). ncu (call 1): 14-16 warps per SM, issue slots 67-74% busy.
 // Covers: fp16 / bf16, one phase, multiplier 1, KD x 3 x 3 at stride 1 with width padding 1 and
 // output width = input width, a multiple of R (any depth / height padding), 16-byte aligned input
 // (NCDHW: output too; NDHWC: channels a multiple of 8).
@@ -36,6 +41,8 @@
 #include "ops/depthwise_conv/cuda/plan.cuh"
 
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 
 namespace convx::cuda {
 
@@ -54,16 +61,53 @@ inline bool depth3d_regs_takes(const Plan& P, int KD) {
          P.in[1] * P.in[2] * P.out_c < (int64_t(1) << 31) && P.out[1] * P.out[2] * P.out_c < (int64_t(1) << 31);
 }
 
+// x[0 .. R + 1] = the 16-bit values q[-1 .. R] as fp32, q 16-byte aligned: one 16-byte load and
+// two 2-byte loads, each 32-bit word widened by bit operations (bf16: a shift and a mask), not
+// through c10's conversions (for bf16 a byte permute and a shift per odd value).
+template <typename T, int R>
+__device__ __forceinline__ void widen_row(const T* q, float (&x)[R + 2]) {
+#ifdef __CUDA_ARCH__
+  static_assert(R == 8, "one 16-byte load");
+  const uint4 v = *reinterpret_cast<const uint4*>(q);
+  const unsigned u[4] = {v.x, v.y, v.z, v.w};
+  const unsigned short e0 = *reinterpret_cast<const unsigned short*>(q - 1);
+  const unsigned short e1 = *reinterpret_cast<const unsigned short*>(q + R);
+  if constexpr (std::is_same_v<T, c10::BFloat16>) {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      x[1 + 2 * k] = __uint_as_float(u[k] << 16);
+      x[2 + 2 * k] = __uint_as_float(u[k] & 0xffff0000u);
+    }
+    x[0] = __uint_as_float(unsigned(e0) << 16);
+    x[R + 1] = __uint_as_float(unsigned(e1) << 16);
+  } else {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      __half2 h;
+      memcpy(&h, &u[k], 4);
+      const float2 f = __half22float2(h);
+      x[1 + 2 * k] = f.x, x[2 + 2 * k] = f.y;
+    }
+    x[0] = __half2float(__ushort_as_half(e0));
+    x[R + 1] = __half2float(__ushort_as_half(e1));
+  }
+#else
+  for (int e = -1; e <= R; ++e) x[e + 1] = static_cast<float>(q[e]);
+#endif
+}
+
 // The depth walk both kernels share (see the header): input planes start .. stop - 1 (those
 // outside 0 .. ID - 1 are neither staged nor read). stage(id, b) issues the block's copies of
 // plane id into ring buffer b (0 .. 2); row(b, kh, x) reads the thread's 10 inputs of its input
 // row kh from buffer b; store(od, a) writes the finished output depth od (when it is the
-// thread's). Plane id is in buffer (id - start) % 3; after the barrier, plane id + 2 goes into the
-// buffer every thread finished reading one step before. Step u of each group of KD planes: tap kd
-// feeds output depth id + pd - kd, held in slot (u - kd) mod KD; the plane finished at step u
-// (kd = KD - 1) is slot (u + 1) mod KD, which then starts (from the bias) the output depth that
-// step u + 1 meets with kd = 0. Whole groups (an exit inside cost register moves): planes past
-// `stop` feed no stored output.
+// thread's), called once per step with od = start + pd - KD + 1, + 1, ... (the kernels keep a
+// running output pointer). Plane id is in buffer (id - start) % 3; after the barrier, plane id + 2
+// goes into the buffer every thread finished reading one step before. Step u of each group of KD
+// planes: tap kd feeds output depth id + pd - kd, held in slot (u - kd) mod KD; the plane finished
+// at step u (kd = KD - 1) is slot (u + 1) mod KD, which step u + 1 restarts from the bias with its
+// first product (kh = kd = kw = 0: no separate reset, 8 moves a plane fewer), or sets to the bias
+// when its plane is outside the input. Whole groups (an exit inside cost register moves): planes
+// past `stop` feed no stored output.
 template <int KD, typename Stage, typename Row, typename Store>
 __device__ __forceinline__ void d3r_walk(const float (&wv)[KD * 9], float b0, int start, int stop, int ID, int pd,
                                          Stage stage, Row row, Store store) {
@@ -99,15 +143,21 @@ __device__ __forceinline__ void d3r_walk(const float (&wv)[KD * 9], float b0, in
             for (int kw = 0; kw < 3; ++kw) {
               const float wt = wv[(kd * 3 + kh) * 3 + kw];
 #pragma unroll
-              for (int r = 0; r < R; ++r) a[r] += wt * x[r + kw];
+              for (int r = 0; r < R; ++r) {
+                if (kh == 0 && kd == 0 && kw == 0) {
+                  a[r] = b0 + wt * x[r + kw];  // slot u's first product restarts it from the bias
+                } else {
+                  a[r] += wt * x[r + kw];
+                }
+              }
             }
           }
         }
-      }
-      float(&a)[R] = acc[(u + 1) % KD];
-      store(id + pd - (KD - 1), a);
+      } else {
 #pragma unroll
-      for (int r = 0; r < R; ++r) a[r] = b0;
+        for (int r = 0; r < R; ++r) acc[u][r] = b0;  // a plane outside the input restarts slot u
+      }
+      store(id + pd - (KD - 1), acc[(u + 1) % KD]);
       rd = rd == NB - 1 ? 0 : rd + 1;
     }
   }
@@ -191,13 +241,15 @@ depth3d_cl_smem(const T* __restrict__ in, const T* __restrict__ w, bool flip, co
   // kD3sPos x (32 / 8) pieces (position-major), as in-plane offsets (-1: zeros).
   constexpr int PIECES = kD3sPos * (kD3sLanes / 8), PER = (PIECES + kD3rThreads - 1) / kD3rThreads;
   int goff[PER];
+  unsigned data = 0;  // bit k: piece k lies inside the tensor (else zeros; goff[k] 0)
 #pragma unroll
   for (int k = 0; k < PER; ++k) {
     const int i = t + k * kD3rThreads;
     const int pos = i / (kD3sLanes / 8), q = i % (kD3sLanes / 8);
     const int y = iy0 + pos / (R + 2), x = ix0 + pos % (R + 2), ch = c0 + q * 8;
     const bool ok = i < PIECES && y >= 0 && y < IH && x >= 0 && x < IW && ch < C;
-    goff[k] = ok ? (y * IW + x) * C + ch : -1;
+    goff[k] = ok ? (y * IW + x) * C + ch : 0;
+    data |= unsigned(ok) << k;
   }
   auto stage = [&](int id, int bi) {
     if (id < 0 || id >= ID) return;  // never read: its plane is skipped
@@ -205,7 +257,7 @@ depth3d_cl_smem(const T* __restrict__ in, const T* __restrict__ w, bool flip, co
 #pragma unroll
     for (int k = 0; k < PER; ++k) {
       const int i = t + k * kD3rThreads;
-      if (i < PIECES) cp_async16(ring[bi] + i * 8, plane + (goff[k] < 0 ? 0 : goff[k]), goff[k] < 0 ? 0 : 16);
+      if (i < PIECES) cp_async16(ring[bi] + i * 8, plane + goff[k], (data >> k & 1u) * 16);
     }
   };
   // the thread's inputs in a staged plane: rows rr .. rr + 2, columns 0 .. R + 1, its channel
@@ -217,73 +269,107 @@ depth3d_cl_smem(const T* __restrict__ in, const T* __restrict__ w, bool flip, co
   // Output (sample n, depth 0, row oy0 + rr, column qx0, channel c); one plane / column apart.
   const int64_t ops = int64_t(OH) * OW * C;
   T* dst = out + n * P.out[0] * ops + (int64_t(oy0 + rr) * OW + qx0) * C + c;
+  // d3r_walk stores output depths start + pd - KD + 1, + 1, ... in turn: a running pointer
+  T* run = dst + int64_t(start + pd - (KD - 1)) * ops;
   auto store = [&](int od, const float (&a)[R]) {
     if (writes && od >= qd0 && od < qd1) {
-      T* o = dst + int64_t(od) * ops;
+      T* o = run;
 #pragma unroll
-      for (int r = 0; r < R; ++r) o[r * C] = static_cast<T>(a[r]);
+      for (int r = 0; r < R; ++r, o += C) *o = static_cast<T>(a[r]);  // one 64-bit add per value
     }
+    run += ops;
   };
   d3r_walk<KD>(wv, b0, start, stop, ID, pd, stage, row, store);
 }
 
 // ---- NCDHW ----
-// A block is one channel, all S = W / 8 strips of a row x NR output
-// rows (S * NR <= 256 threads); per input plane it stages NR + 2 input rows of the channel (16-byte
-// cp.async pieces, zero rows outside the input) into rows of W + 16 values whose first and last 8
-// stay zero (the width padding), in a ring of 3 planes, one barrier per plane. A thread reads its
-// 10 inputs of a row as one 16-byte and two 2-byte shared loads, with no edge tests.
-struct D3nBlocks {
-  uint32_t blocks, rtiles, segs;
-  int nr, strips, dl;
+inline int d3n_pitch(int W) { return W + 16; }
+
+// A block is U units of NR output rows x all S = W / 8 strips of one (sample, channel) plane each
+// (U = 256 / (NR S); X3D's 56-wide rows: 4 units of 8 rows = 224 threads, 7 whole warps),
+// consecutive units (row tiles of a channel, then channels, then samples) in consecutive blocks.
+// Per input plane a unit stages its NR + 2 input rows of its channel (16-byte cp.async pieces,
+// zero rows outside the input) into rows of W + 16 values whose first and last 8 stay zero (the
+// width padding), in a ring of 3 planes, one barrier per plane; a thread reads its 10 inputs of a
+// row as one 16-byte and two 2-byte shared loads, with no edge tests. (Session 11's
+// depth3d_nc_smem, a block of one channel x S strips x up to 256 / S rows, ran X3D as 7 strips x
+// 28 rows = 196 threads: 7 warps, the last with 4 of 32 lanes working, 14 warps per SM; 0.58 ms
+// against 0.52 here, bench/results/h100/session12/x3d_call1_test.log.)
+struct D3uBlocks {
+  uint32_t blocks, ublocks;  // blocks in all, per depth segment
+  int64_t units;             // units per depth segment: N * C * row tiles
+  int U, nr, rtiles, strips, dl;
 };
 
-inline int d3n_pitch(int W) { return W + 16; }
-inline size_t d3n_smem_bytes(int W, int nr, size_t esz) { return size_t(kD3rRing) * (nr + 2) * d3n_pitch(W) * esz; }
+inline size_t d3u_smem_bytes(int W, int U, int nr, size_t esz) {
+  return size_t(kD3rRing) * U * (nr + 2) * d3n_pitch(W) * esz;
+}
 
-// false when the plan is not one depth3d_nc_smem covers (depth3d_regs_takes, rows of at most 32
-// strips) or its blocks exceed 32 bits; target_blocks: depth segments only below it.
-inline bool depth3d_nc_smem_blocks(D3nBlocks& L, const Plan& P, int KD, int64_t target_blocks) {
-  if (!depth3d_regs_takes(P, KD) || P.q[2] / kD3rR > 32) return false;
+// false when the plan is not one depth3d_nc_units covers (depth3d_regs_takes, rows of at most 128
+// strips) or its blocks exceed 32 bits; target_blocks: depth segments only below it. Rows per
+// unit: of 2 .. 256 / S (within 48 KB of shared memory), the count with the most working lanes
+// per lane issued (whole warps, row tiles filled), the most rows on ties (fewer halo rows).
+inline bool depth3d_nc_units_blocks(D3uBlocks& L, const Plan& P, int KD, int64_t target_blocks) {
+  if (!depth3d_regs_takes(P, KD) || P.q[2] / kD3rR > kD3rThreads / 2) return false;
   const int strips = static_cast<int>(P.q[2] / kD3rR);
-  const int64_t most = kD3rThreads / strips, rtiles = ceil_div(P.q[1], most);
-  const int nr = static_cast<int>(ceil_div(P.q[1], rtiles));  // rows per block, balanced
-  const int64_t per_seg = P.N * P.out_c * rtiles;
+  double best = -1;
+  for (int nr = 2; nr <= kD3rThreads / strips; ++nr) {
+    const int U = kD3rThreads / (nr * strips);
+    if (d3u_smem_bytes(strips * kD3rR, U, nr, 2) > 48 * 1024) continue;  // the default limit
+    const int64_t rtiles = ceil_div(P.q[1], nr), units = P.N * P.out_c * rtiles;
+    const int64_t lanes = ceil_div(units, U) * (ceil_div(U * nr * strips, 32) * 32);
+    const double eff = double(P.N * P.out_c * P.q[1] * strips) / double(lanes);
+    if (eff >= best - 1e-9) {
+      best = eff;
+      L.U = U;
+      L.nr = nr;
+      L.rtiles = static_cast<int>(rtiles);
+      L.units = units;
+    }
+    if (nr >= P.q[1]) break;  // more rows than the plane has: only more idle lanes
+  }
+  if (best < 0) return false;
+  L.strips = strips;
+  const int64_t per_seg = ceil_div(L.units, L.U);
   int64_t segs = 1, dl = 1;
   depth_segments(P.q[0], KD, per_seg, target_blocks, segs, dl);
   if (per_seg * segs >= (int64_t(1) << 31)) return false;
   L.blocks = static_cast<uint32_t>(per_seg * segs);
-  L.rtiles = static_cast<uint32_t>(rtiles);
-  L.segs = static_cast<uint32_t>(segs);
-  L.nr = nr;
-  L.strips = strips;
+  L.ublocks = static_cast<uint32_t>(per_seg);
   L.dl = static_cast<int>(dl);
   return true;
 }
 
 template <typename T, int KD>
 __global__ void __launch_bounds__(kD3rThreads, 2)
-depth3d_nc_smem(const T* __restrict__ in, const T* __restrict__ w, bool flip, const T* __restrict__ bias,
-                T* __restrict__ out, const Plan P, const D3nBlocks L) {
+depth3d_nc_units(const T* __restrict__ in, const T* __restrict__ w, bool flip, const T* __restrict__ bias,
+                 T* __restrict__ out, const Plan P, const D3uBlocks L) {
   constexpr int R = kD3rR, NT = KD * 9, NB = kD3rRing;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* const ring = reinterpret_cast<T*>(smem_raw);
-  uint32_t b = blockIdx.x;
-  const uint32_t rtile = b % L.rtiles;
-  b /= L.rtiles;
-  const int64_t c = b % uint32_t(P.out_c);
-  b /= uint32_t(P.out_c);
-  const int seg = static_cast<int>(b % L.segs);
-  const int64_t n = b / L.segs;
-  const int S = L.strips, NR = L.nr, threads = S * NR;
-  const int t = threadIdx.x, strip = t % S, rr = t / S;
+  const int seg = static_cast<int>(blockIdx.x / L.ublocks);
+  const int64_t u0 = int64_t(blockIdx.x % L.ublocks) * L.U;  // the block's first unit
+  const int S = L.strips, U = L.U, NR = L.nr, threads = U * NR * S;
+  const int t = threadIdx.x, k = t / (NR * S), strip = t % S, rr = t / S % NR;
 
   const int ID = static_cast<int>(P.in[0]), IH = static_cast<int>(P.in[1]), W = static_cast<int>(P.in[2]);
   const int QD = static_cast<int>(P.q[0]), pd = P.pad[0][0];
   const int OH = static_cast<int>(P.out[1]);
-  const int pitch = W + 16, rows = NR + 2, plane_vals = rows * pitch;
-  const int oy0 = static_cast<int>(rtile) * NR, iy0 = oy0 - P.pad[1][0];
-  const bool writes = oy0 + rr < OH;
+  const int pitch = W + 16, rows = NR + 2, unit_vals = rows * pitch, plane_vals = U * unit_vals;
+  const int64_t ips = int64_t(IH) * W, ops = int64_t(OH) * W;
+  const int qd0 = seg * L.dl, qd1 = qd0 + L.dl < QD ? qd0 + L.dl : QD;
+  const int start = qd0 - pd, stop = qd1 - pd + KD - 1;
+
+  // unit v -> its (sample * C + channel) plane index and first output row; v past the end: -1
+  const auto unit = [&](int64_t v, int& oy0) -> int64_t {
+    if (v >= L.units) return -1;
+    oy0 = static_cast<int>(v % L.rtiles) * NR;
+    return v / L.rtiles;
+  };
+  int oy0 = 0;
+  const int64_t nc = unit(u0 + k, oy0);  // the thread's own unit
+  const bool writes = nc >= 0 && oy0 + rr < OH;
+  const int64_t c = nc >= 0 ? nc % P.out_c : 0;
 
   float wv[NT];
   {
@@ -293,56 +379,51 @@ depth3d_nc_smem(const T* __restrict__ in, const T* __restrict__ w, bool flip, co
   }
   const float b0 = bias ? static_cast<float>(bias[c]) : 0.f;
 
-  const int qd0 = seg * L.dl, qd1 = qd0 + L.dl < QD ? qd0 + L.dl : QD;
-  const int start = qd0 - pd, stop = qd1 - pd + KD - 1;
-  const int64_t ips = int64_t(IH) * W;
-  const T* src = in + ((n * P.in_c + c) * ID + start) * ips;  // input plane `start` (maybe outside)
-
-  // The 8 zero values at both ends of every staged row (never written by the copies).
-  for (int i = t; i < NB * rows * 2; i += threads) {
+  for (int i = t; i < NB * U * rows * 2; i += threads) {
     const int row = i / 2;
     Pack<T, 8> z;
 #pragma unroll
     for (int e = 0; e < 8; ++e) z.v[e] = T(0.f);
     *reinterpret_cast<Pack<T, 8>*>(ring + row * pitch + (i % 2 ? W + 8 : 0)) = z;
   }
-  // The thread's 16-byte pieces of a plane (rows x S, row-major): in-plane offsets (-1: zeros).
-  constexpr int PER = 3;  // rows * S = (NR + 2) * S <= 3 * threads
-  int goff[PER], soff[PER];
+  // The thread's 16-byte pieces of a plane (U units x rows x S, row-major): shared offsets (-1:
+  // none) and sources at input plane `start` (null: zeros).
+  constexpr int PER = 2;  // U * rows * S = U * S * (NR + 2) <= 2 * threads (NR >= 2)
+  int soff[PER];
+  const T* gsrc[PER];
 #pragma unroll
-  for (int k = 0; k < PER; ++k) {
-    const int i = t + k * threads;
-    const int row = i / S, ch = i % S, y = iy0 + row;
-    soff[k] = i < rows * S ? row * pitch + 8 + ch * 8 : -1;
-    goff[k] = y >= 0 && y < IH ? y * W + ch * 8 : -1;
+  for (int q = 0; q < PER; ++q) {
+    const int i = t + q * threads, uk = i / (rows * S), row = i / S % rows, ch = i % S;
+    int uy0 = 0;
+    const int64_t unc = i < U * rows * S ? unit(u0 + uk, uy0) : -1;
+    const int y = uy0 - P.pad[1][0] + row;
+    soff[q] = i < U * rows * S ? uk * unit_vals + row * pitch + 8 + ch * 8 : -1;
+    gsrc[q] = unc >= 0 && y >= 0 && y < IH ? in + (unc * ID + start) * ips + y * W + ch * 8 : nullptr;
   }
   auto stage = [&](int id, int bi) {
     if (id < 0 || id >= ID) return;
-    const T* plane = src + int64_t(id - start) * ips;
+    const int64_t o = int64_t(id - start) * ips;
 #pragma unroll
-    for (int k = 0; k < PER; ++k) {
-      if (soff[k] >= 0)
-        cp_async16(ring + bi * plane_vals + soff[k], plane + (goff[k] < 0 ? 0 : goff[k]), goff[k] < 0 ? 0 : 16);
+    for (int q = 0; q < PER; ++q) {
+      if (soff[q] >= 0)
+        cp_async16(ring + bi * plane_vals + soff[q], gsrc[q] ? gsrc[q] + o : in, gsrc[q] ? 16 : 0);
     }
   };
-  const int mine = rr * pitch + 8 + strip * R;  // the thread's row rr, column strip * R
+  const int mine = k * unit_vals + rr * pitch + 8 + strip * R;
   auto row = [&](int bi, int kh, float (&x)[R + 2]) {
-    const T* q = ring + bi * plane_vals + mine + kh * pitch;
-    const Pack<T, R> v = *reinterpret_cast<const Pack<T, R>*>(q);
-#pragma unroll
-    for (int e = 0; e < R; ++e) x[e + 1] = static_cast<float>(v.v[e]);
-    x[0] = static_cast<float>(q[-1]);
-    x[R + 1] = static_cast<float>(q[R]);
+    widen_row<T, R>(ring + bi * plane_vals + mine + kh * pitch, x);
   };
-  const int64_t ops = int64_t(OH) * W;
-  T* dst = out + (n * P.out_c + c) * P.out[0] * ops + int64_t(oy0 + rr) * W + strip * R;
+  T* dst = out + (nc >= 0 ? nc : 0) * P.out[0] * ops + int64_t(oy0 + rr) * W + strip * R;
+  // d3r_walk stores output depths start + pd - KD + 1, + 1, ... in turn: a running pointer
+  T* run = dst + int64_t(start + pd - (KD - 1)) * ops;
   auto store = [&](int od, const float (&a)[R]) {
     if (writes && od >= qd0 && od < qd1) {
       Pack<T, R> v;
 #pragma unroll
       for (int r = 0; r < R; ++r) v.v[r] = static_cast<T>(a[r]);
-      *reinterpret_cast<Pack<T, R>*>(dst + int64_t(od) * ops) = v;
+      *reinterpret_cast<Pack<T, R>*>(run) = v;
     }
+    run += ops;
   };
   d3r_walk<KD>(wv, b0, start, stop, ID, pd, stage, row, store);
 }

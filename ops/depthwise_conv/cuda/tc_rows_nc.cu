@@ -8,7 +8,8 @@
 // Taken only where the H100 measured it faster than the kernel it replaces (session 10,
 // bench/results/h100/session10/tcnc_req2_bench.log; ms, forward, before -> after):
 //   5 x 3 x w, w <= 9 (X3D k5x3 bf16 N16 C192 16x56x56: nc_depth3d 0.743 -> 0.711; since session 11
-//   depth3d_nc_smem, tried first, takes X3D's 5 x 3 x 3 on aligned widths of 8k: 0.77 -> 0.60);
+//   depth3d_nc_smem, tried first, takes X3D's 5 x 3 x 3 on aligned widths of 8k: 0.77 -> 0.60;
+//   depth3d_nc_units since session 12);
 //   31 x 26-41 2-D (RepLKNet k31 N32 C128 56^2: nc_gather 1.155 -> 0.374-0.40);
 //   7 x w 2-D, w <= 9, on planes of at least 56 x 56 (ConvNeXt k7 N64 C96 56^2: nc_plane 0.110 ->
 //   0.099-0.100).
