@@ -1,8 +1,8 @@
-// The depthwise CUDA kernels' sources (nc_stream.cuh, nc_stride2_dgrad.cuh, nc_plane.cuh, nc_small_planes.cuh, nc_depth3d.cuh, cl_depth3d.cuh, depth3d_regs.cuh, cl_row1d.cuh, tc_row1d.cuh, tc_rows_nc.cuh, row1d.cuh, row_warp.cuh, tc_wgrad1d.cuh, tc_wgrad3d.cuh, tc_wgrad2d.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu (its weight-grads), the plans of
+// The depthwise CUDA kernels' sources (nc_stream.cuh, nc_stride2_dgrad.cuh, nc_plane.cuh, nc_plane_cp.cuh, nc_small_planes.cuh, nc_depth3d.cuh, cl_depth3d.cuh, depth3d_regs.cuh, cl_row1d.cuh, tc_row1d.cuh, tc_rows_nc.cuh, row1d.cuh, row_warp.cuh, tc_wgrad1d.cuh, tc_wgrad3d.cuh, tc_wgrad2d.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu (its weight-grads), the plans of
 // depthwise_conv.cu) run on the CPU through shim.h and compared with aten in float64, with
 // poisoned outputs and workspaces: the index arithmetic, tiles, phases, shared-memory layout,
 // barriers and fixed-order reductions of every specialisation, without a GPU. The launch glue
-// below mirrors the launchers (nc_stream.cu, nc_stride2_dgrad.cu, nc_plane.cu, nc_small_planes.cu, nc_gather.cu, cl_gather.cu, nc_wgrad.cu, cl_wgrad.cu). Not a
+// below mirrors the launchers (nc_stream.cu, nc_stride2_dgrad.cu, nc_plane.cu, nc_plane_cp.cu, nc_small_planes.cu, nc_gather.cu, cl_gather.cu, nc_wgrad.cu, cl_wgrad.cu). Not a
 // substitute for python_tests/test_cuda.py on a GPU. Run: cpp_tests/cuda_on_cpu/run.sh
 #include "shim.h"
 #include <ATen/ATen.h>
@@ -13,6 +13,7 @@
 
 #include "nc_stream.cuh"
 #include "nc_plane.cuh"
+#include "nc_plane_cp.cuh"
 #include "nc_small_planes.cuh"
 #include "nc_tiled.cuh"
 #include "cl_tiled.cuh"
@@ -734,6 +735,63 @@ void np_check(const char* what, const Plan& P, bool flip, const Tensor& src, con
   }
 }
 
+// nc_plane_cp.cu's specialisations (3x3 / 5x5 at stride 1 / 2, TH 2 and 4) on `blocks` blocks (0:
+// one per group) of the launcher's size. false when choose_nc_plane_cp declines the plan.
+static int cp_runs = 0, cp_staged = 0;
+template <typename T, int K, int S, int TH>
+bool cp_run(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, unsigned blocks) {
+  NcPlaneCp L{};
+  if (!choose_nc_plane_cp(L, P, K, K, S, TH, sizeof(T), in, out, flip)) return false;
+  g_smem_bytes = size_t(L.smem);
+  const unsigned threads = unsigned(std::min<int64_t>(kCpThreads, ceil_div(int64_t(L.pb) * L.items.d, 32) * 32));
+  launch(dim3{blocks ? std::min(blocks, L.groups) : L.groups}, dim3{threads},
+         [&] { nc_plane_cp<T, K, K, S, TH>(in, w, bias, out, L); });
+  ++cp_runs;
+  cp_staged += !L.direct;
+  return true;
+}
+template <typename T>
+bool cp_dispatch(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, unsigned blocks, int th) {
+  const int kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
+#define C_(K, S)                                                                   \
+  if (kh == K && kw == K && s == S)                                                \
+    return th == 2 ? cp_run<T, K, S, 2>(in, w, flip, bias, out, P, blocks)         \
+                   : cp_run<T, K, S, 4>(in, w, flip, bias, out, P, blocks);
+  C_(3, 1) C_(5, 1) C_(3, 2) C_(5, 2)
+#undef C_
+  return false;
+}
+// nc_plane_cp on src as allocated and on copies of src and / or the output one element past a
+// 16-byte boundary (a misaligned output is staged and stored as a span; a misaligned 16-bit input
+// declines: rows not in 4-byte chunks), one block per group and 3 blocks walking the groups, two
+// and four output rows per thread.
+template <typename T>
+void cp_check(const char* what, const Plan& P, bool flip, const Tensor& src, const Tensor& wt, const Tensor& bias,
+              const Tensor& ref, const std::string& name, double tol) {
+  const auto opts = src.options();
+  Tensor src1 = at::full({src.numel() + 1}, NAN, opts), out1 = at::full({ref.numel() + 1}, NAN, opts);
+  src1.narrow(0, 1, src.numel()).copy_(src.flatten());
+  for (int off : {0, 1, 2, 3}) {
+    for (unsigned blocks : {0u, 3u}) {
+      for (int th : {2, 4}) {
+        const T* ip = off & 1 ? src1.data_ptr<T>() + 1 : src.data_ptr<T>();
+        Tensor o = off & 2 ? out1.narrow(0, 1, ref.numel()).view(ref.sizes()) : at::full(ref.sizes(), NAN, opts);
+        o.fill_(NAN);
+        if (cp_dispatch<T>(ip, wt.data_ptr<T>(), flip, bias.defined() ? bias.data_ptr<T>() : nullptr, o.data_ptr<T>(), P,
+                           blocks, th)) {
+          NcPlaneCp L{};
+          choose_nc_plane_cp(L, P, P.k[1], P.k[2], P.S[1], th, sizeof(T), ip, o.data_ptr<T>(), flip);
+          const std::string tag = std::string(what) + " cp th" + std::to_string(th) + " pb" + std::to_string(L.pb) +
+                                  " ch" + std::to_string(L.chunk) + (L.direct ? " direct" : " staged") + " g" +
+                                  std::to_string(L.groups) + (blocks ? " b3" : "") + (off & 1 ? " in+1" : "") +
+                                  (off & 2 ? " out+1" : "");
+          check(tag.c_str(), o, ref, name, tol);
+        }
+      }
+    }
+  }
+}
+
 // nc_small_planes on src as allocated and on copies of src and of the output one element past a
 // 16-byte boundary (the block spans' vectors then start mid-vector at both ends).
 template <typename T>
@@ -830,6 +888,7 @@ void own_checks(const Plan& P, const Prep& Q, bool dgrad, const Tensor& src, con
     const std::string tagw = std::string(dgrad ? "dgrad" : "fwd") + what + " own-w";
     rw_check<T>(tagw.c_str(), P, Q, st, wt, bt, r, name, tol);
     np_check<T>(tagw.c_str(), P, dgrad, st, wt, bt, r, name, tol);
+    cp_check<T>(tagw.c_str(), P, dgrad, st, wt, bt, r, name, tol);
     if (m1 && C % V == 0) clr_check<T>(tagw.c_str(), P, Q, st, wt, bt, r, name, tol);
   };
   one(float{}, at::kFloat, "", 1e-4, 4);
@@ -1809,9 +1868,51 @@ void tcn_cases() {
 }
 
 // HARNESS_ONLY=tcn runs tcn_cases alone (the tensor-core rows kernel; minutes less on 2 cores).
+// The whole-plane kernels' cases (HARNESS_ONLY=planes runs only these).
+void plane_cases() {
+  // Whole-plane kernels (nc_plane.cuh, nc_small_planes.cuh): several groups with a partial last one (120 planes in
+  // blocks of 36, batch 1 with 37), 7x7 planes under 3x3 / 5x5 / 7x7, stride 2 onto 7x7 and 8x8
+  // and odd sizes, a data-grad whose padding is negative (forward padding 3 on a 3x3 filter), even
+  // filters, 28x28 planes (2 per block); every one fp32 / fp16 / bf16, forward and data-grad,
+  // aligned and misaligned spans.
+  run_case(2, 3, 40, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1});
+  run_case(2, 1, 37, 1, {7, 7}, {7, 7}, {1, 1}, {3, 3});
+  run_case(2, 2, 20, 1, {7, 7}, {5, 5}, {1, 1}, {2, 2});
+  run_case(2, 2, 20, 1, {14, 13}, {3, 3}, {2, 2}, {1, 1});
+  run_case(2, 1, 30, 1, {15, 15}, {7, 7}, {2, 2}, {3, 3});
+  run_case(2, 1, 30, 1, {11, 9}, {5, 5}, {2, 2}, {2, 2});
+  run_case(2, 2, 12, 1, {5, 5}, {3, 3}, {1, 1}, {3, 3});
+  run_case(2, 1, 12, 1, {8, 8}, {2, 2}, {1, 1}, {0, 0});
+  run_case(2, 1, 12, 1, {9, 10}, {4, 4}, {1, 1}, {1, 1});
+  run_case(2, 1, 6, 1, {28, 28}, {5, 5}, {1, 1}, {2, 2});
+  check_np_limits();
+  if (np_runs == 0) ++failures;
+  // 56x56 planes under 3x3 (one per group, the item count not a multiple of the block) and 7x7;
+  // padding 7 on a 3x3 filter (the data-grad's padding -5: staged columns start left of the row)
+  run_case(2, 1, 3, 1, {56, 56}, {3, 3}, {1, 1}, {1, 1});
+  run_case(2, 1, 4, 1, {7, 7}, {3, 3}, {1, 1}, {7, 7});
+  run_case(2, 1, 2, 1, {56, 56}, {7, 7}, {1, 1}, {3, 3});
+  if (sp_runs == 0) ++failures;
+  // nc_plane_cp: MobileNetV2's stride-2 112x112 plane (one per group; fp32 declines: two tiles
+  // exceed its shared memory), 5x5 at stride 2 on rows of 8-byte chunks, padding 0 and 2 on 3x3
+  // (data-grad padding 2 and 0), rows of 4-byte chunks (16-bit width 30)
+  run_case(2, 1, 3, 1, {112, 112}, {3, 3}, {2, 2}, {1, 1});
+  run_case(2, 2, 5, 1, {30, 28}, {5, 5}, {2, 2}, {2, 2});
+  run_case(2, 1, 7, 1, {20, 36}, {3, 3}, {1, 1}, {0, 0});
+  run_case(2, 1, 7, 1, {17, 30}, {3, 3}, {1, 1}, {2, 2});
+  std::printf("nc_plane runs: %d, nc_small_planes runs: %d\n", np_runs, sp_runs);
+  std::printf("nc_plane_cp runs: %d (staged outputs: %d)\n", cp_runs, cp_staged);
+  if (cp_runs == 0 || cp_staged == 0 || cp_staged == cp_runs) ++failures;
+}
+
 int main() {
   if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "tcn") {
     tcn_cases();
+    std::printf("failures: %d\n", failures);
+    return failures != 0;
+  }
+  if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "planes") {
+    plane_cases();
     std::printf("failures: %d\n", failures);
     return failures != 0;
   }
@@ -1906,30 +2007,7 @@ int main() {
   run_case(2, 2, 4, 1, {20, 56}, {3, 3}, {1, 1}, {1, 1});
   run_case(2, 2, 4, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1});
   run_case(2, 1, 4, 1, {13, 29}, {7, 7}, {1, 1}, {3, 3});
-  // Whole-plane kernels (nc_plane.cuh, nc_small_planes.cuh): several groups with a partial last one (120 planes in
-  // blocks of 36, batch 1 with 37), 7x7 planes under 3x3 / 5x5 / 7x7, stride 2 onto 7x7 and 8x8
-  // and odd sizes, a data-grad whose padding is negative (forward padding 3 on a 3x3 filter), even
-  // filters, 28x28 planes (2 per block); every one fp32 / fp16 / bf16, forward and data-grad,
-  // aligned and misaligned spans.
-  run_case(2, 3, 40, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1});
-  run_case(2, 1, 37, 1, {7, 7}, {7, 7}, {1, 1}, {3, 3});
-  run_case(2, 2, 20, 1, {7, 7}, {5, 5}, {1, 1}, {2, 2});
-  run_case(2, 2, 20, 1, {14, 13}, {3, 3}, {2, 2}, {1, 1});
-  run_case(2, 1, 30, 1, {15, 15}, {7, 7}, {2, 2}, {3, 3});
-  run_case(2, 1, 30, 1, {11, 9}, {5, 5}, {2, 2}, {2, 2});
-  run_case(2, 2, 12, 1, {5, 5}, {3, 3}, {1, 1}, {3, 3});
-  run_case(2, 1, 12, 1, {8, 8}, {2, 2}, {1, 1}, {0, 0});
-  run_case(2, 1, 12, 1, {9, 10}, {4, 4}, {1, 1}, {1, 1});
-  run_case(2, 1, 6, 1, {28, 28}, {5, 5}, {1, 1}, {2, 2});
-  check_np_limits();
-  if (np_runs == 0) ++failures;
-  // 56x56 planes under 3x3 (one per group, the item count not a multiple of the block) and 7x7;
-  // padding 7 on a 3x3 filter (the data-grad's padding -5: staged columns start left of the row)
-  run_case(2, 1, 3, 1, {56, 56}, {3, 3}, {1, 1}, {1, 1});
-  run_case(2, 1, 4, 1, {7, 7}, {3, 3}, {1, 1}, {7, 7});
-  run_case(2, 1, 2, 1, {56, 56}, {7, 7}, {1, 1}, {3, 3});
-  if (sp_runs == 0) ++failures;
-  std::printf("nc_plane runs: %d, nc_small_planes runs: %d\n", np_runs, sp_runs);
+  plane_cases();
   // row1d (15 / 31 taps): several segments per row with causal padding on odd lengths (scalar
   // stores), 'same' padding on aligned rows (vector stores), the forward's channel multiplier
   // (its data-grad, J = 2, declines), padding beyond the filter (negative data-grad padding),

@@ -499,7 +499,9 @@ bool launch_tiled(const Tensor& in, const Tensor& weight, const Tensor& bias, co
   }
   // NCHW output planes above 14 x 14 up to what a block's prefetch holds (nc_plane.cu), before the
   // tensor cores: faster than tc_rows_nc's 7 x 7 on 56 x 56 planes (0.083 against 0.099 ms, session 11).
-  if (!cl && (tc_fwd || tc_rot) && launch_nc_plane<T>(ip, w.const_data_ptr<T>(), !tc_fwd, bp, op, P, stream))
+  if (!cl && (tc_fwd || tc_rot) &&
+      (launch_nc_plane_cp<T>(ip, w.const_data_ptr<T>(), !tc_fwd, bp, op, P, stream) ||
+       launch_nc_plane<T>(ip, w.const_data_ptr<T>(), !tc_fwd, bp, op, P, stream)))
     return true;
   if constexpr (sizeof(T) == 2) {
     // Long 1-D rows on tensor cores read the layer's own 16-bit filter: no preparation launch.

@@ -348,7 +348,7 @@ nc_plane(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict_
     // 3. The group's output span: aligned 16-byte vectors (ys_raw[j] is span element j - mo), the
     // partial vectors at its ends element by element. The barrier after the next scatter orders
     // these reads before the next group's outputs.
-    store_span<T, kPlaneThreads>(dst, ys_raw, np * ohw, mo, tid);
+    store_span<T>(dst, ys_raw, np * ohw, mo, tid, kPlaneThreads);
   }
 }
 

@@ -209,7 +209,7 @@ nc_small_planes(const T* __restrict__ in, const at::opmath_type<T>* __restrict__
 
   // 4. The block's output span: aligned 16-byte vectors (ys_raw[j] is span element j - mo), the
   // partial vectors at its ends element by element.
-  store_span<T, kSmallPlaneThreads>(dst, ys_raw, np * ohw, mo, tid);
+  store_span<T>(dst, ys_raw, np * ohw, mo, tid, kSmallPlaneThreads);
 }
 
 }  // namespace convx::cuda

@@ -245,12 +245,12 @@ struct alignas(16) Vec16 {
 // A block's n staged outputs written to global memory from shared memory: smem[j] is span element
 // j - mo (mo = dst's misalignment in elements, so smem is laid out as dst's 16-byte vectors);
 // whole vectors go as 16-byte stores, the partial ones at the span's ends element by element
-// (nc_plane, nc_small_planes).
-template <typename T, int Threads>
-__device__ __forceinline__ void store_span(T* dst, const T* smem, int n, int mo, int tid) {
+// (nc_plane, nc_small_planes, nc_plane_cp; `threads` the block's).
+template <typename T>
+__device__ __forceinline__ void store_span(T* dst, const T* smem, int n, int mo, int tid, int threads) {
   constexpr int V = 16 / sizeof(T);
   const int nvec = (n + mo + V - 1) / V;
-  for (int i = tid; i < nvec; i += Threads) {
+  for (int i = tid; i < nvec; i += threads) {
     const int e0 = i * V - mo;
     if (e0 >= 0 && e0 + V <= n) {
       *reinterpret_cast<Vec16<T>*>(dst + e0) = *reinterpret_cast<const Vec16<T>*>(smem + i * V);
