@@ -768,10 +768,11 @@ def test_depthwise_nlc_rows(dtype, misaligned):
 # filters, odd sizes, a data-grad whose padding is negative (forward padding 3 on a 3x3 filter);
 # 28x28 and 56x56 planes (nc_plane, 7x7 there ahead of the tensor cores), 90x77 under 7x7 (16-bit
 # fills a block; fp32 declines); planes too large for a block (fp32 112x112 at stride 1 and 2:
-# nc_stream) and multiplier 2 decline. 3x3 / 5x5 above 14x14 with non-negative padding: nc_plane_cp (cp.async
-# tiles in T; 16-bit 112x112 fits): 56x56, 112x112 at stride 2, 5x5 at stride 2 on 8-byte row
-# chunks, padding 0 and 2 (data-grad padding 2 and 0), 16-bit widths 30 (4-byte chunks) and 31
-# (odd: declines to nc_plane).
+# nc_stream) and multiplier 2 decline. 3x3 / 5x5 above 14x14 padded by half the filter, on rows of
+# whole 16-byte vectors: nc_plane_cp (cp.async tiles in T; 16-bit 112x112 fits): 56x56, 112x112 at
+# stride 2, 5x5 at stride 2 (16-bit rows of 56 bytes decline), 5x5 on 16-bit rows of 64 bytes,
+# outputs ending mid-strip (width 20; stride 2 from width 40: 16-bit staged outputs); padding 0 and
+# 2 and width 31 decline (nc_plane).
 NC_SMALL = [
     (3, 40, 1, (7, 7), 3, 1, 1, True),
     (1, 37, 1, (7, 7), 7, 1, 3, False),
@@ -790,8 +791,11 @@ NC_SMALL = [
     (2, 5, 1, (56, 56), 3, 1, 1, True),
     (1, 3, 1, (112, 112), 3, 2, 1, False),
     (2, 5, 1, (30, 28), 5, 2, 2, True),
+    (2, 5, 1, (19, 32), 5, 1, 2, True),
+    (2, 3, 1, (24, 40), 3, 2, 1, False),
+    (2, 7, 1, (21, 20), 3, 1, 1, True),
     (2, 7, 1, (20, 36), 3, 1, 0, False),
-    (2, 7, 1, (17, 30), 3, 1, 2, True),
+    (2, 7, 1, (17, 32), 3, 1, 2, True),
     (3, 9, 1, (29, 31), 3, 1, 1, True),
 ]
 

@@ -499,9 +499,11 @@ bool launch_tiled(const Tensor& in, const Tensor& weight, const Tensor& bias, co
   }
   // NCHW output planes above 14 x 14 up to what a block's prefetch holds (nc_plane.cu), before the
   // tensor cores: faster than tc_rows_nc's 7 x 7 on 56 x 56 planes (0.083 against 0.099 ms, session 11).
+  // Planes up to 14 x 14 (nc_small_planes) from the layer's own filter too.
   if (!cl && (tc_fwd || tc_rot) &&
       (launch_nc_plane_cp<T>(ip, w.const_data_ptr<T>(), !tc_fwd, bp, op, P, stream) ||
-       launch_nc_plane<T>(ip, w.const_data_ptr<T>(), !tc_fwd, bp, op, P, stream)))
+       launch_nc_plane<T>(ip, w.const_data_ptr<T>(), !tc_fwd, bp, op, P, stream) ||
+       launch_nc_small_planes<T>(ip, w.const_data_ptr<T>(), !tc_fwd, bp, op, P, stream)))
     return true;
   if constexpr (sizeof(T) == 2) {
     // Long 1-D rows on tensor cores read the layer's own 16-bit filter: no preparation launch.
@@ -559,7 +561,7 @@ bool launch_tiled(const Tensor& in, const Tensor& weight, const Tensor& bias, co
   }
   if (cl) return launch_cl_depth3d<T>(ip, wq, bp, op, P, stream) || launch_cl_gather<T>(ip, wq, bp, op, P, stream);
   return launch_row1d<T>(ip, wq, bp, op, P, stream) || launch_nc_depth3d<T>(ip, wq, bp, op, P, stream) ||
-         launch_nc_small_planes<T>(ip, wq, bp, op, P, stream) || launch_nc_stride2_dgrad<T>(ip, wq, bp, op, P, stream) ||
+         launch_nc_stride2_dgrad<T>(ip, wq, bp, op, P, stream) ||
          launch_nc_stream<T>(ip, wq, bp, op, P, stream) ||
          launch_nc_gather<T>(ip, wq, bp, op, P, stream);
 }

@@ -1,6 +1,7 @@
 // Launcher of the cp.async whole-plane NCHW kernel (nc_plane_cp.cuh) for output planes larger than
-// 14 x 14 (smaller ones: nc_small_planes.cu): 3x3 and 5x5 filters at stride 1 and 2, fp32 / fp16 /
-// bf16, the layer's own filter (forward as stored, data-grad rotated), sm_80 and newer.
+// 14 x 14 (smaller ones: nc_small_planes.cu): 3x3 and 5x5 filters at stride 1 and 2 padded by half
+// the filter, input rows of whole 16-byte vectors, fp32 / fp16 / bf16, the layer's own filter
+// (forward as stored, data-grad rotated), sm_80 and newer.
 #include "ops/depthwise_conv/cuda/launch.h"
 #include "ops/depthwise_conv/cuda/nc_plane_cp.cuh"
 #include "ops/depthwise_conv/cuda/nc_small_planes.cuh"
@@ -61,9 +62,9 @@ bool launch_nc_plane_cp(const T* in, const T* w, bool flip, const T* bias, T* ou
     return alt ? run<T, KH, KH, S, TH2>(in, w, flip, bias, out, P, stream)                           \
                : run<T, KH, KH, S, TH>(in, w, flip, bias, out, P, stream);
     CONVX_CASE(3, 1, 4, 2)
-    CONVX_CASE(5, 1, 2, 4)
-    CONVX_CASE(3, 2, 2, 4)
-    CONVX_CASE(5, 2, 2, 4)
+    CONVX_CASE(5, 1, 4, 2)
+    CONVX_CASE(3, 2, 4, 2)
+    CONVX_CASE(5, 2, 2, 2)
 #undef CONVX_CASE
     return false;
   }

@@ -6,13 +6,20 @@
 // fp32 tile: 16 registers of prefetch cap the output tile at two rows, every input element costs
 // a conversion, a scatter store and its address arithmetic, and a 112 x 112 plane does not fit the
 // prefetch at all (MobileNetV2 stride 2 ran on nc_stream_vec at 48% of the copy bandwidth). Here
-// each input row of a group of PB whole planes is copied by cp.async (16-, 8- or 4-byte chunks, no
+// each input row of a group of PB whole planes is copied by cp.async in 16-byte chunks (no
 // registers while in flight) into a zero-haloed tile of T in shared memory, double-buffered: the
 // next group's copies are issued before the current group is computed. A thread owns R = 8
-// consecutive outputs of TH rows (no bounds tests: the tile has the halo), converts each staged
-// value to fp32 as it loads it, accumulates in fp32 (bias first), and stores its rows straight to
+// consecutive outputs of TH rows (no bounds tests: the tile has the halo); it reads each staged row
+// of its window as whole 16-byte vectors (a staged row starts 16-byte aligned and the padding is
+// the filter's half width, so the window's offset in the vectors is a compile-time constant),
+// converts to fp32 in registers, accumulates in fp32 (bias first), and stores its rows straight to
 // global memory as 16-byte vectors where the output rows are whole vectors (else the outputs are
 // staged in shared memory and the group's contiguous span written as 16-byte vectors).
+//
+// The first version (call 1 of session 12) read the window element by element: 8-output strips put
+// the lanes' windows 16 or 32 bytes apart, so a warp's 2-byte loads fell in 4-8 banks (4-8-way
+// conflicts); MobileNetV2 stride 2 was bound by shared memory (ncu: L1 90%, issue 11%) at 0.150 ms
+// against nc_stream_vec's 0.134. A warp's 16-byte loads are at most 2-way (stride 2) conflicted.
 //
 // Filter: the layer's own weights ([C][KH][KW] in T, rotated 180 degrees for the data-grad).
 #pragma once
@@ -46,46 +53,57 @@ struct NcPlaneCp {
   int pb;                // planes per group
   int ih, iw, oh, ow;    // plane sizes read / written
   int pad_t;             // staged row of input row y: y + pad_t
-  int col0;              // staged column of input column 0 (pad_l + lead, a multiple of the chunk)
-  int lead;              // the window of output column x0 starts at staged column x0 * S + lead
+  int col0;              // staged column of input column 0: pad_l + cp_lead, a multiple of 16 bytes
   int sh, pitch, tile;   // staged rows, elements per staged row, per staged plane (16-byte multiple)
   int rows;              // input rows staged per plane (those some output reads)
-  int chunk;             // bytes per cp.async (16, 8 or 4)
   int flip;              // data-grad: taps read in reverse order (the filter rotated)
   int direct;            // outputs stored from registers (rows of whole 16-byte vectors, aligned)
   FastDiv items, strips_div;  // items (strips of TH rows) per plane, strips per output row
-  FastDiv cpr, rows_div;      // chunks per staged row, staged rows per plane
+  FastDiv cpr, rows_div;      // 16-byte chunks per staged row, staged rows per plane
   FastDiv channels;           // plane g is channel g % channels
   int64_t smem;               // dynamic shared-memory bytes per block
 };
 
-// The most distinct 32-bit words that the lanes of a warp read in one bank with the compute
-// phase's first load (item = lane), for a staged pitch (elements of esz bytes).
+// The most distinct 16-byte vectors that the 8 lanes of a quarter warp (the unit a 16-byte shared
+// load is served in) read from one group of four banks with the compute phase's first load (item
+// = lane), for a staged pitch (elements of esz bytes).
 inline int cp_bank_conflicts(int64_t pitch, int64_t tile, int64_t items, int64_t strips, int step, int s, int esz) {
   int most = 1;
-  int64_t word[32];
-  for (int l = 0; l < 32; ++l) {
-    const int64_t pl = l / items, r = l % items, y = r / strips, st = r % strips;
-    word[l] = (pl * tile + y * step * pitch + st * kCpStrip * s) * esz / 4;
-  }
-  for (int b = 0; b < 32; ++b) {
-    int64_t seen[32];
-    int n = 0;
-    for (int l = 0; l < 32; ++l) {
-      if (word[l] % 32 != b) continue;
-      bool dup = false;
-      for (int i = 0; i < n; ++i) dup = dup || seen[i] == word[l];
-      if (!dup) seen[n++] = word[l];
+  for (int q = 0; q < 4; ++q) {
+    int64_t vec[8];
+    for (int i = 0; i < 8; ++i) {
+      const int64_t l = 8 * q + i, pl = l / items, r = l % items, y = r / strips, st = r % strips;
+      vec[i] = (pl * tile + y * step * pitch + st * kCpStrip * s) * esz / 16;
     }
-    most = std::max(most, n);
+    for (int b = 0; b < 8; ++b) {
+      int64_t seen[8];
+      int n = 0;
+      for (int i = 0; i < 8; ++i) {
+        if (vec[i] % 8 != b) continue;
+        bool dup = false;
+        for (int j = 0; j < n; ++j) dup = dup || seen[j] == vec[i];
+        if (!dup) seen[n++] = vec[i];
+      }
+      most = std::max(most, n);
+    }
   }
   return most;
 }
 
+// Staged column of output column 0's window in its 16-byte vector: the padding is the filter's
+// half width and a staged row's input starts at the first vector boundary after it.
+template <typename T, int KW>
+constexpr int cp_lead() {
+  constexpr int V = 16 / sizeof(T);
+  return (V - (KW / 2) % V) % V;
+}
+
 // Fills L for plan P filtered by kh x kw at stride s, th output rows per thread, elements of esz
 // bytes, input / output base addresses in / out; flip: the data-grad's rotated filter. false when
-// the plan is not a one-phase 2-D multiplier-1 correlation with non-negative padding, when input
-// rows are not whole 4-byte chunks, or when one plane's two tiles do not fit kCpSmemBytes.
+// the plan is not a one-phase 2-D multiplier-1 correlation with non-negative padding whose column
+// padding is kw / 2 (the windows' vector offset is compiled in: cp_lead), when input rows are not
+// whole 16-byte vectors at 16-byte boundaries, or when one plane's two tiles do not fit
+// kCpSmemBytes.
 inline bool choose_nc_plane_cp(NcPlaneCp& L, const Plan& P, int kh, int kw, int s, int th, int esz, const void* in,
                                const void* out, bool flip) {
   if (P.phases != 1 || P.J != 1 || P.in_div != 1 || P.in_c != P.out_c || P.in[0] != 1 || P.k[0] != 1 ||
@@ -95,23 +113,18 @@ inline bool choose_nc_plane_cp(NcPlaneCp& L, const Plan& P, int kh, int kw, int 
   if (planes <= 0 || planes >= (int64_t(1) << 31) || oh <= 0 || ow <= 0) return false;
   if (ih * iw >= (int64_t(1) << 20) || oh * ow >= (int64_t(1) << 20)) return false;
   const int pad_t = P.pad[1][0], pad_l = P.pad[2][0];
-  if (pad_t < 0 || pad_l < 0) return false;
-  // The widest chunk that divides every input row's bytes and its start.
-  const auto ia = reinterpret_cast<uintptr_t>(in);
-  int chunk = 16;
-  while (chunk >= 4 && ((iw * esz) % chunk != 0 || ia % chunk != 0)) chunk /= 2;
-  if (chunk < 4) return false;
-  const int ce = chunk / esz;  // elements per chunk
-  const int col0 = static_cast<int>(ceil_div(pad_l, ce) * ce), lead = col0 - pad_l;
+  if (pad_t < 0 || pad_l != kw / 2 || (iw * esz) % 16 != 0 || reinterpret_cast<uintptr_t>(in) % 16 != 0) return false;
+  const int V = 16 / esz;
+  const int col0 = static_cast<int>(ceil_div(pad_l, V) * V), lead = col0 - pad_l;  // lead: cp_lead
   const int64_t strips = ceil_div(ow, kCpStrip), bands = ceil_div(oh, th);
-  // Staged columns the windows read (the last strip may run past the row: its extra outputs are
-  // not stored) and the staged input row's end; staged rows likewise.
-  const int64_t need_w = std::max<int64_t>((strips * kCpStrip - 1) * s + kw + lead, col0 + iw);
+  // Staged columns the windows' vectors read (the last strip may run past the row: its extra
+  // outputs are not stored) and the staged input row's end; staged rows likewise.
+  const int64_t nb = ceil_div(lead + (kCpStrip - 1) * s + kw, V);
+  const int64_t need_w = std::max<int64_t>((strips - 1) * kCpStrip * s + nb * V, col0 + iw);
   const int64_t sh = std::max<int64_t>((bands * th - 1) * s + kh, pad_t + 1);
   const int64_t rows = std::min<int64_t>(ih, sh - pad_t);
-  const int V = 16 / esz;
   const int64_t ipp = bands * strips;  // items per plane
-  const int64_t pstep = std::max(ce, 4 / esz);
+  const int64_t pstep = V;
   auto tile_of = [&](int64_t pitch) { return ceil_div(sh * pitch * esz, 16) * 16 / esz; };
   int64_t pb = std::clamp<int64_t>(kCpThreads / ipp, 1, planes);
   const bool direct = ow % V == 0 && reinterpret_cast<uintptr_t>(out) % 16 == 0;
@@ -129,15 +142,14 @@ inline bool choose_nc_plane_cp(NcPlaneCp& L, const Plan& P, int kh, int kw, int 
   L.pb = static_cast<int>(pb);
   L.ih = static_cast<int>(ih), L.iw = static_cast<int>(iw);
   L.oh = static_cast<int>(oh), L.ow = static_cast<int>(ow);
-  L.pad_t = pad_t, L.col0 = col0, L.lead = lead;
+  L.pad_t = pad_t, L.col0 = col0;
   L.sh = static_cast<int>(sh), L.pitch = static_cast<int>(pitch), L.tile = static_cast<int>(tile);
   L.rows = static_cast<int>(rows);
-  L.chunk = chunk;
   L.flip = flip ? 1 : 0;
   L.direct = direct ? 1 : 0;
   L.items = fast_div(static_cast<uint32_t>(ipp));
   L.strips_div = fast_div(static_cast<uint32_t>(strips));
-  L.cpr = fast_div(static_cast<uint32_t>(iw * esz / chunk));
+  L.cpr = fast_div(static_cast<uint32_t>(iw * esz / 16));
   L.rows_div = fast_div(static_cast<uint32_t>(rows));
   L.channels = fast_div(static_cast<uint32_t>(P.out_c));
   L.smem = smem(pb);
@@ -177,6 +189,8 @@ nc_plane_cp(const T* __restrict__ in, const T* __restrict__ w, const T* __restri
   constexpr int NX = (R - 1) * S + KW;   // staged columns of a strip
   constexpr int NR = (TH - 1) * S + KH;  // staged rows of a strip
   constexpr int TAPS = KH * KW;
+  constexpr int LEAD = cp_lead<T, KW>();
+  constexpr int NB = (LEAD + NX + V - 1) / V;  // 16-byte vectors of a window row
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* const tiles = reinterpret_cast<T*>(smem_raw);       // [2][pb][tile]
   T* const ys_raw = tiles + 2 * L.pb * L.tile;           // staged outputs (when !direct)
@@ -196,8 +210,7 @@ nc_plane_cp(const T* __restrict__ in, const T* __restrict__ w, const T* __restri
       const int c = static_cast<int>(L.cpr.split(t));
       const int y = static_cast<int>(L.rows_div.split(t));
       const int pl = static_cast<int>(t);
-      cp_async_n(reinterpret_cast<unsigned char*>(dst + pl * L.tile + y * L.pitch) + c * L.chunk,
-                 src + int64_t(pl * ihw + y * L.iw) * sizeof(T) + c * L.chunk, L.chunk);
+      cp_async16(dst + pl * L.tile + y * L.pitch + c * V, src + int64_t(pl * ihw + y * L.iw) * sizeof(T) + c * 16, 16);
     }
   };
 
@@ -244,12 +257,16 @@ nc_plane_cp(const T* __restrict__ in, const T* __restrict__ w, const T* __restri
 #pragma unroll
         for (int o = 0; o < R; ++o) acc[r][o] = b0;
       }
-      const T* xr = tb + pl * L.tile + y0 * S * L.pitch + x0 * S + L.lead;
+      // 16-byte aligned: tiles and staged rows are, and x0 * S is a multiple of V.
+      const T* xr = tb + pl * L.tile + y0 * S * L.pitch + x0 * S;
 #pragma unroll
       for (int r = 0; r < NR; ++r, xr += L.pitch) {
+        Raw16 u[NB];
+#pragma unroll
+        for (int i = 0; i < NB; ++i) u[i] = reinterpret_cast<const Raw16*>(xr)[i];
         acc_t xv[NX];
 #pragma unroll
-        for (int cc = 0; cc < NX; ++cc) xv[cc] = static_cast<acc_t>(xr[cc]);
+        for (int cc = 0; cc < NX; ++cc) xv[cc] = raw_get<T>(u[(LEAD + cc) / V], (LEAD + cc) % V);
 #pragma unroll
         for (int bb = 0; bb < TH; ++bb) {
           const int kh = r - bb * S;  // output row bb uses staged row r as its filter row kh

@@ -29,6 +29,7 @@
 #include <ATen/OpMathType.h>
 
 #include <cstdint>
+#include <cstring>
 
 namespace convx::cuda {
 
@@ -241,6 +242,32 @@ template <typename T>
 struct alignas(16) Vec16 {
   T v[16 / sizeof(T)];
 };
+
+// 16 bytes of a span as four 32-bit words (a 16-bit element in each half word): T arrays of 16-bit
+// elements would take a register per element (nc_plane's prefetch, nc_plane_cp's window loads).
+struct alignas(16) Raw16 {
+  uint32_t w[4];
+};
+
+template <typename T>
+__device__ __forceinline__ void raw_put(Raw16& r, int e, T v) {
+  if constexpr (sizeof(T) == 4) {
+    std::memcpy(&r.w[e], &v, 4);
+  } else {
+    r.w[e / 2] |= uint32_t(v.x) << (16 * (e % 2));
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ at::opmath_type<T> raw_get(const Raw16& r, int e) {
+  if constexpr (sizeof(T) == 4) {
+    float f;
+    std::memcpy(&f, &r.w[e], 4);
+    return f;
+  } else {
+    return static_cast<float>(T(static_cast<uint16_t>(r.w[e / 2] >> (16 * (e % 2))), T::from_bits()));
+  }
+}
 
 // A block's n staged outputs written to global memory from shared memory: smem[j] is span element
 // j - mo (mo = dst's misalignment in elements, so smem is laid out as dst's 16-byte vectors);
