@@ -768,11 +768,10 @@ def test_depthwise_nlc_rows(dtype, misaligned):
 # filters, odd sizes, a data-grad whose padding is negative (forward padding 3 on a 3x3 filter);
 # 28x28 and 56x56 planes (nc_plane, 7x7 there ahead of the tensor cores), 90x77 under 7x7 (16-bit
 # fills a block; fp32 declines); planes too large for a block (fp32 112x112 at stride 1 and 2:
-# nc_stream) and multiplier 2 decline. 3x3 / 5x5 above 14x14 padded by half the filter, on rows of
-# whole 16-byte vectors: nc_plane_cp (cp.async tiles in T; 16-bit 112x112 fits): 56x56, 112x112 at
-# stride 2, 5x5 at stride 2 (16-bit rows of 56 bytes decline), 5x5 on 16-bit rows of 64 bytes,
-# outputs ending mid-strip (width 20; stride 2 from width 40: 16-bit staged outputs); padding 0 and
-# 2 and width 31 decline (nc_plane).
+# nc_stream) and multiplier 2 decline. 16-bit 3x3 above 14x14 padded by one, on rows of whole
+# 16-byte vectors: nc_plane_cp (cp.async tiles in T; 112x112 fits): 56x56, 112x112 at stride 2,
+# stride 2 from width 40 (outputs end mid-strip: staged); 40-byte rows (width 20), padding 0 and 2,
+# width 31, 5x5 and fp32 decline (nc_plane).
 NC_SMALL = [
     (3, 40, 1, (7, 7), 3, 1, 1, True),
     (1, 37, 1, (7, 7), 7, 1, 3, False),

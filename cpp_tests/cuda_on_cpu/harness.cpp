@@ -736,8 +736,8 @@ void np_check(const char* what, const Plan& P, bool flip, const Tensor& src, con
   }
 }
 
-// nc_plane_cp.cu's specialisations (3x3 / 5x5 at stride 1 / 2, TH 2 and 4) on `blocks` blocks (0:
-// one per group) of the launcher's size. false when choose_nc_plane_cp declines the plan.
+// nc_plane_cp.cu's specialisations (16-bit 3x3 at stride 1 / 2, TH 4) on `blocks` blocks (0: one
+// per group) of the launcher's size, at any plane size. false when choose_nc_plane_cp declines.
 static int cp_runs = 0, cp_staged = 0;
 template <typename T, int K, int S, int TH>
 bool cp_run(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, unsigned blocks) {
@@ -752,20 +752,19 @@ bool cp_run(const T* in, const T* w, bool flip, const T* bias, T* out, const Pla
   return true;
 }
 template <typename T>
-bool cp_dispatch(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, unsigned blocks, int th) {
-  const int kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
-#define C_(K, S)                                                                   \
-  if (kh == K && kw == K && s == S)                                                \
-    return th == 2 ? cp_run<T, K, S, 2>(in, w, flip, bias, out, P, blocks)         \
-                   : cp_run<T, K, S, 4>(in, w, flip, bias, out, P, blocks);
-  C_(3, 1) C_(5, 1) C_(3, 2) C_(5, 2)
-#undef C_
-  return false;
+bool cp_dispatch(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, unsigned blocks) {
+  if constexpr (sizeof(T) != 2) {
+    return false;
+  } else {
+    if (P.k[1] != 3 || P.k[2] != 3 || P.S[1] != P.S[2]) return false;
+    if (P.S[1] == 1) return cp_run<T, 3, 1, 4>(in, w, flip, bias, out, P, blocks);
+    if (P.S[1] == 2) return cp_run<T, 3, 2, 4>(in, w, flip, bias, out, P, blocks);
+    return false;
+  }
 }
 // nc_plane_cp on src as allocated and on copies of src and / or the output one element past a
 // 16-byte boundary (a misaligned output is staged and stored as a span; a misaligned input
-// declines: rows not in 16-byte chunks), one block per group and 3 blocks walking the groups, two
-// and four output rows per thread.
+// declines: rows not in 16-byte chunks), one block per group and 3 blocks walking the groups.
 template <typename T>
 void cp_check(const char* what, const Plan& P, bool flip, const Tensor& src, const Tensor& wt, const Tensor& bias,
               const Tensor& ref, const std::string& name, double tol) {
@@ -774,20 +773,18 @@ void cp_check(const char* what, const Plan& P, bool flip, const Tensor& src, con
   src1.narrow(0, 1, src.numel()).copy_(src.flatten());
   for (int off : {0, 1, 2, 3}) {
     for (unsigned blocks : {0u, 3u}) {
-      for (int th : {2, 4}) {
-        const T* ip = off & 1 ? src1.data_ptr<T>() + 1 : src.data_ptr<T>();
-        Tensor o = off & 2 ? out1.narrow(0, 1, ref.numel()).view(ref.sizes()) : at::full(ref.sizes(), NAN, opts);
-        o.fill_(NAN);
-        if (cp_dispatch<T>(ip, wt.data_ptr<T>(), flip, bias.defined() ? bias.data_ptr<T>() : nullptr, o.data_ptr<T>(), P,
-                           blocks, th)) {
-          NcPlaneCp L{};
-          choose_nc_plane_cp(L, P, P.k[1], P.k[2], P.S[1], th, sizeof(T), ip, o.data_ptr<T>(), flip);
-          const std::string tag = std::string(what) + " cp th" + std::to_string(th) + " pb" + std::to_string(L.pb) +
-                                  " pitch" + std::to_string(L.pitch) + (L.direct ? " direct" : " staged") + " g" +
-                                  std::to_string(L.groups) + (blocks ? " b3" : "") + (off & 1 ? " in+1" : "") +
-                                  (off & 2 ? " out+1" : "");
-          check(tag.c_str(), o, ref, name, tol);
-        }
+      const T* ip = off & 1 ? src1.data_ptr<T>() + 1 : src.data_ptr<T>();
+      Tensor o = off & 2 ? out1.narrow(0, 1, ref.numel()).view(ref.sizes()) : at::full(ref.sizes(), NAN, opts);
+      o.fill_(NAN);
+      if (cp_dispatch<T>(ip, wt.data_ptr<T>(), flip, bias.defined() ? bias.data_ptr<T>() : nullptr, o.data_ptr<T>(), P,
+                         blocks)) {
+        NcPlaneCp L{};
+        choose_nc_plane_cp(L, P, P.k[1], P.k[2], P.S[1], 4, sizeof(T), ip, o.data_ptr<T>(), flip);
+        const std::string tag = std::string(what) + " cp pb" + std::to_string(L.pb) + " pitch" +
+                                std::to_string(L.pitch) + (L.direct ? " direct" : " staged") + " g" +
+                                std::to_string(L.groups) + (blocks ? " b3" : "") + (off & 1 ? " in+1" : "") +
+                                (off & 2 ? " out+1" : "");
+        check(tag.c_str(), o, ref, name, tol);
       }
     }
   }
@@ -1859,8 +1856,7 @@ void tcn_cases() {
   if (tcn_taken == 0) ++failures;
 }
 
-// HARNESS_ONLY=tcn runs tcn_cases alone (the tensor-core rows kernel; minutes less on 2 cores).
-// The whole-plane kernels' cases (HARNESS_ONLY=planes runs only these).
+// The whole-plane kernels' cases.
 void plane_cases() {
   // Whole-plane kernels (nc_plane.cuh, nc_small_planes.cuh): several groups with a partial last one (120 planes in
   // blocks of 36, batch 1 with 37), 7x7 planes under 3x3 / 5x5 / 7x7, stride 2 onto 7x7 and 8x8
@@ -1885,23 +1881,24 @@ void plane_cases() {
   run_case(2, 1, 4, 1, {7, 7}, {3, 3}, {1, 1}, {7, 7});
   run_case(2, 1, 2, 1, {56, 56}, {7, 7}, {1, 1}, {3, 3});
   if (sp_runs == 0) ++failures;
-  // nc_plane_cp: MobileNetV2's stride-2 112x112 plane (one per group; fp32 declines: two tiles
-  // exceed its shared memory), 5x5 at stride 2 (fp32 rows of 16-byte chunks; 16-bit declines),
-  // 5x5 at stride 1 on 16-bit rows of 16-byte chunks (width 32), output rows that end mid-strip
-  // (width 20: fp32 from registers; 16-bit declines: 40-byte input rows; stride 2 from width 40:
-  // 16-bit staged), padding 0 and 2 on 3x3 (declines: not the half width)
+  // nc_plane_cp (16-bit 3x3): MobileNetV2's stride-2 112x112 plane (one per group), an odd height
+  // on 48-wide rows (8 planes per group, 5 groups with a partial last one: 3 blocks walk them),
+  // stride 2 onto outputs that end mid-strip (widths 20 and 28: staged outputs; 100 planes in 4
+  // groups), 40-byte rows (width 20: declines), padding 0 and 2 (declines: not the half width)
   run_case(2, 1, 3, 1, {112, 112}, {3, 3}, {2, 2}, {1, 1});
-  run_case(2, 2, 5, 1, {30, 28}, {5, 5}, {2, 2}, {2, 2});
-  run_case(2, 1, 5, 1, {19, 32}, {5, 5}, {1, 1}, {2, 2});
+  run_case(2, 1, 37, 1, {19, 48}, {3, 3}, {1, 1}, {1, 1});
+  run_case(2, 2, 50, 1, {24, 40}, {3, 3}, {2, 2}, {1, 1});
+  run_case(2, 1, 5, 1, {30, 56}, {3, 3}, {2, 2}, {1, 1});
   run_case(2, 1, 7, 1, {21, 20}, {3, 3}, {1, 1}, {1, 1});
-  run_case(2, 1, 5, 1, {24, 40}, {3, 3}, {2, 2}, {1, 1});
-  run_case(2, 1, 7, 1, {20, 36}, {3, 3}, {1, 1}, {0, 0});
+  run_case(2, 1, 7, 1, {20, 32}, {3, 3}, {1, 1}, {0, 0});
   run_case(2, 1, 7, 1, {17, 32}, {3, 3}, {1, 1}, {2, 2});
   std::printf("nc_plane runs: %d, nc_small_planes runs: %d\n", np_runs, sp_runs);
   std::printf("nc_plane_cp runs: %d (staged outputs: %d)\n", cp_runs, cp_staged);
   if (cp_runs == 0 || cp_staged == 0 || cp_staged == cp_runs) ++failures;
 }
 
+// HARNESS_ONLY=tcn runs tcn_cases alone (the tensor-core rows kernel; minutes less on 2 cores),
+// HARNESS_ONLY=planes plane_cases alone (the whole-plane NCHW kernels).
 int main() {
   if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "tcn") {
     tcn_cases();

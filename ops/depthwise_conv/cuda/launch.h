@@ -39,8 +39,9 @@ bool launch_nc_stream(const T* in, const at::opmath_type<T>* w, const T* bias, T
 // prefetch or shared memory, or too small: launch_nc_small_planes).
 template <typename T>
 bool launch_nc_plane(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, cudaStream_t stream);
-// The same for 3x3 / 5x5 filters (stride 1, 2) with non-negative padding, whole planes staged by
-// cp.async in T (nc_plane_cp.cuh), sm_80 and newer; false when not covered (then launch_nc_plane).
+// The same for fp16 / bf16 3x3 filters (stride 1, 2) padded by one on rows of whole 16-byte
+// vectors, whole planes staged by cp.async in T (nc_plane_cp.cuh), sm_80 and newer; false when
+// not covered (then launch_nc_plane).
 template <typename T>
 bool launch_nc_plane_cp(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, cudaStream_t stream);
 // The same for output planes up to 14 x 14, a block per group of whole planes

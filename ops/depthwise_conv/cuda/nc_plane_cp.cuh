@@ -1,6 +1,6 @@
-// Whole-plane NCHW depthwise kernel staged by cp.async in the tensor's own type: forward and
-// stride-1 data-grad of the phased correlation (plan.cuh) with one phase, multiplier 1, a 2-D
-// plan, non-negative padding; 3x3 and 5x5 filters at stride 1 and 2.
+// Whole-plane NCHW depthwise kernel for 16-bit tensors staged by cp.async in their own type:
+// forward and stride-1 data-grad of the phased correlation (plan.cuh) with one phase, multiplier 1,
+// a 2-D plan, padding of half the filter (the launcher takes 3x3 at stride 1 and 2).
 //
 // Why (session 12): nc_plane.cuh holds the next group's span in registers and scatters it into an
 // fp32 tile: 16 registers of prefetch cap the output tile at two rows, every input element costs
@@ -18,8 +18,11 @@
 //
 // The first version (call 1 of session 12) read the window element by element: 8-output strips put
 // the lanes' windows 16 or 32 bytes apart, so a warp's 2-byte loads fell in 4-8 banks (4-8-way
-// conflicts); MobileNetV2 stride 2 was bound by shared memory (ncu: L1 90%, issue 11%) at 0.150 ms
-// against nc_stream_vec's 0.134. A warp's 16-byte loads are at most 2-way (stride 2) conflicted.
+// conflicts); MobileNetV2 stride 2 was bound by shared memory (ncu: L1 90%, SM 23%) at 0.150 ms
+// against nc_stream_vec's 0.134. A warp's 16-byte loads are at most 2-way (stride 2) conflicted:
+// 0.077 ms, DRAM 71% under ncu (bench/results/h100/session12/nc16_call2_*.log). fp32 measured
+// slower than nc_plane with this design (MobileNetV2 56x56 0.100 against 0.086 ms, EfficientNet
+// 5x5 0.050 against 0.048): 16-bit only.
 //
 // Filter: the layer's own weights ([C][KH][KW] in T, rotated 180 degrees for the data-grad).
 #pragma once
@@ -176,14 +179,14 @@ __device__ __forceinline__ uint32_t pack2(float a, float b) {
 }
 
 // w: the layer's filter [channel][KH][KW] in T (flip: read rotated); bias per channel or null.
-// Three blocks per SM at most 85 registers (ptxas, sm_90: no spills in the launcher's
+// Three blocks per SM at most 85 registers (ptxas, sm_90: 71-80, no spills in the launcher's
 // specialisations); shared memory allows four.
 template <typename T, int KH, int KW, int S, int TH>
 __global__ void __launch_bounds__(kCpThreads, 3)
 nc_plane_cp(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
             const NcPlaneCp L) {
   using acc_t = at::opmath_type<T>;
-  static_assert(sizeof(acc_t) == 4, "fp32 accumulation");
+  static_assert(sizeof(T) == 2 && sizeof(acc_t) == 4, "16-bit tensors, fp32 accumulation");
   constexpr int R = kCpStrip;
   constexpr int V = 16 / sizeof(T);      // elements per 16-byte vector
   constexpr int NX = (R - 1) * S + KW;   // staged columns of a strip
@@ -287,14 +290,9 @@ nc_plane_cp(const T* __restrict__ in, const T* __restrict__ w, const T* __restri
 #pragma unroll
           for (int q = 0; q < R / V; ++q) {
             if (x0 + q * V < L.ow) {
-              if constexpr (sizeof(T) == 4) {
-                *reinterpret_cast<float4*>(yr + q * V) =
-                    float4{acc[bb][4 * q], acc[bb][4 * q + 1], acc[bb][4 * q + 2], acc[bb][4 * q + 3]};
-              } else {
-                const acc_t* const a = acc[bb] + q * V;
-                *reinterpret_cast<uint4*>(yr + q * V) = make_uint4(pack2<T>(a[0], a[1]), pack2<T>(a[2], a[3]),
-                                                                   pack2<T>(a[4], a[5]), pack2<T>(a[6], a[7]));
-              }
+              const acc_t* const a = acc[bb] + q * V;
+              *reinterpret_cast<uint4*>(yr + q * V) = make_uint4(pack2<T>(a[0], a[1]), pack2<T>(a[2], a[3]),
+                                                                 pack2<T>(a[4], a[5]), pack2<T>(a[6], a[7]));
             }
           }
         }
