@@ -1,5 +1,5 @@
 // Depthwise convolution on CUDA: entry points, and the generic kernels for what the tiled fast
-// paths (plan.cuh, nc_plane.cuh, nc_small_planes.cuh, nc_stream.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu, nc_wgrad_stream.cuh)
+// paths (plan.cuh, nc_plane_cp.cuh, nc_plane.cuh, nc_small_planes.cuh, nc_stream.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu, nc_wgrad_stream.cuh)
 // do not cover: dilation > 1, strides > 4 in the data-grad, channels-last with a channel
 // multiplier or unaligned channels, filters without a specialisation in channels-last and in the
 // weight-grad, and float64 outside NC(D)HW.
