@@ -852,8 +852,11 @@ def test_depthwise_nlc_rows(dtype, misaligned):
 # of 36; batch 1 with 37), 7x7 planes under 3x3 / 5x5 / 7x7, stride 2 onto 7x7 and 8x8, even
 # filters, odd sizes, a data-grad whose padding is negative (forward padding 3 on a 3x3 filter);
 # 28x28 and 56x56 planes (nc_plane, 7x7 there ahead of the tensor cores), 90x77 under 7x7 (16-bit
-# fills a block; fp32 declines); planes too large for a block (112x112 at stride 1 and 2: nc_stream)
-# and multiplier 2 decline.
+# fills a block; fp32 declines); planes too large for a block (fp32 112x112 at stride 1 and 2:
+# nc_stream) and multiplier 2 decline. 16-bit 3x3 above 14x14 padded by one, on rows of whole
+# 16-byte vectors: nc_plane_cp (cp.async tiles in T; 112x112 fits): 56x56, 112x112 at stride 2,
+# stride 2 from width 40 (outputs end mid-strip: staged); 40-byte rows (width 20), padding 0 and 2,
+# width 31, 5x5 and fp32 decline (nc_plane).
 NC_SMALL = [
     (3, 40, 1, (7, 7), 3, 1, 1, True),
     (1, 37, 1, (7, 7), 7, 1, 3, False),
@@ -869,6 +872,15 @@ NC_SMALL = [
     (1, 3, 1, (111, 112), 3, 2, 1, True),
     (2, 2, 1, (90, 77), 7, 1, 3, True),
     (2, 4, 2, (7, 7), 3, 1, 1, True),
+    (2, 5, 1, (56, 56), 3, 1, 1, True),
+    (1, 3, 1, (112, 112), 3, 2, 1, False),
+    (2, 5, 1, (30, 28), 5, 2, 2, True),
+    (2, 5, 1, (19, 32), 5, 1, 2, True),
+    (2, 3, 1, (24, 40), 3, 2, 1, False),
+    (2, 7, 1, (21, 20), 3, 1, 1, True),
+    (2, 7, 1, (20, 36), 3, 1, 0, False),
+    (2, 7, 1, (17, 32), 3, 1, 2, True),
+    (3, 9, 1, (29, 31), 3, 1, 1, True),
 ]
 
 

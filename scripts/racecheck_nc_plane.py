@@ -10,10 +10,11 @@ import convx  # noqa: F401  (loads the operator library)
 
 ops = torch.ops.convx
 # (N, C, plane, kernel, stride, padding, dtype): 28x28 planes, 4 per group (550 groups); 56x56
-# planes, one per group (540); 7x7 planes (nc_small_planes)
+# planes, one per group (540); 7x7 planes (nc_small_planes). Padding 0: half-width padding on
+# these planes goes to nc_plane_cp (scripts/racecheck_nc_plane_cp.py).
 CASES = [
-    (1, 2200, (28, 28), 3, 1, 1, torch.float32),
-    (1, 540, (56, 56), 3, 1, 1, torch.bfloat16),
+    (1, 2200, (28, 28), 3, 1, 0, torch.float32),
+    (1, 540, (56, 56), 3, 1, 0, torch.bfloat16),
     (2, 300, (7, 7), 5, 1, 2, torch.float16),
 ]
 for N, C, sp, k, s, p, dt in CASES:

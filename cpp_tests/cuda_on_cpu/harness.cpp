@@ -1,8 +1,8 @@
-// The depthwise CUDA kernels' sources (nc_stream.cuh, nc_stride2_dgrad.cuh, nc_plane.cuh, nc_small_planes.cuh, nc_depth3d.cuh, cl_depth3d.cuh, depth3d_regs.cuh, cl_row1d.cuh, tc_row1d.cuh, tc_rows_nc.cuh, row1d.cuh, row_warp.cuh, tc_wgrad1d.cuh, tc_wgrad3d.cuh, tc_wgrad2d.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu (its weight-grads), the plans of
+// The depthwise CUDA kernels' sources (nc_stream.cuh, nc_stride2_dgrad.cuh, nc_plane.cuh, nc_plane_cp.cuh, nc_small_planes.cuh, nc_depth3d.cuh, cl_depth3d.cuh, depth3d_regs.cuh, cl_row1d.cuh, tc_row1d.cuh, tc_rows_nc.cuh, row1d.cuh, row_warp.cuh, tc_wgrad1d.cuh, tc_wgrad3d.cuh, tc_wgrad2d.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu (its weight-grads), the plans of
 // depthwise_conv.cu) run on the CPU through shim.h and compared with aten in float64, with
 // poisoned outputs and workspaces: the index arithmetic, tiles, phases, shared-memory layout,
 // barriers and fixed-order reductions of every specialisation, without a GPU. The launch glue
-// below mirrors the launchers (nc_stream.cu, nc_stride2_dgrad.cu, nc_plane.cu, nc_small_planes.cu, nc_gather.cu, cl_gather.cu, nc_wgrad.cu, cl_wgrad.cu). Not a
+// below mirrors the launchers (nc_stream.cu, nc_stride2_dgrad.cu, nc_plane.cu, nc_plane_cp.cu, nc_small_planes.cu, nc_gather.cu, cl_gather.cu, nc_wgrad.cu, cl_wgrad.cu). Not a
 // substitute for python_tests/test_cuda.py on a GPU. Run: cpp_tests/cuda_on_cpu/run.sh
 #include "shim.h"
 #include <ATen/ATen.h>
@@ -13,6 +13,7 @@
 
 #include "nc_stream.cuh"
 #include "nc_plane.cuh"
+#include "nc_plane_cp.cuh"
 #include "nc_small_planes.cuh"
 #include "nc_tiled.cuh"
 #include "cl_tiled.cuh"
@@ -136,13 +137,14 @@ bool np_dispatch(const T* in, const T* w, bool flip, const T* bias, T* out, cons
 #undef C_
   return false;
 }
-// nc_small_planes.cu's specialisations (prepared fp32 weights) at any plane size whose block fits
-// (the launcher takes output planes up to 14 x 14). false when choose_nc_small_planes declines.
+// nc_small_planes.cu's specialisations (the layer's own filter in T, flip: rotated) at any plane
+// size whose block fits (the launcher takes output planes up to 14 x 14). false when
+// choose_nc_small_planes declines.
 static int sp_runs = 0;
 template <typename T, int KH, int KW, int S>
-bool sp_run(const T* in, const float* w, const T* bias, T* out, const Plan& P) {
+bool sp_run(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P) {
   NcSmallPlanes L{};
-  if (!choose_nc_small_planes(L, P, KH, KW, S, sizeof(T))) return false;
+  if (!choose_nc_small_planes(L, P, KH, KW, S, sizeof(T), flip)) return false;
   g_smem_bytes = size_t(L.smem);
   launch(dim3{unsigned(ceil_div(L.planes, L.pb))}, dim3{kSmallPlaneThreads},
          [&] { nc_small_planes<T, KH, KW, S, kSmallPlaneStrip>(in, w, bias, out, L); });
@@ -150,9 +152,9 @@ bool sp_run(const T* in, const float* w, const T* bias, T* out, const Plan& P) {
   return true;
 }
 template <typename T>
-bool sp_dispatch(const T* in, const float* w, const T* bias, T* out, const Plan& P) {
+bool sp_dispatch(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P) {
   const int kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
-#define C_(KH, KW, S) if (kh == KH && kw == KW && s == S) return sp_run<T, KH, KW, S>(in, w, bias, out, P);
+#define C_(KH, KW, S) if (kh == KH && kw == KW && s == S) return sp_run<T, KH, KW, S>(in, w, flip, bias, out, P);
   C_(2, 2, 1) C_(3, 3, 1) C_(4, 4, 1) C_(5, 5, 1) C_(7, 7, 1) C_(3, 3, 2) C_(5, 5, 2) C_(7, 7, 2)
 #undef C_
   return false;
@@ -756,11 +758,65 @@ void np_check(const char* what, const Plan& P, bool flip, const Tensor& src, con
   }
 }
 
+// nc_plane_cp.cu's specialisations (16-bit 3x3 at stride 1 / 2, TH 4) on `blocks` blocks (0: one
+// per group) of the launcher's size, at any plane size. false when choose_nc_plane_cp declines.
+static int cp_runs = 0, cp_staged = 0;
+template <typename T, int K, int S, int TH>
+bool cp_run(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, unsigned blocks) {
+  NcPlaneCp L{};
+  if (!choose_nc_plane_cp(L, P, K, K, S, TH, sizeof(T), in, out, flip)) return false;
+  g_smem_bytes = size_t(L.smem);
+  const unsigned threads = unsigned(std::min<int64_t>(kCpThreads, ceil_div(int64_t(L.pb) * L.items.d, 32) * 32));
+  launch(dim3{blocks ? std::min(blocks, L.groups) : L.groups}, dim3{threads},
+         [&] { nc_plane_cp<T, K, K, S, TH>(in, w, bias, out, L); });
+  ++cp_runs;
+  cp_staged += !L.direct;
+  return true;
+}
+template <typename T>
+bool cp_dispatch(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, unsigned blocks) {
+  if constexpr (sizeof(T) != 2) {
+    return false;
+  } else {
+    if (P.k[1] != 3 || P.k[2] != 3 || P.S[1] != P.S[2]) return false;
+    if (P.S[1] == 1) return cp_run<T, 3, 1, 4>(in, w, flip, bias, out, P, blocks);
+    if (P.S[1] == 2) return cp_run<T, 3, 2, 4>(in, w, flip, bias, out, P, blocks);
+    return false;
+  }
+}
+// nc_plane_cp on src as allocated and on copies of src and / or the output one element past a
+// 16-byte boundary (a misaligned output is staged and stored as a span; a misaligned input
+// declines: rows not in 16-byte chunks), one block per group and 3 blocks walking the groups.
+template <typename T>
+void cp_check(const char* what, const Plan& P, bool flip, const Tensor& src, const Tensor& wt, const Tensor& bias,
+              const Tensor& ref, const std::string& name, double tol) {
+  const auto opts = src.options();
+  Tensor src1 = at::full({src.numel() + 1}, NAN, opts), out1 = at::full({ref.numel() + 1}, NAN, opts);
+  src1.narrow(0, 1, src.numel()).copy_(src.flatten());
+  for (int off : {0, 1, 2, 3}) {
+    for (unsigned blocks : {0u, 3u}) {
+      const T* ip = off & 1 ? src1.data_ptr<T>() + 1 : src.data_ptr<T>();
+      Tensor o = off & 2 ? out1.narrow(0, 1, ref.numel()).view(ref.sizes()) : at::full(ref.sizes(), NAN, opts);
+      o.fill_(NAN);
+      if (cp_dispatch<T>(ip, wt.data_ptr<T>(), flip, bias.defined() ? bias.data_ptr<T>() : nullptr, o.data_ptr<T>(), P,
+                         blocks)) {
+        NcPlaneCp L{};
+        choose_nc_plane_cp(L, P, P.k[1], P.k[2], P.S[1], 4, sizeof(T), ip, o.data_ptr<T>(), flip);
+        const std::string tag = std::string(what) + " cp pb" + std::to_string(L.pb) + " pitch" +
+                                std::to_string(L.pitch) + (L.direct ? " direct" : " staged") + " g" +
+                                std::to_string(L.groups) + (blocks ? " b3" : "") + (off & 1 ? " in+1" : "") +
+                                (off & 2 ? " out+1" : "");
+        check(tag.c_str(), o, ref, name, tol);
+      }
+    }
+  }
+}
+
 // nc_small_planes on src as allocated and on copies of src and of the output one element past a
 // 16-byte boundary (the block spans' vectors then start mid-vector at both ends).
 template <typename T>
-void sp_check(const char* what, const Plan& P, const Tensor& src, const Tensor& wp, const Tensor& bias, const Tensor& ref,
-              const std::string& name, double tol) {
+void sp_check(const char* what, const Plan& P, bool flip, const Tensor& src, const Tensor& wt, const Tensor& bias,
+              const Tensor& ref, const std::string& name, double tol) {
   const auto opts = src.options();
   Tensor src1 = at::full({src.numel() + 1}, NAN, opts), out1 = at::full({ref.numel() + 1}, NAN, opts);
   src1.narrow(0, 1, src.numel()).copy_(src.flatten());
@@ -769,8 +825,8 @@ void sp_check(const char* what, const Plan& P, const Tensor& src, const Tensor& 
     Tensor o = off ? out1.narrow(0, 1, ref.numel()).view(ref.sizes()) : at::full(ref.sizes(), NAN, opts);
     o.fill_(NAN);
     NcSmallPlanes L{};
-    if (sp_dispatch<T>(ip, wp.data_ptr<float>(), bias.defined() ? bias.data_ptr<T>() : nullptr, o.data_ptr<T>(), P)) {
-      choose_nc_small_planes(L, P, P.k[1], P.k[2], P.S[1], sizeof(T));
+    if (sp_dispatch<T>(ip, wt.data_ptr<T>(), flip, bias.defined() ? bias.data_ptr<T>() : nullptr, o.data_ptr<T>(), P)) {
+      choose_nc_small_planes(L, P, P.k[1], P.k[2], P.S[1], sizeof(T), flip);
       const std::string tag = std::string(what) + " small planes pb" + std::to_string(L.pb) + "x" +
                               std::to_string(ceil_div(L.planes, L.pb)) + (off ? " off1" : "");
       check(tag.c_str(), o, ref, name, tol);
@@ -852,6 +908,8 @@ void own_checks(const Plan& P, const Prep& Q, bool dgrad, const Tensor& src, con
     const std::string tagw = std::string(dgrad ? "dgrad" : "fwd") + what + " own-w";
     rw_check<T>(tagw.c_str(), P, Q, st, wt, bt, r, name, tol);
     np_check<T>(tagw.c_str(), P, dgrad, st, wt, bt, r, name, tol);
+    cp_check<T>(tagw.c_str(), P, dgrad, st, wt, bt, r, name, tol);
+    sp_check<T>(tagw.c_str(), P, dgrad, st, wt, bt, r, name, tol);
     if (m1 && C % V == 0) clr_check<T>(tagw.c_str(), P, Q, st, wt, bt, r, name, tol);
   };
   one(float{}, at::kFloat, "", 1e-4, 4);
@@ -911,13 +969,6 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
     Tensor xh = x.to(at::kHalf), bh = b.to(at::kHalf);
     Tensor yh = at::convolution(xh.to(at::kDouble), w.to(at::kDouble), bh.to(at::kDouble), s, p, dil, false, op, C);
     st_check<at::Half>("fwd16", P, xh, wp, bh, yh, name, 2e-3);
-    sp_check<float>("fwd", P, x, wp, b, y, name, 1e-4);
-    sp_check<at::Half>("fwd16", P, xh, wp, bh, yh, name, 2e-3);
-    {
-      Tensor xb = x.to(at::kBFloat16), bb = b.to(at::kBFloat16);
-      Tensor yb = at::convolution(xb.to(at::kDouble), w.to(at::kDouble), bb.to(at::kDouble), s, p, dil, false, op, C);
-      sp_check<at::BFloat16>("fwdbf16", P, xb, wp, bb, yb, name, 1e-2);
-    }
     st_check<float, true>("fwd", P, x, wp, b, y, name, 1e-4);
     st_check<at::Half, true>("fwd16", P, xh, wp, bh, yh, name, 2e-3);
     if (m == 1 && C % 4 == 0) {
@@ -976,13 +1027,10 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
       st_check<at::Half>("dgrad16", P, gyh, wp, Tensor(), gxh, name, 2e-3);
       s2_check<float>("dgrad", P, gy, wp, b.narrow(0, 0, C), gx_ref, name, 1e-4);
       s2_check<at::Half>("dgrad16", P, gyh, wp, b.narrow(0, 0, C).to(at::kHalf), gxh, name, 2e-3);
-      sp_check<float>("dgrad", P, gy, wp, Tensor(), gx_ref, name, 1e-4);
-      sp_check<at::Half>("dgrad16", P, gyh, wp, Tensor(), gxh, name, 2e-3);
       {
         Tensor gyb = gy.to(at::kBFloat16);
         Tensor gxb = std::get<0>(at::convolution_backward(gyb.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble),
                                                           std::nullopt, s, p, dil, false, op, C, {true, false, false}));
-        sp_check<at::BFloat16>("dgradbf16", P, gyb, wp, Tensor(), gxb, name, 1e-2);
         s2_check<at::BFloat16>("dgradbf16", P, gyb, wp, b.narrow(0, 0, C).to(at::kBFloat16), gxb, name, 1e-2);
       }
       st_check<float, true>("dgrad", P, gy, wp, Tensor(), gx_ref, name, 1e-4);
@@ -1163,9 +1211,9 @@ void check_np_limits() {
   const bool mult = choose_nc_plane(L, plan({7, 7}, 2, 2), 3, 3, 1, 2, 4, false);
   const bool d3 = choose_nc_plane(L, plan({3, 7, 7}, 1, 3), 3, 3, 1, 2, 4, false);
   NcSmallPlanes Ls{};
-  const bool s_big = choose_nc_small_planes(Ls, plan({112, 112}, 1, 2), 3, 3, 1, 4);
-  const bool s_mid = choose_nc_small_planes(Ls, plan({56, 56}, 1, 2), 3, 3, 1, 4) && Ls.pb == 1;
-  const bool s_mult = choose_nc_small_planes(Ls, plan({7, 7}, 2, 2), 3, 3, 1, 4);
+  const bool s_big = choose_nc_small_planes(Ls, plan({112, 112}, 1, 2), 3, 3, 1, 4, false);
+  const bool s_mid = choose_nc_small_planes(Ls, plan({56, 56}, 1, 2), 3, 3, 1, 4, false) && Ls.pb == 1;
+  const bool s_mult = choose_nc_small_planes(Ls, plan({7, 7}, 2, 2), 3, 3, 1, 4, false);
   const bool ok = !big && mid && !mult && !d3 && !s_big && s_mid && !s_mult;
   if (!ok) ++failures;
   std::printf("%-44s %-34s %s\n", "nc_plane limits", "112^2/m2/3-D decline, 56^2 pb 1", ok ? "ok" : "FAIL");
@@ -2002,9 +2050,51 @@ void d3r_cases() {
   if (d3s_taken == 0 || clwr_taken == 0) ++failures;
 }
 
+// The whole-plane kernels' cases.
+void plane_cases() {
+  // Whole-plane kernels (nc_plane.cuh, nc_small_planes.cuh): several groups with a partial last one (120 planes in
+  // blocks of 36, batch 1 with 37), 7x7 planes under 3x3 / 5x5 / 7x7, stride 2 onto 7x7 and 8x8
+  // and odd sizes, a data-grad whose padding is negative (forward padding 3 on a 3x3 filter), even
+  // filters, 28x28 planes (2 per block); every one fp32 / fp16 / bf16, forward and data-grad,
+  // aligned and misaligned spans.
+  run_case(2, 3, 40, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1});
+  run_case(2, 1, 37, 1, {7, 7}, {7, 7}, {1, 1}, {3, 3});
+  run_case(2, 2, 20, 1, {7, 7}, {5, 5}, {1, 1}, {2, 2});
+  run_case(2, 2, 20, 1, {14, 13}, {3, 3}, {2, 2}, {1, 1});
+  run_case(2, 1, 30, 1, {15, 15}, {7, 7}, {2, 2}, {3, 3});
+  run_case(2, 1, 30, 1, {11, 9}, {5, 5}, {2, 2}, {2, 2});
+  run_case(2, 2, 12, 1, {5, 5}, {3, 3}, {1, 1}, {3, 3});
+  run_case(2, 1, 12, 1, {8, 8}, {2, 2}, {1, 1}, {0, 0});
+  run_case(2, 1, 12, 1, {9, 10}, {4, 4}, {1, 1}, {1, 1});
+  run_case(2, 1, 6, 1, {28, 28}, {5, 5}, {1, 1}, {2, 2});
+  check_np_limits();
+  if (np_runs == 0) ++failures;
+  // 56x56 planes under 3x3 (one per group, the item count not a multiple of the block) and 7x7;
+  // padding 7 on a 3x3 filter (the data-grad's padding -5: staged columns start left of the row)
+  run_case(2, 1, 3, 1, {56, 56}, {3, 3}, {1, 1}, {1, 1});
+  run_case(2, 1, 4, 1, {7, 7}, {3, 3}, {1, 1}, {7, 7});
+  run_case(2, 1, 2, 1, {56, 56}, {7, 7}, {1, 1}, {3, 3});
+  if (sp_runs == 0) ++failures;
+  // nc_plane_cp (16-bit 3x3): MobileNetV2's stride-2 112x112 plane (one per group), an odd height
+  // on 48-wide rows (8 planes per group, 5 groups with a partial last one: 3 blocks walk them),
+  // stride 2 onto outputs that end mid-strip (widths 20 and 28: staged outputs; 100 planes in 4
+  // groups), 40-byte rows (width 20: declines), padding 0 and 2 (declines: not the half width)
+  run_case(2, 1, 3, 1, {112, 112}, {3, 3}, {2, 2}, {1, 1});
+  run_case(2, 1, 37, 1, {19, 48}, {3, 3}, {1, 1}, {1, 1});
+  run_case(2, 2, 50, 1, {24, 40}, {3, 3}, {2, 2}, {1, 1});
+  run_case(2, 1, 5, 1, {30, 56}, {3, 3}, {2, 2}, {1, 1});
+  run_case(2, 1, 7, 1, {21, 20}, {3, 3}, {1, 1}, {1, 1});
+  run_case(2, 1, 7, 1, {20, 32}, {3, 3}, {1, 1}, {0, 0});
+  run_case(2, 1, 7, 1, {17, 32}, {3, 3}, {1, 1}, {2, 2});
+  std::printf("nc_plane runs: %d, nc_small_planes runs: %d\n", np_runs, sp_runs);
+  std::printf("nc_plane_cp runs: %d (staged outputs: %d)\n", cp_runs, cp_staged);
+  if (cp_runs == 0 || cp_staged == 0 || cp_staged == cp_runs) ++failures;
+}
+
 // HARNESS_ONLY=tcn runs tcn_cases alone (the tensor-core rows kernel; minutes less on 2 cores);
 // HARNESS_ONLY=rows the 1-D run_case entries alone (row_warp, cl_row1d, row1d, the 1-D weight-grads).
 // HARNESS_ONLY=d3r runs d3r_cases alone (depth3d_regs.cuh, cl_wgrad_d3r / cl_wgrad_d3s).
+// HARNESS_ONLY=planes runs plane_cases alone (the whole-plane NCHW kernels).
 int main() {
   if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "rows2d") {
     clwr2_cases();
@@ -2013,6 +2103,11 @@ int main() {
   }
   if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "tcn") {
     tcn_cases();
+    std::printf("failures: %d\n", failures);
+    return failures != 0;
+  }
+  if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "planes") {
+    plane_cases();
     std::printf("failures: %d\n", failures);
     return failures != 0;
   }
@@ -2121,30 +2216,7 @@ int main() {
   run_case(2, 2, 4, 1, {20, 56}, {3, 3}, {1, 1}, {1, 1});
   run_case(2, 2, 4, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1});
   run_case(2, 1, 4, 1, {13, 29}, {7, 7}, {1, 1}, {3, 3});
-  // Whole-plane kernels (nc_plane.cuh, nc_small_planes.cuh): several groups with a partial last one (120 planes in
-  // blocks of 36, batch 1 with 37), 7x7 planes under 3x3 / 5x5 / 7x7, stride 2 onto 7x7 and 8x8
-  // and odd sizes, a data-grad whose padding is negative (forward padding 3 on a 3x3 filter), even
-  // filters, 28x28 planes (2 per block); every one fp32 / fp16 / bf16, forward and data-grad,
-  // aligned and misaligned spans.
-  run_case(2, 3, 40, 1, {7, 7}, {3, 3}, {1, 1}, {1, 1});
-  run_case(2, 1, 37, 1, {7, 7}, {7, 7}, {1, 1}, {3, 3});
-  run_case(2, 2, 20, 1, {7, 7}, {5, 5}, {1, 1}, {2, 2});
-  run_case(2, 2, 20, 1, {14, 13}, {3, 3}, {2, 2}, {1, 1});
-  run_case(2, 1, 30, 1, {15, 15}, {7, 7}, {2, 2}, {3, 3});
-  run_case(2, 1, 30, 1, {11, 9}, {5, 5}, {2, 2}, {2, 2});
-  run_case(2, 2, 12, 1, {5, 5}, {3, 3}, {1, 1}, {3, 3});
-  run_case(2, 1, 12, 1, {8, 8}, {2, 2}, {1, 1}, {0, 0});
-  run_case(2, 1, 12, 1, {9, 10}, {4, 4}, {1, 1}, {1, 1});
-  run_case(2, 1, 6, 1, {28, 28}, {5, 5}, {1, 1}, {2, 2});
-  check_np_limits();
-  if (np_runs == 0 && !g_rows_only) ++failures;
-  // 56x56 planes under 3x3 (one per group, the item count not a multiple of the block) and 7x7;
-  // padding 7 on a 3x3 filter (the data-grad's padding -5: staged columns start left of the row)
-  run_case(2, 1, 3, 1, {56, 56}, {3, 3}, {1, 1}, {1, 1});
-  run_case(2, 1, 4, 1, {7, 7}, {3, 3}, {1, 1}, {7, 7});
-  run_case(2, 1, 2, 1, {56, 56}, {7, 7}, {1, 1}, {3, 3});
-  if (sp_runs == 0 && !g_rows_only) ++failures;
-  std::printf("nc_plane runs: %d, nc_small_planes runs: %d\n", np_runs, sp_runs);
+  if (!g_rows_only) plane_cases();
   // row1d (15 / 31 taps): several segments per row with causal padding on odd lengths (scalar
   // stores), 'same' padding on aligned rows (vector stores), the forward's channel multiplier
   // (its data-grad, J = 2, declines), padding beyond the filter (negative data-grad padding),

@@ -1,5 +1,6 @@
 // cp.async (sm_80+): global -> shared copies that hold no registers while in flight, for kernels
-// that keep whole windows or bricks in flight (tc_row1d_cl, tcw_cl, tc_rows_nc, tc_wgrad3d).
+// that keep whole windows or bricks in flight (tc_row1d_cl, tcw_cl, tc_rows_nc, tc_wgrad3d,
+// nc_plane_cp).
 // Outside nvcc (the CPU harness, cpp_tests/cuda_on_cpu/shim.h) a copy happens at once and the
 // waits do nothing.
 #pragma once

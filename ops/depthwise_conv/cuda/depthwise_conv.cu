@@ -1,5 +1,5 @@
 // Depthwise convolution on CUDA: entry points, and the generic kernels for what the tiled fast
-// paths (plan.cuh, nc_plane.cuh, nc_small_planes.cuh, nc_stream.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu, nc_wgrad_stream.cuh)
+// paths (plan.cuh, nc_plane_cp.cuh, nc_plane.cuh, nc_small_planes.cuh, nc_stream.cuh, nc_tiled.cuh, cl_tiled.cuh, cl_wgrad.cu, nc_wgrad_stream.cuh)
 // do not cover: dilation > 1, strides > 4 in the data-grad, channels-last with a channel
 // multiplier or unaligned channels, filters without a specialisation in channels-last and in the
 // weight-grad, and float64 outside NC(D)HW.
@@ -499,7 +499,13 @@ bool launch_tiled(const Tensor& in, const Tensor& weight, const Tensor& bias, co
   }
   // NCHW output planes above 14 x 14 up to what a block's prefetch holds (nc_plane.cu), before the
   // tensor cores: faster than tc_rows_nc's 7 x 7 on 56 x 56 planes (0.083 against 0.099 ms, session 11).
-  if (!cl && (tc_fwd || tc_rot) && launch_nc_plane<T>(ip, w.const_data_ptr<T>(), !tc_fwd, bp, op, P, stream))
+  // 16-bit 3x3 planes on 16-byte rows first (nc_plane_cp: MobileNetV2 56x56 0.050 against 0.060 ms,
+  // stride 2 0.077 against nc_stream_vec's 0.134; session 12); planes up to 14 x 14
+  // (nc_small_planes) from the layer's own filter too.
+  if (!cl && (tc_fwd || tc_rot) &&
+      (launch_nc_plane_cp<T>(ip, w.const_data_ptr<T>(), !tc_fwd, bp, op, P, stream) ||
+       launch_nc_plane<T>(ip, w.const_data_ptr<T>(), !tc_fwd, bp, op, P, stream) ||
+       launch_nc_small_planes<T>(ip, w.const_data_ptr<T>(), !tc_fwd, bp, op, P, stream)))
     return true;
   if constexpr (sizeof(T) == 2) {
     // Long 1-D rows on tensor cores read the layer's own 16-bit filter: no preparation launch.
@@ -557,7 +563,7 @@ bool launch_tiled(const Tensor& in, const Tensor& weight, const Tensor& bias, co
   }
   if (cl) return launch_cl_depth3d<T>(ip, wq, bp, op, P, stream) || launch_cl_gather<T>(ip, wq, bp, op, P, stream);
   return launch_row1d<T>(ip, wq, bp, op, P, stream) || launch_nc_depth3d<T>(ip, wq, bp, op, P, stream) ||
-         launch_nc_small_planes<T>(ip, wq, bp, op, P, stream) || launch_nc_stride2_dgrad<T>(ip, wq, bp, op, P, stream) ||
+         launch_nc_stride2_dgrad<T>(ip, wq, bp, op, P, stream) ||
          launch_nc_stream<T>(ip, wq, bp, op, P, stream) ||
          launch_nc_gather<T>(ip, wq, bp, op, P, stream);
 }

@@ -39,11 +39,16 @@ bool launch_nc_stream(const T* in, const at::opmath_type<T>* w, const T* bias, T
 // prefetch or shared memory, or too small: launch_nc_small_planes).
 template <typename T>
 bool launch_nc_plane(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, cudaStream_t stream);
-// The same for output planes up to 14 x 14, a block per group of whole planes
-// (nc_small_planes.cuh), from prepared weights; false when not covered, then launch_nc_stream.
+// The same for fp16 / bf16 3x3 filters (stride 1, 2) padded by one on rows of whole 16-byte
+// vectors, whole planes staged by cp.async in T (nc_plane_cp.cuh), sm_80 and newer; false when
+// not covered (then launch_nc_plane).
 template <typename T>
-bool launch_nc_small_planes(const T* in, const at::opmath_type<T>* w, const T* bias, T* out,
-                            const Plan& P, cudaStream_t stream);
+bool launch_nc_plane_cp(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, cudaStream_t stream);
+// The same for output planes up to 14 x 14, a block per group of whole planes
+// (nc_small_planes.cuh), from the layer's filter as launch_nc_plane; false when not covered.
+template <typename T>
+bool launch_nc_small_planes(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P,
+                            cudaStream_t stream);
 // 2-, 3-, 4- and 15-tap NCL 1-D rows at stride 1 (forward, stride-1 data-grad), a warp per
 // segment of 16-byte vectors (row_warp.cuh); w is the layer's filter [rows][K], tap t of the
 // correlation w[row * K + wbase + wstep * t] (no preparation launch). false when not covered.

@@ -31,7 +31,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 
 namespace convx::cuda {
 
@@ -135,32 +134,6 @@ inline bool choose_nc_plane(NcPlane& L, const Plan& P, int kh, int kw, int s, in
   L.channels = fast_div(static_cast<uint32_t>(P.out_c));
   L.smem = smem(pb);
   return true;
-}
-
-// 16 bytes of a span as four 32-bit words (a 16-bit element in each half word): T arrays of 16-bit
-// elements would take a register per element.
-struct alignas(16) Raw16 {
-  uint32_t w[4];
-};
-
-template <typename T>
-__device__ __forceinline__ void raw_put(Raw16& r, int e, T v) {
-  if constexpr (sizeof(T) == 4) {
-    std::memcpy(&r.w[e], &v, 4);
-  } else {
-    r.w[e / 2] |= uint32_t(v.x) << (16 * (e % 2));
-  }
-}
-
-template <typename T>
-__device__ __forceinline__ at::opmath_type<T> raw_get(const Raw16& r, int e) {
-  if constexpr (sizeof(T) == 4) {
-    float f;
-    std::memcpy(&f, &r.w[e], 4);
-    return f;
-  } else {
-    return static_cast<float>(T(static_cast<uint16_t>(r.w[e / 2] >> (16 * (e % 2))), T::from_bits()));
-  }
 }
 
 // w: the layer's filter [channel][KH][KW] in T (flip: read rotated); bias per channel or null.
@@ -348,7 +321,7 @@ nc_plane(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict_
     // 3. The group's output span: aligned 16-byte vectors (ys_raw[j] is span element j - mo), the
     // partial vectors at its ends element by element. The barrier after the next scatter orders
     // these reads before the next group's outputs.
-    store_span<T, kPlaneThreads>(dst, ys_raw, np * ohw, mo, tid);
+    store_span<T>(dst, ys_raw, np * ohw, mo, tid, kPlaneThreads);
   }
 }
 

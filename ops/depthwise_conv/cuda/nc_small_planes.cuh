@@ -44,6 +44,7 @@ struct NcSmallPlanes {
   int pad_t, pad_l;      // the plan's padding (may be negative in the data-grad)
   int sh, pitch, tile;   // staged rows, floats per staged row (odd), per staged plane (x4)
   int wtile;             // floats of staged weights per block (pb * taps rounded up to 4)
+  int flip;              // data-grad: taps read in reverse order (the filter rotated)
   FastDiv items, strips_div;  // items (strips) per plane, strips per output row
   FastDiv ihw_div, iw_div;    // elements per input plane, per input row
   FastDiv channels;           // plane g is channel g % channels
@@ -54,10 +55,10 @@ __host__ __device__ inline uint32_t small_plane_channel(const NcSmallPlanes& L, 
   return plane - L.channels.div(plane) * L.channels.d;
 }
 
-// Fills L for plan P filtered by kh x kw at stride s (both dims) with elements of esz bytes;
-// false when the plan is not a one-phase 2-D multiplier-1 correlation, when one plane does not fit
+// Fills L for plan P filtered by kh x kw at stride s (both dims) with elements of esz bytes; flip:
+// the data-grad's rotated filter. false when the plan is not a one-phase 2-D multiplier-1 correlation, when one plane does not fit
 // in shared memory, or when the counts do not fit the 32-bit split.
-inline bool choose_nc_small_planes(NcSmallPlanes& L, const Plan& P, int kh, int kw, int s, int esz) {
+inline bool choose_nc_small_planes(NcSmallPlanes& L, const Plan& P, int kh, int kw, int s, int esz, bool flip) {
   if (P.phases != 1 || P.J != 1 || P.in_div != 1 || P.in_c != P.out_c || P.in[0] != 1 || P.k[0] != 1 ||
       P.q[0] != 1 || P.k[1] != kh || P.k[2] != kw || P.S[1] != s || P.S[2] != s)
     return false;
@@ -81,6 +82,7 @@ inline bool choose_nc_small_planes(NcSmallPlanes& L, const Plan& P, int kh, int 
   L.pad_t = P.pad[1][0], L.pad_l = P.pad[2][0];
   L.sh = static_cast<int>(sh), L.pitch = static_cast<int>(pitch), L.tile = static_cast<int>(tile);
   L.wtile = static_cast<int>(ceil_div(pb * taps, 4) * 4);
+  L.flip = flip ? 1 : 0;
   L.items = fast_div(static_cast<uint32_t>(ipp));
   L.strips_div = fast_div(static_cast<uint32_t>(strips));
   L.ihw_div = fast_div(static_cast<uint32_t>(P.in[1] * P.in[2]));
@@ -90,15 +92,16 @@ inline bool choose_nc_small_planes(NcSmallPlanes& L, const Plan& P, int kh, int 
   return true;
 }
 
-// w: prepared weights [channel][kh][kw] (one phase, opmath type); bias per channel or null.
+// w: the layer's filter [channel][KH][KW] in T (flip: read rotated; session 12: no preparation
+// launch, 2.2-2.4 us of MobileNetV2 7x7's 13 us kernel); bias per channel or null.
 // Six blocks per SM (at most 40 registers, 75% occupancy; ptxas, sm_90: 40 in every
 // specialisation, no spills; a 7x7 fp32 block's 20.5 KB of shared memory allows that): a block
 // has one load phase, so the SM's other blocks must keep DRAM busy around its barriers. At eight
 // (32 registers) the fp32 stride-1 4x4-7x7 kernels spill 4 bytes; at four, 55-64 registers.
 template <typename T, int KH, int KW, int S, int R>
 __global__ void __launch_bounds__(kSmallPlaneThreads, 6)
-nc_small_planes(const T* __restrict__ in, const at::opmath_type<T>* __restrict__ w,
-         const T* __restrict__ bias, T* __restrict__ out, const NcSmallPlanes L) {
+nc_small_planes(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
+                const NcSmallPlanes L) {
   using acc_t = at::opmath_type<T>;
   static_assert(sizeof(acc_t) == 4, "staged in fp32");
   constexpr int V = 16 / sizeof(T);      // elements per 16-byte vector
@@ -119,8 +122,8 @@ nc_small_planes(const T* __restrict__ in, const at::opmath_type<T>* __restrict__
     float4* const z = reinterpret_cast<float4*>(xs);
     for (int i = tid; i < np * L.tile / 4; i += kSmallPlaneThreads) z[i] = float4{0.f, 0.f, 0.f, 0.f};
     for (int i = tid; i < np * TAPS; i += kSmallPlaneThreads) {
-      const int pl = i / TAPS;
-      ws[i] = w[int64_t(small_plane_channel(L, p0 + pl)) * TAPS + (i - pl * TAPS)];
+      const int pl = i / TAPS, tap = i - pl * TAPS;
+      ws[i] = static_cast<acc_t>(w[int64_t(small_plane_channel(L, p0 + pl)) * TAPS + (L.flip ? TAPS - 1 - tap : tap)]);
     }
   }
   __syncthreads();
@@ -209,7 +212,7 @@ nc_small_planes(const T* __restrict__ in, const at::opmath_type<T>* __restrict__
 
   // 4. The block's output span: aligned 16-byte vectors (ys_raw[j] is span element j - mo), the
   // partial vectors at its ends element by element.
-  store_span<T, kSmallPlaneThreads>(dst, ys_raw, np * ohw, mo, tid);
+  store_span<T>(dst, ys_raw, np * ohw, mo, tid, kSmallPlaneThreads);
 }
 
 }  // namespace convx::cuda

@@ -29,6 +29,7 @@
 #include <ATen/OpMathType.h>
 
 #include <cstdint>
+#include <cstring>
 
 namespace convx::cuda {
 
@@ -242,15 +243,41 @@ struct alignas(16) Vec16 {
   T v[16 / sizeof(T)];
 };
 
+// 16 bytes of a span as four 32-bit words (a 16-bit element in each half word): T arrays of 16-bit
+// elements would take a register per element (nc_plane's prefetch, nc_plane_cp's window loads).
+struct alignas(16) Raw16 {
+  uint32_t w[4];
+};
+
+template <typename T>
+__device__ __forceinline__ void raw_put(Raw16& r, int e, T v) {
+  if constexpr (sizeof(T) == 4) {
+    std::memcpy(&r.w[e], &v, 4);
+  } else {
+    r.w[e / 2] |= uint32_t(v.x) << (16 * (e % 2));
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ at::opmath_type<T> raw_get(const Raw16& r, int e) {
+  if constexpr (sizeof(T) == 4) {
+    float f;
+    std::memcpy(&f, &r.w[e], 4);
+    return f;
+  } else {
+    return static_cast<float>(T(static_cast<uint16_t>(r.w[e / 2] >> (16 * (e % 2))), T::from_bits()));
+  }
+}
+
 // A block's n staged outputs written to global memory from shared memory: smem[j] is span element
 // j - mo (mo = dst's misalignment in elements, so smem is laid out as dst's 16-byte vectors);
 // whole vectors go as 16-byte stores, the partial ones at the span's ends element by element
-// (nc_plane, nc_small_planes).
-template <typename T, int Threads>
-__device__ __forceinline__ void store_span(T* dst, const T* smem, int n, int mo, int tid) {
+// (nc_plane, nc_small_planes, nc_plane_cp; `threads` the block's).
+template <typename T>
+__device__ __forceinline__ void store_span(T* dst, const T* smem, int n, int mo, int tid, int threads) {
   constexpr int V = 16 / sizeof(T);
   const int nvec = (n + mo + V - 1) / V;
-  for (int i = tid; i < nvec; i += Threads) {
+  for (int i = tid; i < nvec; i += threads) {
     const int e0 = i * V - mo;
     if (e0 >= 0 && e0 + V <= n) {
       *reinterpret_cast<Vec16<T>*>(dst + e0) = *reinterpret_cast<const Vec16<T>*>(smem + i * V);
