@@ -555,7 +555,9 @@ bool launch_tiled(const Tensor& in, const Tensor& weight, const Tensor& bias, co
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     wq = wp.const_data_ptr<acc_t>();
   }
-  if (cl) return launch_cl_depth3d<T>(ip, wq, bp, op, P, stream) || launch_cl_gather<T>(ip, wq, bp, op, P, stream);
+  if (cl)
+    return launch_cl_stride2_dgrad<T>(ip, wq, bp, op, P, stream) || launch_cl_depth3d<T>(ip, wq, bp, op, P, stream) ||
+           launch_cl_gather<T>(ip, wq, bp, op, P, stream);
   return launch_row1d<T>(ip, wq, bp, op, P, stream) || launch_nc_depth3d<T>(ip, wq, bp, op, P, stream) ||
          launch_nc_small_planes<T>(ip, wq, bp, op, P, stream) || launch_nc_stride2_dgrad<T>(ip, wq, bp, op, P, stream) ||
          launch_nc_stream<T>(ip, wq, bp, op, P, stream) ||

@@ -113,6 +113,14 @@ template <typename T>
 bool launch_cl_gather(const T* in, const at::opmath_type<T>* w, const T* bias, T* out,
                       const Plan& P, cudaStream_t stream);
 
+// Channels-last 2-D data-grad of a stride-2 conv (the depthwise transposed conv) writing both
+// column phases of an output row (cl_stride2_dgrad.cuh): 2x2 sub-filters with pads (1, 0) (k4 s2
+// p1, k3 s2 p1), multiplier 1, channels a multiple of 4; w is [phases][taps][wrows]. false
+// otherwise (then launch_cl_gather).
+template <typename T>
+bool launch_cl_stride2_dgrad(const T* in, const at::opmath_type<T>* w, const T* bias, T* out, const Plan& P,
+                             cudaStream_t stream);
+
 // Channels-last (NDHWC) forward / data-grad streaming along depth (cl_depth3d.cuh): the plans of
 // launch_nc_depth3d with channels a multiple of 4; false otherwise (then launch_cl_gather).
 template <typename T>
