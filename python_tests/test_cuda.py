@@ -1288,8 +1288,8 @@ def test_depthwise_tc_rows_nc(dtype, layout):
         close(tr, tr_ref, what + " transposed")
 
 
-# float32 31 x 26-33 filters on tensor cores as TF32 (tc_rows_nc.cuh), taken in NC* layouts on
-# planes of at least 56 x 56 while torch.backends.cudnn.allow_tf32 is true: (N, C, spatial,
+# float32 31 x 26-33 filters on tensor cores as TF32 (tc_rows_nc.cuh), taken in NC* and
+# channels-last layouts on planes of at least 56 x 56 while torch.backends.cudnn.allow_tf32 is true: (N, C, spatial,
 # kernel, padding, bias). RepLKNet's 31x31 on 56x56 planes; the others (rows shorter than the
 # filter, several samples per block, widths 26 and 33 with asymmetric padding, an odd width,
 # batch 0) stay on the exact kernels under both flag values (the CPU harness runs the TF32
@@ -1311,8 +1311,9 @@ def test_depthwise_tc_rows_nc_tf32(layout, tf32):
     """float32 31x31-class depthwise filters under both values of allow_tf32: forward (operator and
     autograd), input-grad and the depthwise transposed conv against float64 on the same float32
     data, on poisoned memory, layout kept. NC* 56x56 with the flag on: within 1e-3 of the output
-    scale (TF32: 10 mantissa bits) and not within 1e-5 (the tensor-core path did run). Flag off,
-    channels-last and smaller planes (no TF32 kernel): within 2e-5 (the exact CUDA-core kernels).
+    scale (TF32: 10 mantissa bits) and not within 1e-5 (the tensor-core path did run), NC* and
+    channels-last alike. Flag off and smaller planes (no TF32 kernel): within 2e-5 (the exact
+    CUDA-core kernels).
     The weight-grad stays exact either way."""
     import torch.nn.functional as F
 
@@ -1347,7 +1348,7 @@ def test_depthwise_tc_rows_nc_tf32(layout, tf32):
             gy = held(torch.randn(ref.shape, generator=gen))
             gx_ref, gw_ref = torch.autograd.grad(ref, (xr, wr), gy.double())
             what = f"case {i} {layout} tf32={tf32}"
-            tc = tf32 and layout != "channels_last" and min(sp) >= 56
+            tc = tf32 and min(sp) >= 56
             tol = 1e-3 if tc else 2e-5
             one, pad = [1, 1], list(p)
             poison()

@@ -90,8 +90,8 @@ SAN="/usr/local/cuda/bin/compute-sanitizer --error-exitcode=99"
 # tc_rows_nc (2-D / 3-D NC tensor-core rows), tc_wgrad3d (3-D tensor-core weight-grad), the
 # short 1-D rows (row_warp / cl_row1d reading the layer's filter, row tails); session 11's
 # channels-last ring (cl_ring), 2-D tensor-core weight-grad (tc_wgrad2d), 16-bit 5x3x3 (depth3d_regs),
-# the pipelined NCHW planes (nc_plane)
-for s in racecheck_tcnc racecheck_tc_wgrad3d sanitize_short_rows sanitize_cl_ring racecheck_tc_wgrad2d sanitize_depth3d_regs racecheck_nc_plane; do
+# the pipelined NCHW planes (nc_plane); session 12's channels-last stride-2 data-grad (cl_stride2_dgrad)
+for s in racecheck_tcnc racecheck_tc_wgrad3d sanitize_short_rows sanitize_cl_ring racecheck_tc_wgrad2d sanitize_depth3d_regs racecheck_nc_plane sanitize_cl_stride2; do
   PYTORCH_NO_CUDA_MEMORY_CACHING=1 stage "memcheck-$s" "$OUT_DIR/sanitizer.log" 90 $SAN --tool memcheck python3 "scripts/$s.py"
   stage "racecheck-$s" "$OUT_DIR/sanitizer.log" 90 $SAN --tool racecheck python3 "scripts/$s.py"
 done

@@ -1319,6 +1319,21 @@ void tcn_check(const char* what, const Plan& P, bool flip, const Tensor& src, co
       check((std::string(what) + " tcn vec" + std::to_string(L.vec) + " nw" + std::to_string(L.nw) + " ch" +
              std::to_string(L.chunks) + " items" + std::to_string(L.items) + (off ? " off1" : "")).c_str(),
             o, ref, name, tol);
+      if constexpr (std::is_same_v<T, float>) {  // channels-last (TF32): one 4-byte copy per value
+        if (off == 0) {
+          const Tensor sc = to_cl(src);
+          TcRowsNc Lc{};
+          if (!tc_rows_nc_plan(Lc, P, flip, sc.data_ptr<T>(), target, KD, KH, KS, mt, true)) {
+            std::printf("%-44s %-34s cl declined FAIL\n", name.c_str(), what);
+            ++failures;
+            return;
+          }
+          Tensor oc = at::full(to_cl(ref).sizes(), NAN, opts);
+          tcn_run<T, 1, 31, 5, 2>(sc.data_ptr<T>(), wp, bp, oc.data_ptr<T>(), Lc);
+          ++tcn_taken;
+          check((std::string(what) + " tcn cl items" + std::to_string(Lc.items)).c_str(), from_cl(oc), ref, name, tol);
+        }
+      }
     }
   }
 }

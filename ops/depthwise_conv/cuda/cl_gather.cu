@@ -9,19 +9,17 @@
 #include <c10/util/Half.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <type_traits>
 
 namespace convx::cuda {
 namespace {
 
 // V channels per thread, R outputs (cl_outputs), weights of type WT.
-template <typename T, typename WT, int KH, int KW, int S, int V, int R = cl_outputs<KH, KW, V, S>(),
-          int MB = cl_min_blocks<KW, R, V>()>
+template <typename T, typename WT, int KH, int KW, int S, int V, int R = cl_outputs<KH, KW, V, S>()>
 bool run(const T* in, const WT* w, const T* bias, T* out, const Plan& P, cudaStream_t stream) {
   const ClTile L = choose_cl_tile(P, V, R);
   const unsigned grid = static_cast<unsigned>(std::min<int64_t>(L.blocks, int64_t(1) << 30));
-  cl_gather<T, WT, KH, KW, S, V, R, MB>
+  cl_gather<T, WT, KH, KW, S, V, R, cl_min_blocks<KW, R, V>()>
       <<<grid, cl_block_threads(L), 0, stream>>>(in, w, bias, out, P, L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return true;
@@ -41,32 +39,6 @@ bool launch_cl_gather(const T* in, const at::opmath_type<T>* w, const T* bias, T
   } else {
     if (P.in_c > kClMaxChannels || P.wrows > kClMaxChannels) return false;
     const int kh = P.k[1], kw = P.k[2], s = P.S[1] == P.S[2] ? P.S[1] : 0;
-    using W = at::opmath_type<T>;
-    // TEMPORARY A/B knobs (session 12, clk): tiles of the 31x31 and the 2x2 sub-filter cases.
-    if (kh == 2 && kw == 2 && s == 1) {
-      const char* e = std::getenv("CONVX_CLK_S2");
-      switch (e ? std::atoi(e) : 0) {
-        case 1: return run<T, W, 2, 2, 1, kClVec, 8, 3>(in, w, bias, out, P, stream);
-        case 2: return run<T, W, 2, 2, 1, kClVec, 8, 4>(in, w, bias, out, P, stream);
-        case 3: return run<T, W, 2, 2, 1, kClVec, 4, 4>(in, w, bias, out, P, stream);
-        case 4:
-          if constexpr (sizeof(T) == 2) return run<T, W, 2, 2, 1, kClVec16, 4, 2>(in, w, bias, out, P, stream);
-          break;
-        case 5:
-          if constexpr (sizeof(T) == 2) return run<T, W, 2, 2, 1, kClVec16, 4, 3>(in, w, bias, out, P, stream);
-          break;
-        default: break;
-      }
-    }
-    if (P.k[0] == 1 && kw == 31 && kh != 1 && s == 1) {
-      const char* e = std::getenv("CONVX_CLK_K31");
-      switch (e ? std::atoi(e) : 0) {
-        case 1: return run<T, W, 0, 31, 1, kClVec, 8, 2>(in, w, bias, out, P, stream);
-        case 2: return run<T, W, 0, 31, 1, kClVec, 8, 3>(in, w, bias, out, P, stream);
-        case 3: return run<T, W, 0, 31, 1, kClVec, 12, 2>(in, w, bias, out, P, stream);
-        default: break;
-      }
-    }
 #define CONVX_CASE(KH, KW, S) \
   if (kh == KH && kw == KW && s == S) return run<T, at::opmath_type<T>, KH, KW, S, kClVec>(in, w, bias, out, P, stream);
     CONVX_CASE(1, 2, 1)

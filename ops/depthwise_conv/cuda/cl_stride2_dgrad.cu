@@ -32,15 +32,19 @@ bool launch_cl_stride2_dgrad(const T* in, const at::opmath_type<T>* w, const T* 
     return false;  // float64 is for correctness only: the generic kernel
   } else {
     if (!cl_s2_covers(P) || P.out_c % 4 != 0) return false;
-    // TEMPORARY A/B knob (session 12, clk): 0 = off (cl_gather), else the tile.
+    // TEMPORARY A/B knob (session 12, clk): 0 = off (cl_gather), else the tile; unset: the default.
     const char* e = std::getenv("CONVX_CLK_S2F");
-    switch (e ? std::atoi(e) : 1) {
+    switch (e ? std::atoi(e) : 100) {
+      case 0: return false;
       case 1: return run<T, 4, 2, 2, 2>(in, w, bias, out, P, stream);
       case 2: return run<T, 4, 4, 2, 2>(in, w, bias, out, P, stream);
       case 3: return run<T, 4, 2, 4, 2>(in, w, bias, out, P, stream);
-      case 4: return run<T, 4, 2, 2, 3>(in, w, bias, out, P, stream);
       case 5: return run<T, 4, 4, 1, 2>(in, w, bias, out, P, stream);
-      default: return false;
+      case 7: return run<T, 4, 4, 4, 2>(in, w, bias, out, P, stream);
+      case 8: return run<T, 4, 8, 1, 2>(in, w, bias, out, P, stream);
+      default:
+        if constexpr (sizeof(T) == 2) return run<T, 4, 4, 2, 2>(in, w, bias, out, P, stream);
+        else return run<T, 4, 4, 1, 2>(in, w, bias, out, P, stream);
     }
   }
 }

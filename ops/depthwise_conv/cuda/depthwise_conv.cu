@@ -40,6 +40,7 @@
 #include <c10/cuda/CUDAStream.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <type_traits>
 
 namespace convx::cuda {
@@ -493,8 +494,10 @@ bool launch_tiled(const Tensor& in, const Tensor& weight, const Tensor& bias, co
     // on CUDA"). Channels-last stays on the exact CUDA-core kernels: a route through NCHW copies
     // measured 0.83 ms against their 1.36 (H100, bench/results/h100/session11/k31tf_call1_ab.log),
     // but layouts are served natively, without conversion copies (issue #4).
-    if (!cl && (tc_fwd || tc_rot) && tc_rows_nc_f32_takes(P) && tf32_allowed_for_conv() &&
-        launch_tc_rows_nc<T>(ip, w.const_data_ptr<T>(), !tc_fwd, bp, op, P, stream))
+    const char* e = std::getenv("CONVX_CLK_TFCL");  // TEMPORARY A/B knob (session 12, clk)
+    const bool tfcl = !e || std::atoi(e) != 0;
+    if ((!cl || tfcl) && (tc_fwd || tc_rot) && tc_rows_nc_f32_takes(P) && tf32_allowed_for_conv() &&
+        launch_tc_rows_nc<T>(ip, w.const_data_ptr<T>(), !tc_fwd, bp, op, P, cl, stream))
       return true;
   }
   // NCHW output planes above 14 x 14 up to what a block's prefetch holds (nc_plane.cu), before the
@@ -510,7 +513,7 @@ bool launch_tiled(const Tensor& in, const Tensor& weight, const Tensor& bias, co
     // filters at stride 1 on tensor cores, both from the layer's own filter.
     if ((tc_fwd || tc_rot) && launch_depth3d_regs<T>(ip, w.const_data_ptr<T>(), !tc_fwd, bp, op, P, cl, stream))
       return true;
-    if (!cl && (tc_fwd || tc_rot) && launch_tc_rows_nc<T>(ip, w.const_data_ptr<T>(), !tc_fwd, bp, op, P, stream))
+    if (!cl && (tc_fwd || tc_rot) && launch_tc_rows_nc<T>(ip, w.const_data_ptr<T>(), !tc_fwd, bp, op, P, false, stream))
       return true;
   }
   // The short 1-D rows' kernels (row_warp, cl_row1d) read the layer's own filter too (cl_row1d

@@ -81,9 +81,10 @@ bool launch_tc_row1d(const T* in, const T* w, int wbase, int wstep, const T* bia
 // 31 x 26-41 and (planes of 56 x 56 or more) 7 x w (w <= 9) 2-D filters; w is the layer's 16-bit
 // filter [C][KD][KH][KW]. false when not covered (or sm < 80).
 // fp32 (TF32; the caller checks torch.backends.cudnn.allow_tf32): 31 x 26-33 2-D filters on
-// planes of at least 56 x 56 only.
+// planes of at least 56 x 56 only, NC(D)HW or (cl) channels-last.
 template <typename T>
-bool launch_tc_rows_nc(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, cudaStream_t stream);
+bool launch_tc_rows_nc(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, bool cl,
+                       cudaStream_t stream);
 // The filters launch_tc_rows_nc<float> takes (before its plan's checks).
 bool tc_rows_nc_f32_takes(const Plan& P);
 

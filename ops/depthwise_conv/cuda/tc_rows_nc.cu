@@ -54,14 +54,15 @@ bool tc_rows_nc_f32_takes(const Plan& P) {
 }
 
 template <typename T>
-bool launch_tc_rows_nc(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, cudaStream_t stream) {
+bool launch_tc_rows_nc(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, bool cl,
+                       cudaStream_t stream) {
   if constexpr (std::is_same_v<T, float>) {
     if (!tc_rows_nc_f32_takes(P) || !mma16_supported()) return false;
     TcRowsNc L{};
     int kd = 0, kh = 0, KS = 0;
     // Two M-tiles (32 output rows) per step, 8 blocks wanted per SM (H100, k31tf_call2_ab.log:
     // RepLKNet 0.506 ms against 0.620 with one M-tile, 0.599 at 4 blocks/SM, 0.509 at 16).
-    if (!tc_rows_nc_plan(L, P, flip, in, 8 * sm_count(), kd, kh, KS, 2) || KS != 5) return false;
+    if (!tc_rows_nc_plan(L, P, flip, in, 8 * sm_count(), kd, kh, KS, 2, cl) || KS != 5) return false;
     run<float, 1, 31, 5, 2>(in, w, bias, out, L, stream);
     return true;
   } else {
@@ -69,7 +70,7 @@ bool launch_tc_rows_nc(const T* in, const T* w, bool flip, const T* bias, T* out
     const bool x3d = KD == 5 && KH == 3 && KW <= 9;
     const bool k31 = KD == 1 && KH == 31 && KW >= 26 && KW <= 41;
     const bool k7 = KD == 1 && KH == 7 && KW <= 9 && P.out[1] >= 56 && P.out[2] >= 56;
-    if (!(x3d || k31 || k7) || !mma16_supported()) return false;
+    if (cl || !(x3d || k31 || k7) || !mma16_supported()) return false;
     // Blocks wanted per SM (H100, tcnc_req2_bench.log): 32 for X3D (0.711 ms against 0.797 at 8),
     // 8 for 2-D (RepLKNet 0.374 against 0.402 at 32; ConvNeXt 0.099 / 0.100).
     TcRowsNc L{};
@@ -83,11 +84,11 @@ bool launch_tc_rows_nc(const T* in, const T* w, bool flip, const T* bias, T* out
   }
 }
 
-template bool launch_tc_rows_nc<float>(const float*, const float*, bool, const float*, float*, const Plan&,
+template bool launch_tc_rows_nc<float>(const float*, const float*, bool, const float*, float*, const Plan&, bool,
                                        cudaStream_t);
 template bool launch_tc_rows_nc<c10::Half>(const c10::Half*, const c10::Half*, bool, const c10::Half*, c10::Half*,
-                                           const Plan&, cudaStream_t);
+                                           const Plan&, bool, cudaStream_t);
 template bool launch_tc_rows_nc<c10::BFloat16>(const c10::BFloat16*, const c10::BFloat16*, bool, const c10::BFloat16*,
-                                               c10::BFloat16*, const Plan&, cudaStream_t);
+                                               c10::BFloat16*, const Plan&, bool, cudaStream_t);
 
 }  // namespace convx::cuda
