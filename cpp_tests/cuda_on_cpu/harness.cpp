@@ -313,8 +313,9 @@ bool cl_dispatch(const Plan& P, F&& f) {
   if (kw == 31 && s == 1) return f(cl_tile_name<0, 31, 1, 4>(), cl_run<T, W, 0, 31, 1, 4>), true;
   return false;
 }
-// cl_stride2_dgrad.cu's tiles (V channels, R q-columns, TH q-rows, MB blocks per SM), each
-// run on the whole grid: f(tile, run).
+// cl_stride2_dgrad.cu's tiles (V channels, R q-columns, TH q-rows, MB blocks per SM: the
+// launcher's fp32 R4xTH1, bf16 R4xTH2 and fp16 R4xTH4, each run here in fp32 and fp16), each on
+// the whole grid: f(tile, run).
 template <typename T, int V, int R, int TH, int MB>
 bool cls2_run(const T* in, const float* w, const T* bias, T* out, const Plan& P) {
   const ClS2Tile L = choose_cl_s2_tile(P, V, R, TH);
@@ -324,10 +325,9 @@ bool cls2_run(const T* in, const float* w, const T* bias, T* out, const Plan& P)
 template <typename T, typename F>
 bool cls2_dispatch(const Plan& P, F&& f) {
   if (!cl_s2_covers(P) || P.out_c % 4 != 0) return false;
-  f(std::string("s2cl R2xTH2"), cls2_run<T, 4, 2, 2, 2>);
-  f(std::string("s2cl R4xTH2"), cls2_run<T, 4, 4, 2, 2>);
-  f(std::string("s2cl R2xTH4"), cls2_run<T, 4, 2, 4, 2>);
   f(std::string("s2cl R4xTH1"), cls2_run<T, 4, 4, 1, 2>);
+  f(std::string("s2cl R4xTH2"), cls2_run<T, 4, 4, 2, 2>);
+  f(std::string("s2cl R4xTH4"), cls2_run<T, 4, 4, 4, 2>);
   return true;
 }
 template <typename T, typename F>
@@ -995,7 +995,7 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
           if (run(gc.data_ptr<float>(), wt.data_ptr<float>(), nullptr, oc.data_ptr<float>(), P))
             check(("dgrad " + tile).c_str(), from_cl(oc), gx_ref, name);
         });
-        {  // the stride-2 data-grad writing both column phases, with and without bias (transposed conv)
+        if (cl_s2_covers(P) && gx_ref.dim() == 4) {  // the stride-2 data-grad writing both column phases, with and without bias (transposed conv)
           const Tensor bc = b.narrow(0, 0, C).contiguous();
           const Tensor ref_b = gx_ref + bc.to(at::kDouble).view({1, -1, 1, 1});
           const Tensor gh = gy.to(at::kHalf), gch = to_cl(gh), bh = bc.to(at::kHalf);
@@ -1016,7 +1016,7 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
                 check(("dgrad16 " + tile + (wb ? " bias" : "")).c_str(), from_cl(oc), wb ? gr_b : gr, name, 2e-3);
               });
           }
-          if (cl_s2_covers(P)) ++cls2_cases;
+          ++cls2_cases;
         }
         if (C % 8 == 0) {  // half storage: against float64 on the same half-rounded gradient
           Tensor gh = gy.to(at::kHalf), gch = to_cl(gh);
@@ -1282,10 +1282,10 @@ void tc_case(int64_t N, int64_t C, int64_t Lx, int64_t K, int64_t p, double tol)
 // element past a 16-byte boundary (single-element staging), block targets 1 and 4096 (one and
 // several depth / h segments per column).
 static int tcn_taken = 0;
-template <typename T, int KD, int KH, int KS, int MT = 1>
+template <typename T, int KD, int KH, int KS, int MT = 1, bool CL = false>
 void tcn_run(const T* in, const T* w, const T* bias, T* out, const TcRowsNc& L) {
   g_smem_bytes = tcn_smem_bytes<T, KD, KH, KS, MT>(L.kw, L.pitch);
-  launch(dim3{L.items}, dim3{unsigned(32 * L.nw)}, [&] { tc_rows_nc<T, KD, KH, KS, MT>(in, w, bias, out, L); });
+  launch(dim3{L.items}, dim3{unsigned(32 * L.nw)}, [&] { tc_rows_nc<T, KD, KH, KS, MT, CL>(in, w, bias, out, L); });
 }
 template <typename T>
 void tcn_check(const char* what, const Plan& P, bool flip, const Tensor& src, const Tensor& w16, const Tensor& bias,
@@ -1329,7 +1329,7 @@ void tcn_check(const char* what, const Plan& P, bool flip, const Tensor& src, co
             return;
           }
           Tensor oc = at::full(to_cl(ref).sizes(), NAN, opts);
-          tcn_run<T, 1, 31, 5, 2>(sc.data_ptr<T>(), wp, bp, oc.data_ptr<T>(), Lc);
+          tcn_run<T, 1, 31, 5, 2, true>(sc.data_ptr<T>(), wp, bp, oc.data_ptr<T>(), Lc);
           ++tcn_taken;
           check((std::string(what) + " tcn cl items" + std::to_string(Lc.items)).c_str(), from_cl(oc), ref, name, tol);
         }

@@ -40,7 +40,6 @@
 #include <c10/cuda/CUDAStream.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <type_traits>
 
 namespace convx::cuda {
@@ -489,14 +488,11 @@ bool launch_tiled(const Tensor& in, const Tensor& weight, const Tensor& bias, co
     tc_rot = tc_rot && Q.T[d] == Q.K[d] && Q.base[d][0] == Q.K[d] - 1 && Q.step[d] == -1;
   }
   if constexpr (std::is_same_v<T, float>) {
-    // NCHW fp32 31 x 26-33 (planes >= 56 x 56) as TF32 where torch.backends.cudnn.allow_tf32
-    // allows it (the flag convx's dense cuDNN path honours; docs/ops.md, "Precision of float32
-    // on CUDA"). Channels-last stays on the exact CUDA-core kernels: a route through NCHW copies
-    // measured 0.83 ms against their 1.36 (H100, bench/results/h100/session11/k31tf_call1_ab.log),
-    // but layouts are served natively, without conversion copies (issue #4).
-    const char* e = std::getenv("CONVX_CLK_TFCL");  // TEMPORARY A/B knob (session 12, clk)
-    const bool tfcl = !e || std::atoi(e) != 0;
-    if ((!cl || tfcl) && (tc_fwd || tc_rot) && tc_rows_nc_f32_takes(P) && tf32_allowed_for_conv() &&
+    // fp32 31 x 26-33 (planes >= 56 x 56) as TF32 where torch.backends.cudnn.allow_tf32 allows it
+    // (the flag convx's dense cuDNN path honours; docs/ops.md, "Precision of float32 on CUDA"),
+    // NCHW and channels-last (read in place: a 4-byte copy per staged value; RepLKNet NHWC 0.85 ms
+    // against the exact cl_gather's 1.11, H100, bench/results/h100/session12/clk_call2_ab.log).
+    if ((tc_fwd || tc_rot) && tc_rows_nc_f32_takes(P) && tf32_allowed_for_conv() &&
         launch_tc_rows_nc<T>(ip, w.const_data_ptr<T>(), !tc_fwd, bp, op, P, cl, stream))
       return true;
   }

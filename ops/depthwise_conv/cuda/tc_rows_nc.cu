@@ -3,7 +3,8 @@
 // kernels (which need a prepared fp32 copy of the filter; this one reads the layer's own); and
 // fp32 31 x 26-33 as TF32 where the caller found torch.backends.cudnn.allow_tf32 true
 // (RepLKNet k31 N32 C128 56^2: nc_gather 1.16 -> 0.506 ms forward and data-grad, H100,
-// bench/results/h100/session11/k31tf_call2_ab.log).
+// bench/results/h100/session11/k31tf_call2_ab.log), NCHW and (session 12) channels-last (NHWC:
+// cl_gather 1.109 -> 0.855 ms, bench/results/h100/session12/clk_call2_ab.log).
 //
 // Taken only where the H100 measured it faster than the kernel it replaces (session 10,
 // bench/results/h100/session10/tcnc_req2_bench.log; ms, forward, before -> after):
@@ -30,17 +31,17 @@ namespace convx::cuda {
 
 namespace {
 
-template <typename T, int KD, int KH, int KS, int MT = 1>
+template <typename T, int KD, int KH, int KS, int MT = 1, bool CL = false>
 void run(const T* in, const T* w, const T* bias, T* out, const TcRowsNc& L, cudaStream_t stream) {
   const int bytes = tcn_smem_bytes<T, KD, KH, KS, MT>(L.kw, L.pitch);
   if (bytes > 48 * 1024) {  // above the default limit: opt in once per size reached
     static std::atomic<int> opted{0};
     if (opted.load(std::memory_order_relaxed) < bytes) {
-      C10_CUDA_CHECK(cudaFuncSetAttribute(tc_rows_nc<T, KD, KH, KS, MT>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+      C10_CUDA_CHECK(cudaFuncSetAttribute(tc_rows_nc<T, KD, KH, KS, MT, CL>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
       opted.store(bytes, std::memory_order_relaxed);
     }
   }
-  tc_rows_nc<T, KD, KH, KS, MT><<<L.items, 32 * L.nw, bytes, stream>>>(in, w, bias, out, L);
+  tc_rows_nc<T, KD, KH, KS, MT, CL><<<L.items, 32 * L.nw, bytes, stream>>>(in, w, bias, out, L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
@@ -63,7 +64,8 @@ bool launch_tc_rows_nc(const T* in, const T* w, bool flip, const T* bias, T* out
     // Two M-tiles (32 output rows) per step, 8 blocks wanted per SM (H100, k31tf_call2_ab.log:
     // RepLKNet 0.506 ms against 0.620 with one M-tile, 0.599 at 4 blocks/SM, 0.509 at 16).
     if (!tc_rows_nc_plan(L, P, flip, in, 8 * sm_count(), kd, kh, KS, 2, cl) || KS != 5) return false;
-    run<float, 1, 31, 5, 2>(in, w, bias, out, L, stream);
+    if (cl) run<float, 1, 31, 5, 2, true>(in, w, bias, out, L, stream);
+    else run<float, 1, 31, 5, 2>(in, w, bias, out, L, stream);
     return true;
   } else {
     const int KD = P.k[0], KH = P.k[1], KW = P.k[2];

@@ -41,6 +41,11 @@
 // the products are of rounded, not truncated, operands (the tensor core drops the low mantissa
 // bits: error 5.1e-4 of the output scale instead of 3.0e-4 on RepLKNet's row, for 7% of the
 // time, 0.472 against 0.506 ms, k31tf_call2_ab.log); fp32 accumulation as for 16-bit.
+// Channels-last fp32 (session 12, instantiation CL): the same bricks of one channel, staged by
+// one 4-byte cp.async per value at a stride of C elements and stored one value at a time; blocks
+// numbered channel-fastest, so that the blocks of the 8 channels sharing each 32-byte sector run
+// together and L2 serves the sector to all of them (RepLKNet NHWC 0.855 ms against the exact
+// cl_gather's 1.109, H100, bench/results/h100/session12/clk_call2_ab.log; NCHW: 0.50).
 //
 // Weights: the layer's own filter (no prepared copy): the block copies its channel's
 // filter (rotated for the data-grad) to shared memory and builds the B fragments of every
@@ -126,8 +131,11 @@ __host__ __device__ constexpr int tcn_smem_bytes(int kw, int pitch) {
 // in: [N][C][D][H][W]; out: [N][C][OD][OH][OW]; w: [C][KD][KH][kw] (the layer's filter); bias: C or null.
 // 3 blocks per SM for 3-D (80 registers, 16 bytes spilled: X3D 0.711 ms against 0.847 with 124
 // registers and 2 blocks, H100, tcnc_req2_bench.log); 4 for 2-D (at most 64 registers, no spill);
-// 2 for fp32, which shared memory limits to 2 anyway (78 registers at MT = 2, no spill).
-template <typename T, int KD, int KH, int KS, int MT = 1>
+// 2 for fp32, which shared memory limits to 2 anyway (78 registers at MT = 2, 84 channels-last,
+// no spill).
+// CL: channels-last tensors (fp32 only; L.sw = C), a separate instantiation so that the NC* ones
+// compile to the code they had before.
+template <typename T, int KD, int KH, int KS, int MT = 1, bool CL = false>
 __global__ void __launch_bounds__(32 * kTcnMaxWarps, KD > 1 ? 3 : sizeof(T) == 4 ? 2 : 4)
 tc_rows_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
            const TcRowsNc L) {
@@ -147,7 +155,8 @@ tc_rows_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restric
   // and h-segment ib, samples [n0, n1) -- its columns, walked one after another.
   // Channels-last: the channel fastest, so that the blocks of neighbouring channels, which read
   // and write the same 32-byte sectors, run together.
-  const int sw = sizeof(T) == 4 ? L.sw : 1;  // 16-bit: NC* only (the same code as before)
+  static_assert(!CL || sizeof(T) == 4, "tc_rows_nc: channels-last for fp32 only");
+  const int sw = CL ? L.sw : 1;
   uint32_t item = blockIdx.x;
   int c = 0;
   if (sw != 1) c = static_cast<int>(item % uint32_t(L.C)), item /= uint32_t(L.C);
