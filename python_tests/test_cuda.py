@@ -988,6 +988,69 @@ def test_depthwise_stride2_dgrad(cfg, dtype, offset):
     close(gx, ref_gx, "input-grad")
 
 
+# Channels-last stride-2 data-grad writing both column phases of an output row
+# (cl_stride2_dgrad.cuh), through the depthwise transposed conv and the conv's input-grad:
+# (N, C, transposed input size, k, padding, output_padding, bias). Taken: k4 p1 and k3 p1 (sub-filter
+# pads (1, 0)) with odd and even output sizes, several channel chunks with idle lanes (C 264: 66
+# vectors of 4 channels in chunks of 32 lanes), strips and bands cut by the plane's end; C 12 in
+# 16 bits (not a multiple of 8: the generic kernel) and the pads (1, 1) / (0, 0) of k4 p0 / k2 p0
+# (cl_gather) decline.
+CL_S2_DGRAD = [
+    (2, 8, (8, 8), 4, 1, (0, 0), True),
+    (1, 264, (7, 9), 4, 1, (0, 0), True),
+    (3, 16, (16, 64), 4, 1, (0, 0), False),
+    (2, 40, (11, 24), 3, 1, (0, 1), True),
+    (2, 8, (28, 56), 3, 1, (1, 1), False),
+    (2, 16, (9, 12), 3, 1, (0, 0), True),
+    (2, 12, (6, 10), 4, 1, (0, 0), True),
+    (2, 8, (8, 8), 4, 0, (0, 0), True),
+    (2, 8, (7, 24), 2, 0, (0, 0), False),
+]
+
+
+@pytest.mark.parametrize("offset", [0, 1], ids=["aligned", "off1"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["fp32", "fp16", "bf16"])
+@pytest.mark.parametrize("cfg", CL_S2_DGRAD,
+                         ids=[f"n{c[0]}_c{c[1]}_{c[2][0]}x{c[2][1]}_k{c[3]}_p{c[4]}_op{c[5][0]}{c[5][1]}" for c in CL_S2_DGRAD])
+def test_depthwise_cl_stride2_dgrad(cfg, dtype, offset):
+    """The channels-last depthwise transposed conv (stride 2, groups = C) and the matching conv
+    input-grad against float64 on the same rounded data, NaN-poisoned outputs, channels-last
+    output; `offset` starts the input one element past the allocation (misaligned: declined to the
+    generic kernel)."""
+    import torch.nn.functional as F
+
+    N, C, size, k, p, op, has_bias = cfg
+    gen = torch.Generator().manual_seed(300 + CL_S2_DGRAD.index(cfg))
+
+    def held(t):  # channels-last on the device, `offset` elements into its storage
+        t = t.movedim(1, -1).contiguous()
+        buf = torch.empty(t.numel() + offset, device=DEV, dtype=dtype)
+        return buf[offset:].view(t.shape).copy_(t).movedim(-1, 1)
+
+    x = held(torch.randn(N, C, *size, generator=gen))
+    w = torch.randn(C, 1, k, k, generator=gen).to(DEV, dtype)
+    b = torch.randn(C, generator=gen).to(DEV, dtype) if has_bias else None
+    tol = LOW[dtype] if dtype != torch.float32 else 1e-4
+
+    def close(out, want, what):
+        scale = max(1.0, float(want.abs().max()))
+        assert not torch.isnan(out).any(), f"{cfg} {what}: NaN (unwritten element)"
+        assert what != "transposed" or out.stride(1) == 1 or out.numel() == 0, f"{cfg} {what}: output not channels-last"
+        torch.testing.assert_close(out.double() / scale, want / scale, rtol=tol, atol=tol,
+                                   msg=lambda msg: f"{cfg} {what}\n{msg}")
+
+    ref = F.conv_transpose2d(x.double(), w.double(), None if b is None else b.double(), 2, p, list(op), C)
+    poison()
+    with deterministic():
+        y = torch.ops.convx.conv_transpose2d(x, w, b, [2, 2], [p, p], list(op), C, [1, 1])
+    close(y, ref, "transposed")
+    poison()
+    with deterministic():
+        gx = torch.ops.convx.conv2d_input_grad(list(ref.shape), w, x, [2, 2], [p, p], [1, 1], C)
+    ref_gx = F.conv_transpose2d(x.double(), w.double(), None, 2, p, list(op), C)
+    close(gx, ref_gx, "input-grad")
+
+
 # NCL 15- and 31-tap rows: the shared-memory kernels of row1d.cuh (31-tap forward / data-grad,
 # 15- and 31-tap weight-grad; the 15-tap forward keeps nc_stream): causal-style padding on odd
 # lengths (several warp segments per row, scalar stores), 'same' padding on aligned rows (vector
@@ -1322,8 +1385,8 @@ def test_depthwise_tc_rows_nc(dtype, layout):
         close(tr, tr_ref, what + " transposed")
 
 
-# float32 31 x 26-33 filters on tensor cores as TF32 (tc_rows_nc.cuh), taken in NC* layouts on
-# planes of at least 56 x 56 while torch.backends.cudnn.allow_tf32 is true: (N, C, spatial,
+# float32 31 x 26-33 filters on tensor cores as TF32 (tc_rows_nc.cuh), taken in NC* and
+# channels-last layouts on planes of at least 56 x 56 while torch.backends.cudnn.allow_tf32 is true: (N, C, spatial,
 # kernel, padding, bias). RepLKNet's 31x31 on 56x56 planes; the others (rows shorter than the
 # filter, several samples per block, widths 26 and 33 with asymmetric padding, an odd width,
 # batch 0) stay on the exact kernels under both flag values (the CPU harness runs the TF32
@@ -1345,8 +1408,9 @@ def test_depthwise_tc_rows_nc_tf32(layout, tf32):
     """float32 31x31-class depthwise filters under both values of allow_tf32: forward (operator and
     autograd), input-grad and the depthwise transposed conv against float64 on the same float32
     data, on poisoned memory, layout kept. NC* 56x56 with the flag on: within 1e-3 of the output
-    scale (TF32: 10 mantissa bits) and not within 1e-5 (the tensor-core path did run). Flag off,
-    channels-last and smaller planes (no TF32 kernel): within 2e-5 (the exact CUDA-core kernels).
+    scale (TF32: 10 mantissa bits) and not within 1e-5 (the tensor-core path did run), NC* and
+    channels-last alike. Flag off and smaller planes (no TF32 kernel): within 2e-5 (the exact
+    CUDA-core kernels).
     The weight-grad stays exact either way."""
     import torch.nn.functional as F
 
@@ -1381,7 +1445,7 @@ def test_depthwise_tc_rows_nc_tf32(layout, tf32):
             gy = held(torch.randn(ref.shape, generator=gen))
             gx_ref, gw_ref = torch.autograd.grad(ref, (xr, wr), gy.double())
             what = f"case {i} {layout} tf32={tf32}"
-            tc = tf32 and layout != "channels_last" and min(sp) >= 56
+            tc = tf32 and min(sp) >= 56
             tol = 1e-3 if tc else 2e-5
             one, pad = [1, 1], list(p)
             poison()

@@ -1,5 +1,6 @@
 """The tensor-core NC(D)HW rows kernel (tc_rows_nc: a ring of cp.async bricks reused across
-barriers) on a few small bf16 problems, forward and input-grad, and nothing else: run under
+barriers) on a few small bf16 problems and two fp32 (TF32) ones, forward and input-grad, and
+nothing else: run under
 compute-sanitizer --tool racecheck (and memcheck). Small on purpose: racecheck instruments every
 shared-memory access."""
 
@@ -24,5 +25,16 @@ for N, C, sp, k, p in CASES:
     one = [1] * n
     y = getattr(ops, f"depthwise_conv{n}d")(x, w, None, one, list(p), one)
     getattr(ops, f"conv{n}d_input_grad")(list(x.shape), w, torch.randn_like(y), one, list(p), one, C)
+# fp32 as TF32 (31x31 on planes of at least 56 x 56, allow_tf32): NCHW and channels-last (one
+# 4-byte copy per staged value, channel-fastest blocks)
+torch.backends.cudnn.allow_tf32 = True
+for cl in (False, True):
+    x = torch.randn(1, 4, 56, 60, device="cuda")
+    if cl:
+        x = x.contiguous(memory_format=torch.channels_last)
+    w = torch.randn(4, 1, 31, 31, device="cuda")
+    y = ops.depthwise_conv2d(x, w, None, [1, 1], [15, 15], [1, 1])
+    gy = torch.randn_like(y)
+    ops.conv2d_input_grad(list(x.shape), w, gy, [1, 1], [15, 15], [1, 1], 4)
 torch.cuda.synchronize()
 print("racecheck_tcnc: every call returned")

@@ -25,6 +25,7 @@
 #include "cl_depth3d.cuh"
 #include "cl_row1d.cuh"
 #include "nc_stride2_dgrad.cuh"
+#include "cl_stride2_dgrad.cuh"
 #include "tc_row1d.cuh"
 #include "tc_wgrad1d.cuh"
 #include "tc_rows_nc.cuh"
@@ -46,7 +47,8 @@ using namespace convx;
 using namespace convx::cuda;
 using at::Tensor;
 static int failures = 0;
-static int64_t cl_out_numel = 0;  // elements written by the channels-last gather under test
+static int64_t cl_out_numel = 0;
+static int cls2_cases = 0;  // problems cl_stride2_dgrad took  // elements written by the channels-last gather under test
 
 template <typename T, int KH, int KW, int S, int R>
 bool nc_run(const T* in, const float* w, const T* bias, T* out, const Plan& P) {
@@ -312,6 +314,23 @@ bool cl_dispatch(const Plan& P, F&& f) {
 #undef C_
   if (kw == 31 && s == 1) return f(cl_tile_name<0, 31, 1, 4>(), cl_run<T, W, 0, 31, 1, 4>), true;
   return false;
+}
+// cl_stride2_dgrad.cu's tiles (V channels, R q-columns, TH q-rows, MB blocks per SM: the
+// launcher's fp32 R4xTH1, bf16 R4xTH2 and fp16 R4xTH4, each run here in fp32 and fp16), each on
+// the whole grid: f(tile, run).
+template <typename T, int V, int R, int TH, int MB>
+bool cls2_run(const T* in, const float* w, const T* bias, T* out, const Plan& P) {
+  const ClS2Tile L = choose_cl_s2_tile(P, V, R, TH);
+  launch(dim3{unsigned(L.blocks)}, dim3{cl_s2_threads(L)}, [&] { cl_stride2_dgrad<T, V, R, TH, MB>(in, w, bias, out, P, L); });
+  return true;
+}
+template <typename T, typename F>
+bool cls2_dispatch(const Plan& P, F&& f) {
+  if (!cl_s2_covers(P) || P.out_c % 4 != 0) return false;
+  f(std::string("s2cl R4xTH1"), cls2_run<T, 4, 4, 1, 2>);
+  f(std::string("s2cl R4xTH2"), cls2_run<T, 4, 4, 2, 2>);
+  f(std::string("s2cl R4xTH4"), cls2_run<T, 4, 4, 4, 2>);
+  return true;
 }
 template <typename T, typename F>
 bool cl16_dispatch(const Plan& P, F&& f) {
@@ -1049,6 +1068,29 @@ void run_case(int rank, int64_t N, int64_t C, int64_t m, std::vector<int64_t> si
           if (run(gc.data_ptr<float>(), wt.data_ptr<float>(), nullptr, oc.data_ptr<float>(), P))
             check(("dgrad " + tile).c_str(), from_cl(oc), gx_ref, name);
         });
+        if (cl_s2_covers(P) && gx_ref.dim() == 4) {  // the stride-2 data-grad writing both column phases, with and without bias (transposed conv)
+          const Tensor bc = b.narrow(0, 0, C).contiguous();
+          const Tensor ref_b = gx_ref + bc.to(at::kDouble).view({1, -1, 1, 1});
+          const Tensor gh = gy.to(at::kHalf), gch = to_cl(gh), bh = bc.to(at::kHalf);
+          const Tensor gr = std::get<0>(at::convolution_backward(gh.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble),
+                                                                 std::nullopt, s, p, dil, false, op, C, {true, false, false}));
+          const Tensor gr_b = gr + bh.to(at::kDouble).view({1, -1, 1, 1});
+          for (bool wb : {false, true}) {
+            cls2_dispatch<float>(P, [&](const std::string& tile, auto run) {
+              Tensor oc = at::full(to_cl(x).sizes(), NAN);
+              run(gc.data_ptr<float>(), wt.data_ptr<float>(), wb ? bc.data_ptr<float>() : nullptr, oc.data_ptr<float>(), P);
+              check(("dgrad " + tile + (wb ? " bias" : "")).c_str(), from_cl(oc), wb ? ref_b : gx_ref, name);
+            });
+            if (C % 8 == 0)
+              cls2_dispatch<at::Half>(P, [&](const std::string& tile, auto run) {
+                Tensor oc = at::full(to_cl(x).sizes(), NAN, at::kHalf);
+                run(gch.data_ptr<at::Half>(), wt.data_ptr<float>(), wb ? bh.data_ptr<at::Half>() : nullptr,
+                    oc.data_ptr<at::Half>(), P);
+                check(("dgrad16 " + tile + (wb ? " bias" : "")).c_str(), from_cl(oc), wb ? gr_b : gr, name, 2e-3);
+              });
+          }
+          ++cls2_cases;
+        }
         if (C % 8 == 0) {  // half storage: against float64 on the same half-rounded gradient
           Tensor gh = gy.to(at::kHalf), gch = to_cl(gh);
           auto gr = at::convolution_backward(gh.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble), std::nullopt, s, p,
@@ -1314,10 +1356,10 @@ void tc_case(int64_t N, int64_t C, int64_t Lx, int64_t K, int64_t p, double tol)
 // element past a 16-byte boundary (single-element staging), block targets 1 and 4096 (one and
 // several depth / h segments per column).
 static int tcn_taken = 0;
-template <typename T, int KD, int KH, int KS, int MT = 1>
+template <typename T, int KD, int KH, int KS, int MT = 1, bool CL = false>
 void tcn_run(const T* in, const T* w, const T* bias, T* out, const TcRowsNc& L) {
   g_smem_bytes = tcn_smem_bytes<T, KD, KH, KS, MT>(L.kw, L.pitch);
-  launch(dim3{L.items}, dim3{unsigned(32 * L.nw)}, [&] { tc_rows_nc<T, KD, KH, KS, MT>(in, w, bias, out, L); });
+  launch(dim3{L.items}, dim3{unsigned(32 * L.nw)}, [&] { tc_rows_nc<T, KD, KH, KS, MT, CL>(in, w, bias, out, L); });
 }
 template <typename T>
 void tcn_check(const char* what, const Plan& P, bool flip, const Tensor& src, const Tensor& w16, const Tensor& bias,
@@ -1351,6 +1393,21 @@ void tcn_check(const char* what, const Plan& P, bool flip, const Tensor& src, co
       check((std::string(what) + " tcn vec" + std::to_string(L.vec) + " nw" + std::to_string(L.nw) + " ch" +
              std::to_string(L.chunks) + " items" + std::to_string(L.items) + (off ? " off1" : "")).c_str(),
             o, ref, name, tol);
+      if constexpr (std::is_same_v<T, float>) {  // channels-last (TF32): one 4-byte copy per value
+        if (off == 0) {
+          const Tensor sc = to_cl(src);
+          TcRowsNc Lc{};
+          if (!tc_rows_nc_plan(Lc, P, flip, sc.data_ptr<T>(), target, KD, KH, KS, mt, true)) {
+            std::printf("%-44s %-34s cl declined FAIL\n", name.c_str(), what);
+            ++failures;
+            return;
+          }
+          Tensor oc = at::full(to_cl(ref).sizes(), NAN, opts);
+          tcn_run<T, 1, 31, 5, 2, true>(sc.data_ptr<T>(), wp, bp, oc.data_ptr<T>(), Lc);
+          ++tcn_taken;
+          check((std::string(what) + " tcn cl items" + std::to_string(Lc.items)).c_str(), from_cl(oc), ref, name, tol);
+        }
+      }
     }
   }
 }
@@ -2106,6 +2163,18 @@ int main() {
     std::printf("failures: %d\n", failures);
     return failures != 0;
   }
+  if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "cls2") {
+    // the channels-last stride-2 data-grads (cl_stride2_dgrad) and the 31x31 cl_gather tile
+    run_case(2, 2, 4, 1, {16, 16}, {4, 4}, {2, 2}, {1, 1});
+    run_case(2, 2, 8, 1, {14, 11}, {3, 3}, {2, 2}, {1, 1});
+    run_case(2, 1, 600, 1, {9, 10}, {3, 3}, {2, 2}, {1, 1});
+    run_case(2, 2, 4, 1, {15, 13}, {4, 4}, {2, 2}, {1, 1});
+    run_case(2, 2, 8, 1, {16, 15}, {4, 4}, {2, 2}, {1, 1});
+    run_case(2, 2, 20, 1, {14, 13}, {3, 3}, {2, 2}, {1, 1});
+    run_case(2, 1, 4, 1, {40, 37}, {31, 31}, {1, 1}, {15, 15});
+    std::printf("cl_stride2_dgrad problems: %d\nfailures: %d\n", cls2_cases, failures);
+    return failures != 0 || cls2_cases == 0;
+  }
   if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "planes") {
     plane_cases();
     std::printf("failures: %d\n", failures);
@@ -2273,6 +2342,8 @@ int main() {
   run_case(3, 1, 24, 1, {30, 5, 6}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1});
   run_case(3, 1, 8, 1, {9, 7, 11}, {5, 3, 3}, {1, 2, 2}, {2, 1, 1});
   run_case(3, 2, 8, 1, {6, 9, 10}, {3, 3, 3}, {1, 2, 2}, {0, 1, 1});
+  std::printf("cl_stride2_dgrad problems: %d\n", cls2_cases);
+  if (cls2_cases == 0) ++failures;
   std::printf("cl_wgrad short16 launches checked: %d\n", clws_taken);
   if (clws_taken == 0) ++failures;
   std::printf("cl_wgrad_depth3d launches checked: %d\n", clw3_taken);

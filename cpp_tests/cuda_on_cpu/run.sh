@@ -28,6 +28,8 @@ sed -e 's#"ops/depthwise_conv/cuda/nc_stream.cuh"#"nc_stream.cuh"#' \
     -e 's/__shared__ acc_t red/static acc_t red/' "$src/nc_depth3d.cuh" >"$tmp/nc_depth3d.cuh"
 # the channels-last depth-streaming kernel: its include of cl_tiled.cuh points at the copy
 sed -e 's#"ops/depthwise_conv/cuda/cl_tiled.cuh"#"cl_tiled.cuh"#' "$src/cl_depth3d.cuh" >"$tmp/cl_depth3d.cuh"
+# the channels-last stride-2 data-grad: the same
+sed -e 's#"ops/depthwise_conv/cuda/cl_tiled.cuh"#"cl_tiled.cuh"#' "$src/cl_stride2_dgrad.cuh" >"$tmp/cl_stride2_dgrad.cuh"
 # the 16-bit 5x3x3 kernel with the filter in registers: the same
 sed -e 's#"ops/depthwise_conv/cuda/cl_tiled.cuh"#"cl_tiled.cuh"#' \
     -e 's/__shared__ __align__(16) T ring/alignas(16) static T ring/' \

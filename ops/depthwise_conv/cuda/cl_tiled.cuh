@@ -8,7 +8,7 @@
 // ((R - 1) * S + taps vectors) one vector at a time, applying each vector to every output of the
 // strip it touches. Only the accumulators, one filter row and one input vector live in
 // registers, so that the kernel runs at 37.5-50% occupancy (cl_min_blocks; 25% for the R = 8
-// tile of the square filters; the previous design held every tap of a band of rows: 123-144 registers, 12.5-25%,
+// tiles of the square and 31x31 filters; the previous design held every tap of a band of rows: 123-144 registers, 12.5-25%,
 // latency-bound) and hides the load latency with warps instead of with a thread's own state;
 // the rows shared by neighbouring outputs are re-read from L1 by the threads of the block (one
 // thread per output row). The filter, laid out [tap][channel] so that a warp's channel lanes
@@ -40,8 +40,13 @@ constexpr int kClVec = 4, kClVec16 = 8;
 // Outputs per thread along W: 8 for the square 2x2-7x7 filters (of the three tiles measured on
 // the H100 in session 4 -- R = 4; R = 2 with 16-byte 16-bit loads; R = 8 -- R = 8 was the fastest
 // on every channels-last 2-D row despite its 128 registers: 3 loads per 8 outputs of a 3x3 row,
-// e.g. MobileNetV2 k3 fp32 forward 0.101 ms vs 0.126 and 0.143), 4 for the one-row and 31-wide
-// filters, whose taps go in chunks (KH = 0: 31 rows at run time).
+// e.g. MobileNetV2 k3 fp32 forward 0.101 ms vs 0.126 and 0.143), 4 for the one-row filters, whose
+// taps go in chunks, and 8 for the 31-wide 2-D filters (KH = 0: 31 rows at run time): 19 loads
+// per 128 FMA instructions at R = 4 kept the L1 busy (Nsight Compute: L1 60%, SM 53% at 37.5%
+// occupancy); at R = 8 (23 loads per 256, 128 registers) RepLKNet 31x31 NHWC N32 C128 56^2 went
+// from 1.354 to 1.101 ms fp32, 1.203 to 1.101 fp16, 1.270 to 1.080 bf16 (forward and data-grad
+// alike; H100, bench/results/h100/session12/clk_call1_ab.log; R = 12: 1.22 ms, R = 8 at 80
+// registers: 1.44, spilling).
 //
 // 16-byte 16-bit vectors (V = 8, the 16-bit fast path; not yet measured on a GPU): R = 8 for
 // 2x2 and 3x3 at stride 1 -- the same 10 loads per 8 outputs of a 3x3 row as fp32, now 16 bytes
@@ -49,6 +54,7 @@ constexpr int kClVec = 4, kClVec16 = 8;
 // R = 4 otherwise (3x3 stride 2 at R = 8 spills in the row loop: 17 input vectors per row).
 template <int KH, int KW, int V = 4, int S = 1>
 constexpr int cl_outputs() {
+  if (KH == 0 && KW == 31) return 8;
   if (KH < 2 || KH != KW || KW > 7) return 4;
   return V <= 4 || (KW <= 3 && S == 1) ? 8 : 4;
 }

@@ -488,13 +488,12 @@ bool launch_tiled(const Tensor& in, const Tensor& weight, const Tensor& bias, co
     tc_rot = tc_rot && Q.T[d] == Q.K[d] && Q.base[d][0] == Q.K[d] - 1 && Q.step[d] == -1;
   }
   if constexpr (std::is_same_v<T, float>) {
-    // NCHW fp32 31 x 26-33 (planes >= 56 x 56) as TF32 where torch.backends.cudnn.allow_tf32
-    // allows it (the flag convx's dense cuDNN path honours; docs/ops.md, "Precision of float32
-    // on CUDA"). Channels-last stays on the exact CUDA-core kernels: a route through NCHW copies
-    // measured 0.83 ms against their 1.36 (H100, bench/results/h100/session11/k31tf_call1_ab.log),
-    // but layouts are served natively, without conversion copies (issue #4).
-    if (!cl && (tc_fwd || tc_rot) && tc_rows_nc_f32_takes(P) && tf32_allowed_for_conv() &&
-        launch_tc_rows_nc<T>(ip, w.const_data_ptr<T>(), !tc_fwd, bp, op, P, stream))
+    // fp32 31 x 26-33 (planes >= 56 x 56) as TF32 where torch.backends.cudnn.allow_tf32 allows it
+    // (the flag convx's dense cuDNN path honours; docs/ops.md, "Precision of float32 on CUDA"),
+    // NCHW and channels-last (read in place: a 4-byte copy per staged value; RepLKNet NHWC 0.85 ms
+    // against the exact cl_gather's 1.11, H100, bench/results/h100/session12/clk_call2_ab.log).
+    if ((tc_fwd || tc_rot) && tc_rows_nc_f32_takes(P) && tf32_allowed_for_conv() &&
+        launch_tc_rows_nc<T>(ip, w.const_data_ptr<T>(), !tc_fwd, bp, op, P, cl, stream))
       return true;
   }
   // NCHW output planes above 14 x 14 up to what a block's prefetch holds (nc_plane.cu), before the
@@ -516,7 +515,7 @@ bool launch_tiled(const Tensor& in, const Tensor& weight, const Tensor& bias, co
     // filters at stride 1 on tensor cores, both from the layer's own filter.
     if ((tc_fwd || tc_rot) && launch_depth3d_regs<T>(ip, w.const_data_ptr<T>(), !tc_fwd, bp, op, P, cl, stream))
       return true;
-    if (!cl && (tc_fwd || tc_rot) && launch_tc_rows_nc<T>(ip, w.const_data_ptr<T>(), !tc_fwd, bp, op, P, stream))
+    if (!cl && (tc_fwd || tc_rot) && launch_tc_rows_nc<T>(ip, w.const_data_ptr<T>(), !tc_fwd, bp, op, P, false, stream))
       return true;
   }
   // The short 1-D rows' kernels (row_warp, cl_row1d) read the layer's own filter too (cl_row1d
@@ -561,7 +560,9 @@ bool launch_tiled(const Tensor& in, const Tensor& weight, const Tensor& bias, co
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     wq = wp.const_data_ptr<acc_t>();
   }
-  if (cl) return launch_cl_depth3d<T>(ip, wq, bp, op, P, stream) || launch_cl_gather<T>(ip, wq, bp, op, P, stream);
+  if (cl)
+    return launch_cl_stride2_dgrad<T>(ip, wq, bp, op, P, stream) || launch_cl_depth3d<T>(ip, wq, bp, op, P, stream) ||
+           launch_cl_gather<T>(ip, wq, bp, op, P, stream);
   return launch_row1d<T>(ip, wq, bp, op, P, stream) || launch_nc_depth3d<T>(ip, wq, bp, op, P, stream) ||
          launch_nc_stride2_dgrad<T>(ip, wq, bp, op, P, stream) ||
          launch_nc_stream<T>(ip, wq, bp, op, P, stream) ||

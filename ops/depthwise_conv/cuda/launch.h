@@ -86,9 +86,10 @@ bool launch_tc_row1d(const T* in, const T* w, int wbase, int wstep, const T* bia
 // 31 x 26-41 and (planes of 56 x 56 or more) 7 x w (w <= 9) 2-D filters; w is the layer's 16-bit
 // filter [C][KD][KH][KW]. false when not covered (or sm < 80).
 // fp32 (TF32; the caller checks torch.backends.cudnn.allow_tf32): 31 x 26-33 2-D filters on
-// planes of at least 56 x 56 only.
+// planes of at least 56 x 56 only, NC(D)HW or (cl) channels-last.
 template <typename T>
-bool launch_tc_rows_nc(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, cudaStream_t stream);
+bool launch_tc_rows_nc(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, bool cl,
+                       cudaStream_t stream);
 // The filters launch_tc_rows_nc<float> takes (before its plan's checks).
 bool tc_rows_nc_f32_takes(const Plan& P);
 
@@ -117,6 +118,14 @@ bool launch_cl_ring(const T* in, const T* w, bool flip, const T* bias, T* out, c
 template <typename T>
 bool launch_cl_gather(const T* in, const at::opmath_type<T>* w, const T* bias, T* out,
                       const Plan& P, cudaStream_t stream);
+
+// Channels-last 2-D data-grad of a stride-2 conv (the depthwise transposed conv) writing both
+// column phases of an output row (cl_stride2_dgrad.cuh): 2x2 sub-filters with pads (1, 0) (k4 s2
+// p1, k3 s2 p1), multiplier 1, channels a multiple of 4; w is [phases][taps][wrows]. false
+// otherwise (then launch_cl_gather).
+template <typename T>
+bool launch_cl_stride2_dgrad(const T* in, const at::opmath_type<T>* w, const T* bias, T* out, const Plan& P,
+                             cudaStream_t stream);
 
 // Channels-last (NDHWC) forward / data-grad streaming along depth (cl_depth3d.cuh): the plans of
 // launch_nc_depth3d with channels a multiple of 4; false otherwise (then launch_cl_gather).

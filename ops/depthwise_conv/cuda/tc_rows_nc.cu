@@ -3,7 +3,8 @@
 // kernels (which need a prepared fp32 copy of the filter; this one reads the layer's own); and
 // fp32 31 x 26-33 as TF32 where the caller found torch.backends.cudnn.allow_tf32 true
 // (RepLKNet k31 N32 C128 56^2: nc_gather 1.16 -> 0.506 ms forward and data-grad, H100,
-// bench/results/h100/session11/k31tf_call2_ab.log).
+// bench/results/h100/session11/k31tf_call2_ab.log), NCHW and (session 12) channels-last (NHWC:
+// cl_gather 1.109 -> 0.855 ms, bench/results/h100/session12/clk_call2_ab.log).
 //
 // Taken only where the H100 measured it faster than the kernel it replaces (session 10,
 // bench/results/h100/session10/tcnc_req2_bench.log; ms, forward, before -> after):
@@ -31,17 +32,17 @@ namespace convx::cuda {
 
 namespace {
 
-template <typename T, int KD, int KH, int KS, int MT = 1>
+template <typename T, int KD, int KH, int KS, int MT = 1, bool CL = false>
 void run(const T* in, const T* w, const T* bias, T* out, const TcRowsNc& L, cudaStream_t stream) {
   const int bytes = tcn_smem_bytes<T, KD, KH, KS, MT>(L.kw, L.pitch);
   if (bytes > 48 * 1024) {  // above the default limit: opt in once per size reached
     static std::atomic<int> opted{0};
     if (opted.load(std::memory_order_relaxed) < bytes) {
-      C10_CUDA_CHECK(cudaFuncSetAttribute(tc_rows_nc<T, KD, KH, KS, MT>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+      C10_CUDA_CHECK(cudaFuncSetAttribute(tc_rows_nc<T, KD, KH, KS, MT, CL>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
       opted.store(bytes, std::memory_order_relaxed);
     }
   }
-  tc_rows_nc<T, KD, KH, KS, MT><<<L.items, 32 * L.nw, bytes, stream>>>(in, w, bias, out, L);
+  tc_rows_nc<T, KD, KH, KS, MT, CL><<<L.items, 32 * L.nw, bytes, stream>>>(in, w, bias, out, L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
@@ -55,22 +56,24 @@ bool tc_rows_nc_f32_takes(const Plan& P) {
 }
 
 template <typename T>
-bool launch_tc_rows_nc(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, cudaStream_t stream) {
+bool launch_tc_rows_nc(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, bool cl,
+                       cudaStream_t stream) {
   if constexpr (std::is_same_v<T, float>) {
     if (!tc_rows_nc_f32_takes(P) || !mma16_supported()) return false;
     TcRowsNc L{};
     int kd = 0, kh = 0, KS = 0;
     // Two M-tiles (32 output rows) per step, 8 blocks wanted per SM (H100, k31tf_call2_ab.log:
     // RepLKNet 0.506 ms against 0.620 with one M-tile, 0.599 at 4 blocks/SM, 0.509 at 16).
-    if (!tc_rows_nc_plan(L, P, flip, in, 8 * sm_count(), kd, kh, KS, 2) || KS != 5) return false;
-    run<float, 1, 31, 5, 2>(in, w, bias, out, L, stream);
+    if (!tc_rows_nc_plan(L, P, flip, in, 8 * sm_count(), kd, kh, KS, 2, cl) || KS != 5) return false;
+    if (cl) run<float, 1, 31, 5, 2, true>(in, w, bias, out, L, stream);
+    else run<float, 1, 31, 5, 2>(in, w, bias, out, L, stream);
     return true;
   } else {
     const int KD = P.k[0], KH = P.k[1], KW = P.k[2];
     const bool x3d = KD == 5 && KH == 3 && KW <= 9;
     const bool k31 = KD == 1 && KH == 31 && KW >= 26 && KW <= 41;
     const bool k7 = KD == 1 && KH == 7 && KW <= 9 && P.out[1] >= 56 && P.out[2] >= 56;
-    if (!(x3d || k31 || k7) || !mma16_supported()) return false;
+    if (cl || !(x3d || k31 || k7) || !mma16_supported()) return false;
     // Blocks wanted per SM (H100, tcnc_req2_bench.log): 32 for X3D (0.711 ms against 0.797 at 8),
     // 8 for 2-D (RepLKNet 0.374 against 0.402 at 32; ConvNeXt 0.099 / 0.100).
     TcRowsNc L{};
@@ -84,11 +87,11 @@ bool launch_tc_rows_nc(const T* in, const T* w, bool flip, const T* bias, T* out
   }
 }
 
-template bool launch_tc_rows_nc<float>(const float*, const float*, bool, const float*, float*, const Plan&,
+template bool launch_tc_rows_nc<float>(const float*, const float*, bool, const float*, float*, const Plan&, bool,
                                        cudaStream_t);
 template bool launch_tc_rows_nc<c10::Half>(const c10::Half*, const c10::Half*, bool, const c10::Half*, c10::Half*,
-                                           const Plan&, cudaStream_t);
+                                           const Plan&, bool, cudaStream_t);
 template bool launch_tc_rows_nc<c10::BFloat16>(const c10::BFloat16*, const c10::BFloat16*, bool, const c10::BFloat16*,
-                                               c10::BFloat16*, const Plan&, cudaStream_t);
+                                               c10::BFloat16*, const Plan&, bool, cudaStream_t);
 
 }  // namespace convx::cuda

@@ -41,6 +41,11 @@
 // the products are of rounded, not truncated, operands (the tensor core drops the low mantissa
 // bits: error 5.1e-4 of the output scale instead of 3.0e-4 on RepLKNet's row, for 7% of the
 // time, 0.472 against 0.506 ms, k31tf_call2_ab.log); fp32 accumulation as for 16-bit.
+// Channels-last fp32 (session 12, instantiation CL): the same bricks of one channel, staged by
+// one 4-byte cp.async per value at a stride of C elements and stored one value at a time; blocks
+// numbered channel-fastest, so that the blocks of the 8 channels sharing each 32-byte sector run
+// together and L2 serves the sector to all of them (RepLKNet NHWC 0.855 ms against the exact
+// cl_gather's 1.109, H100, bench/results/h100/session12/clk_call2_ab.log; NCHW: 0.50).
 //
 // Weights: the layer's own filter (no prepared copy): the block copies its channel's
 // filter (rotated for the data-grad) to shared memory and builds the B fragments of every
@@ -98,6 +103,7 @@ struct TcRowsNc {
   int kw, seg, C;           // filter width; output planes (KD > 1) or h-tiles (KD == 1) per segment; channels
   int vec;                  // staging vector in elements: 16 bytes' worth or a half, quarter, ... down to 1
   int flip;                 // data-grad: the filter rotated 180 degrees
+  int sw;                   // elements between neighbours along W: 1 (NC*), C (channels-last, fp32 only)
 };
 
 struct alignas(8) TcnPair {  // one lane's B fragment (two registers)
@@ -125,8 +131,11 @@ __host__ __device__ constexpr int tcn_smem_bytes(int kw, int pitch) {
 // in: [N][C][D][H][W]; out: [N][C][OD][OH][OW]; w: [C][KD][KH][kw] (the layer's filter); bias: C or null.
 // 3 blocks per SM for 3-D (80 registers, 16 bytes spilled: X3D 0.711 ms against 0.847 with 124
 // registers and 2 blocks, H100, tcnc_req2_bench.log); 4 for 2-D (at most 64 registers, no spill);
-// 2 for fp32, which shared memory limits to 2 anyway (78 registers at MT = 2, no spill).
-template <typename T, int KD, int KH, int KS, int MT = 1>
+// 2 for fp32, which shared memory limits to 2 anyway (78 registers at MT = 2, 84 channels-last,
+// no spill).
+// CL: channels-last tensors (fp32 only; L.sw = C), a separate instantiation so that the NC* ones
+// compile to the code they had before.
+template <typename T, int KD, int KH, int KS, int MT = 1, bool CL = false>
 __global__ void __launch_bounds__(32 * kTcnMaxWarps, KD > 1 ? 3 : sizeof(T) == 4 ? 2 : 4)
 tc_rows_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
            const TcRowsNc L) {
@@ -144,7 +153,13 @@ tc_rows_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restric
 
   // Block: channel c, chunk ck, (KD > 1) depth segment ia and h-tile ib or (KD == 1) plane ia
   // and h-segment ib, samples [n0, n1) -- its columns, walked one after another.
+  // Channels-last: the channel fastest, so that the blocks of neighbouring channels, which read
+  // and write the same 32-byte sectors, run together.
+  static_assert(!CL || sizeof(T) == 4, "tc_rows_nc: channels-last for fp32 only");
+  const int sw = CL ? L.sw : 1;
   uint32_t item = blockIdx.x;
+  int c = 0;
+  if (sw != 1) c = static_cast<int>(item % uint32_t(L.C)), item /= uint32_t(L.C);
   const int ng = static_cast<int>(item % L.ngroups);
   item /= L.ngroups;
   const int ck = static_cast<int>(item % L.chunks);
@@ -152,7 +167,7 @@ tc_rows_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restric
   const int ib = static_cast<int>(item % L.nb);
   item /= L.nb;
   const int ia = static_cast<int>(item % L.na);
-  const int c = static_cast<int>(item / L.na);
+  if (sw == 1) c = static_cast<int>(item / L.na);
   const int n0 = ng * L.nper, ncols = std::min(L.nper, L.N - n0);
 
   // The channel's filter, rotated for the data-grad, then its B fragments.
@@ -214,19 +229,21 @@ tc_rows_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restric
     if (si < nreal && id >= 0 && id < L.D) {
       Bits* const dst = ring + (sgi % STAGES) * BR * L.pitch;
       const int hb = ROWS * (KD > 1 ? ht0 : ht0 + si) - L.padH;
-      const T* const src = in + ((int64_t(n0 + scol) * L.C + c) * L.D + id) * plane_in;
+      const int64_t n = n0 + scol;
+      const T* const src = in + (sw == 1 ? ((n * L.C + c) * L.D + id) * plane_in : (n * L.D + id) * plane_in * L.C + c);
       for (int j = j0; j < BR; j += rs) {
         const int ih = hb + j;
         const bool row_in = ih >= 0 && ih < L.H;
-        const T* const srow = src + int64_t(ih) * L.W;
+        const T* const srow = src + int64_t(ih) * L.W * sw;
         for (int cu = cu0; cu < upr; cu += cs) {
           const int v = cu * L.vec, iw = wic + v;
           Bits* const d = dst + j * L.pitch + v;
-          if (row_in && iw >= 0 && iw + L.vec <= L.W && L.vec > 1) {
-            cp_async_n(d, srow + iw, int(sizeof(T)) * L.vec);
+          // vectors; channels-last fp32 one 4-byte copy per value (L.vec = 1)
+          if (row_in && iw >= 0 && iw + L.vec <= L.W && (L.vec > 1 || sw != 1)) {
+            cp_async_n(d, srow + int64_t(iw) * sw, int(sizeof(T)) * L.vec);
           } else {
             for (int e = 0; e < L.vec; ++e)
-              d[e] = row_in && iw + e >= 0 && iw + e < L.W ? tcn_bits(srow[iw + e]) : Bits(0);
+              d[e] = row_in && iw + e >= 0 && iw + e < L.W ? tcn_bits(srow[int64_t(iw + e) * sw]) : Bits(0);
           }
         }
       }
@@ -248,7 +265,7 @@ tc_rows_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restric
       if (ih < 0 || ih >= L.H) continue;
       for (int cu = cu0; cu < upr; cu += cs) {
         const int v = cu * L.vec, iw = wic + v;
-        if (iw < 0 || iw + L.vec > L.W || L.vec == 1) continue;
+        if (iw < 0 || iw + L.vec > L.W || (L.vec == 1 && sw == 1)) continue;
         Bits* const d = dst + j * L.pitch + v;
         if (L.vec == 4) {  // 16 bytes: one shared load and store
           uint4 q = *reinterpret_cast<const uint4*>(d);
@@ -267,19 +284,20 @@ tc_rows_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restric
   const int oc = L.ob0 + 8 * (L.nw * ck + warp) + 2 * t;  // this lane's first output column
   const bool oc0 = oc >= 0 && oc < L.OW, oc1 = oc + 1 >= 0 && oc + 1 < L.OW;
   auto store = [&](const float (&acc)[4], int n, int od, int oh0) {
-    T* const prow = out + ((int64_t(n) * L.C + c) * L.OD + od) * plane_out + oc;
+    T* const prow = out + (sw == 1 ? ((int64_t(n) * L.C + c) * L.OD + od) * plane_out + oc
+                                     : ((int64_t(n) * L.OD + od) * plane_out + oc) * L.C + c);
 #pragma unroll
     for (int hh = 0; hh < 2; ++hh) {
       const int oh = oh0 + g + 8 * hh;
       if (oh >= L.OH) continue;
-      T* const p = prow + int64_t(oh) * L.OW;
+      T* const p = prow + int64_t(oh) * L.OW * sw;
       const T v0 = static_cast<T>(acc[2 * hh] + b0), v1 = static_cast<T>(acc[2 * hh + 1] + b0);
-      if (oc0 && oc1 && reinterpret_cast<uintptr_t>(p) % (2 * sizeof(T)) == 0) {
+      if (sw == 1 && oc0 && oc1 && reinterpret_cast<uintptr_t>(p) % (2 * sizeof(T)) == 0) {
         if constexpr (sizeof(T) == 2) *reinterpret_cast<uint32_t*>(p) = pack16x2<T>(v0, v1);
         else *reinterpret_cast<float2*>(p) = make_float2(v0, v1);
       } else {
         if (oc0) p[0] = v0;
-        if (oc1) p[1] = v1;
+        if (oc1) p[sw] = v1;
       }
     }
   };
@@ -380,12 +398,13 @@ inline int64_t tcn_ceil8(int64_t x) { return x >= 0 ? (x + 7) / 8 * 8 : -((-x) /
 
 // NC(D)HW, one phase at stride 1, multiplier 1, a 2-D or 3-D filter (KH > 1 or KD > 1) whose
 // width needs KS k-steps of the MMA's K (tcn_k<T>). `target`: blocks wanted (depth / h segments
-// are cut to reach it). `in` decides the staging vector. false when not covered.
+// are cut to reach it). `in` decides the staging vector. cl: channels-last tensors (fp32 only:
+// one 4-byte cp.async per value). false when not covered.
 template <typename T>
 bool tc_rows_nc_plan(TcRowsNc& L, const Plan& P, bool flip, const T* in, int64_t target, int& KD, int& KH, int& KS,
-                     int mt = 1) {
+                     int mt = 1, bool cl = false) {
   constexpr int KK = tcn_k<T>(), E = tcn_vec16<T>();
-  if (P.phases != 1 || P.J != 1 || P.in_div != 1 || P.out_c != P.in_c) return false;
+  if (P.phases != 1 || P.J != 1 || P.in_div != 1 || P.out_c != P.in_c || (cl && sizeof(T) != 4)) return false;
   for (int d = 0; d < 3; ++d) {
     if (P.S[d] != 1 || P.in[d] >= (int64_t(1) << 30) || P.out[d] >= (int64_t(1) << 30) || P.out[d] <= 0) return false;
     if (P.pad[d][0] <= -(1 << 20) || P.pad[d][0] >= (1 << 20)) return false;
@@ -427,6 +446,8 @@ bool tc_rows_nc_plan(TcRowsNc& L, const Plan& P, bool flip, const T* in, int64_t
   const uintptr_t a = reinterpret_cast<uintptr_t>(in);
   L.vec = E;
   while (L.vec > 1 && (L.W % L.vec != 0 || a % (L.vec * sizeof(T)) != 0)) L.vec /= 2;
+  if (cl) L.vec = 1;
+  L.sw = cl ? L.C : 1;
   const int64_t htiles = ceil_div(P.out[1], kTcnRows * mt), per_n = P.out_c * chunks;
   int64_t na, nb;
   if (KD > 1) {
