@@ -29,6 +29,7 @@
 #include "tc_rows_nc.cuh"
 #include "tc_wgrad3d.cuh"
 #include "tc_wgrad2d.cuh"
+#include "walk_wgrad2d.cuh"
 #include "depth3d_regs.cuh"
 #include "ops/depthwise_conv/cuda/wgrad_sum.cuh"
 namespace convx::cuda {
@@ -1762,6 +1763,83 @@ void tcw2_cases() {
   std::printf("tc_wgrad2d: %d launches checked\n", tcw2_taken);
   if (tcw2_taken == 0) ++failures;
 }
+// ---- column-walking 7x7 weight-grad (walk_wgrad2d.cuh), mirrors run of walk_wgrad2d.cu ----
+static int walk_taken = 0;
+// The kernel on NaN-poisoned partials with `target` blocks, then the ordered chunk sum.
+template <typename T, bool CL>
+Tensor walk_run(const T* x, const T* gy, const Plan& P, int64_t target, int* chunks) {
+  WalkWgrad L{};
+  if (!walk_wgrad_plan(L, P, 7, CL, target)) return Tensor();
+  *chunks = L.chunks;
+  Tensor part = at::full({P.in_c, int64_t(L.chunks), 49}, NAN, at::kFloat);
+  Tensor gw = at::full({P.in_c * 49}, NAN, c10::CppTypeToScalarType<T>::value);
+  float* pp = part.data_ptr<float>();
+  launch(dim3{unsigned(L.groups * L.chunks)}, dim3{unsigned(kWalkThreads)},
+         [&] { walk_wgrad2d<T, 7, CL>(x, gy, pp, L); });
+  const int64_t n = P.in_c * 49;
+  launch(dim3{unsigned((n + 255) / 256)}, dim3{256u},
+         [&] { sum_slots<T>(pp, gw.data_ptr<T>(), P.in_c, L.chunks, 49); });
+  return gw;
+}
+// One 7x7 problem in both layouts against float64 on the same rounded data, with 1 block per
+// channel (group) and with as many chunks as the items allow.
+template <typename T>
+void walk_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t pw, double tol) {
+  at::manual_seed(13);
+  const auto dt = c10::CppTypeToScalarType<T>::value;
+  Tensor x = at::randn({N, C, H, W}).to(dt), w = at::randn({C, 1, 7, 7});
+  Tensor y = at::conv2d(x.to(at::kDouble), w.to(at::kDouble), Tensor(), 1, {ph, pw}, 1, C);
+  Tensor gy = at::randn(y.sizes()).to(dt);
+  const Tensor ref = std::get<1>(at::convolution_backward(
+      gy.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble), std::nullopt, {1, 1}, {ph, pw}, {1, 1},
+      false, {0, 0}, C, {false, true, false})).view({-1});
+  Geometry g;
+  g.batch = N, g.in_channels = C, g.out_channels = C, g.groups = C;
+  g.input[0] = g.output[0] = g.kernel[0] = g.stride[0] = 1, g.padding[0] = 0;
+  g.input[1] = H, g.input[2] = W, g.output[1] = y.size(2), g.output[2] = y.size(3);
+  g.kernel[1] = g.kernel[2] = 7, g.padding[1] = ph, g.padding[2] = pw, g.stride[1] = g.stride[2] = 1;
+  Plan P{}; Prep Q{};
+  forward_plan(g, P, Q);
+  char name[96];
+  std::snprintf(name, sizeof name, "%s N%ld C%ld %ldx%ld k7 p%ld,%ld",
+                dt == at::kHalf ? "fp16" : dt == at::kBFloat16 ? "bf16" : "fp32", long(N), long(C), long(H), long(W),
+                long(ph), long(pw));
+  for (bool cl : {false, true}) {
+    const Tensor xm = cl ? to_cl(x) : x.contiguous(), gm = cl ? to_cl(gy) : gy.contiguous();
+    for (int64_t target : {int64_t(1), int64_t(1) << 30}) {
+      int chunks = 0;
+      const Tensor r = cl ? walk_run<T, true>(xm.data_ptr<T>(), gm.data_ptr<T>(), P, target, &chunks)
+                          : walk_run<T, false>(xm.data_ptr<T>(), gm.data_ptr<T>(), P, target, &chunks);
+      const std::string tag = std::string("wgrad walk ") + (cl ? "nhwc" : "nchw") + " chunks " + std::to_string(chunks);
+      if (!r.defined()) {
+        ++failures;
+        std::printf("%-44s %-34s declined FAIL\n", name, tag.c_str());
+        continue;
+      }
+      ++walk_taken;
+      check(tag.c_str(), r.to(at::kDouble), ref, name, tol);
+    }
+  }
+}
+void walk_cases() {
+  // ConvNeXt's 'same' padding on a plane of two bands (17 rows: 9 + 8), strips cut by the row's
+  // end (W 22, 10), 40 channels (NHWC: a full and a partial group of 32); padding 0 (output
+  // smaller than the input), 6 (output wider: rows and columns of zeros at both ends), unequal
+  // paddings, one output row, a plane smaller than the filter's reach,
+  // 20 samples (NCHW: 3 chunks of 128 items), 14 x 14 in fp16 / bf16
+  walk_case<float>(2, 40, 17, 22, 3, 3, 1e-5);
+  walk_case<float>(1, 3, 12, 10, 0, 0, 1e-5);
+  walk_case<float>(1, 2, 9, 11, 6, 6, 1e-5);
+  walk_case<float>(2, 2, 8, 13, 1, 5, 1e-5);
+  walk_case<float>(3, 2, 7, 30, 0, 3, 1e-5);
+  walk_case<float>(1, 2, 3, 4, 3, 3, 1e-5);
+  walk_case<float>(20, 2, 17, 22, 3, 3, 1e-5);
+  walk_case<at::Half>(2, 33, 14, 14, 3, 3, 2e-3);
+  walk_case<at::BFloat16>(2, 5, 14, 14, 3, 3, 1e-2);
+  std::printf("walk_wgrad2d: %d launches checked\n", walk_taken);
+  if (walk_taken == 0) ++failures;
+}
+// ---- end column-walking weight-grad ----
 // tensor-core 2-D / 3-D rows (tc_rows_nc.cuh)
 void tcn_cases() {
   // tensor-core 2-D / 3-D rows (tc_rows_nc.cuh), the filters its launcher takes: X3D's 5x3x3
@@ -1808,13 +1886,19 @@ void tcn_cases() {
   if (tcn_taken == 0) ++failures;
 }
 
-// HARNESS_ONLY=tcn runs tcn_cases alone (the tensor-core rows kernel; minutes less on 2 cores).
+// HARNESS_ONLY=tcn / walk runs tcn_cases / walk_cases alone (the tensor-core rows kernel; minutes less on 2 cores).
 int main() {
   if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "tcn") {
     tcn_cases();
     std::printf("failures: %d\n", failures);
     return failures != 0;
   }
+  if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "walk") {
+    walk_cases();
+    std::printf("failures: %d\n", failures);
+    return failures != 0;
+  }
+  walk_cases();
   tcw2_cases();
   tcw3_cases();
   tcw_cases();

@@ -177,6 +177,13 @@ template <typename T>
 bool launch_tc_wgrad2d(const T* x, const T* gy, T* gw, const Plan& P, bool channels_last, const at::TensorBase& like,
                        cudaStream_t stream);
 
+// Weight-grad of 2-D 7 x 7 filters at stride 1, multiplier 1, a thread walking down a column strip
+// with the last 7 dy rows in registers (walk_wgrad2d.cuh), NCHW or (channels_last) NHWC,
+// deterministic; false when not covered.
+template <typename T>
+bool launch_walk_wgrad2d(const T* x, const T* gy, T* gw, const Plan& P, bool channels_last, const at::TensorBase& like,
+                         cudaStream_t stream);
+
 // Channels-last weight-grad, channel multiplier 1, one pass + ordered sum (cl_wgrad.cu).
 template <typename T>
 bool launch_cl_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like,

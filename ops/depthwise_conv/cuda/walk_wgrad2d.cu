@@ -1,0 +1,56 @@
+// Launcher of the column-walking weight-grad of 7 x 7 filters at stride 1 (walk_wgrad2d.cuh),
+// tried in front of the tensor-core tc_wgrad2d and the CUDA-core nc_wgrad_stream /
+// cl_wgrad_partial.
+#include "ops/depthwise_conv/cuda/launch.h"
+#include "ops/depthwise_conv/cuda/walk_wgrad2d.cuh"
+#include "ops/depthwise_conv/cuda/wgrad_sum.cuh"
+
+#include <ATen/ops/empty.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <type_traits>
+
+namespace convx::cuda {
+namespace {
+
+template <typename T, int K, bool CL>
+bool run(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
+  using acc_t = at::opmath_type<T>;
+  WalkWgrad L{};
+  // Two waves of 4 blocks per SM: blocks of whole rounds even out across the SMs.
+  if (!walk_wgrad_plan(L, P, K, CL, 8 * sm_count())) return false;
+  const int64_t taps = K * K;
+  const at::Tensor part = at::empty({P.in_c, int64_t(L.chunks), taps},
+                                    like.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
+  walk_wgrad2d<T, K, CL><<<static_cast<unsigned>(int64_t(L.groups) * L.chunks), kWalkThreads, 0, stream>>>(
+      x, gy, part.mutable_data_ptr<acc_t>(), L);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  launch_sum_slots<T>(part.const_data_ptr<acc_t>(), gw, P.in_c, L.chunks, taps, stream);
+  return true;
+}
+
+}  // namespace
+
+template <typename T>
+bool launch_walk_wgrad2d(const T* x, const T* gy, T* gw, const Plan& P, bool channels_last, const at::TensorBase& like,
+                         cudaStream_t stream) {
+  if constexpr (std::is_same_v<T, double>) {
+    return false;
+  } else {
+    const char* ab = std::getenv("CONVX_WALK_WGRAD");  // temporary A/B knob: "off" = main's kernels
+    if (ab && std::strcmp(ab, "off") == 0) return false;
+    if (P.k[1] != 7) return false;
+    return channels_last ? run<T, 7, true>(x, gy, gw, P, like, stream) : run<T, 7, false>(x, gy, gw, P, like, stream);
+  }
+}
+
+template bool launch_walk_wgrad2d<float>(const float*, const float*, float*, const Plan&, bool, const at::TensorBase&, cudaStream_t);
+template bool launch_walk_wgrad2d<double>(const double*, const double*, double*, const Plan&, bool, const at::TensorBase&, cudaStream_t);
+template bool launch_walk_wgrad2d<c10::Half>(const c10::Half*, const c10::Half*, c10::Half*, const Plan&, bool, const at::TensorBase&, cudaStream_t);
+template bool launch_walk_wgrad2d<c10::BFloat16>(const c10::BFloat16*, const c10::BFloat16*, c10::BFloat16*, const Plan&, bool, const at::TensorBase&, cudaStream_t);
+
+}  // namespace convx::cuda

@@ -1,0 +1,22 @@
+"""The column-walking 7 x 7 weight-grads (walk_wgrad2d: NCHW and NHWC, fp32 and bf16, one and
+several chunks) on a few small problems and nothing else, for compute-sanitizer (racecheck,
+memcheck)."""
+
+import torch
+
+import convx  # noqa: F401  (loads the operator library)
+
+ops = torch.ops.convx
+# (N, C, size, padding): ConvNeXt 'same' (several chunks), padding 6, a partial NHWC group of 32
+CASES = [(4, 8, (56, 56), (3, 3)), (1, 40, (9, 11), (6, 6)), (2, 33, (14, 14), (3, 3))]
+for dtype in (torch.float32, torch.bfloat16):
+    for layout in ("nchw", "nhwc"):
+        for N, C, size, p in CASES:
+            x = torch.randn(N, C, *size, device="cuda", dtype=dtype)
+            gy = torch.randn([N, C] + [s + 2 * q - 6 for s, q in zip(size, p)], device="cuda", dtype=dtype)
+            if layout == "nhwc":
+                x = x.contiguous(memory_format=torch.channels_last)
+                gy = gy.contiguous(memory_format=torch.channels_last)
+            ops.conv2d_weight_grad(x, [C, 1, 7, 7], gy, [1, 1], list(p), [1, 1], C)
+torch.cuda.synchronize()
+print("racecheck_walk_wgrad2d: every call returned")
