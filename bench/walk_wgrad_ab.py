@@ -1,5 +1,6 @@
-"""Temporary A/B (session 12, cnx): the 7 x 7 weight-grad alone, main's kernels
-(CONVX_WALK_WGRAD=off) against walk_wgrad2d, alternating in one process, old first and last."""
+"""Temporary A/B (session 12, cnx): the 7 x 7 forward, input-grad and weight-grad alone, main's
+kernels (CONVX_WALK_CONV=off / CONVX_WALK_WGRAD=off) against walk2d's kernels, alternating in one
+process (old2: a second pair, 10 iterations)."""
 
 import os
 import sys
@@ -14,29 +15,45 @@ from timing import time_pair_ms  # noqa: E402
 CASES = [("convnext_56", 64, 96, 56), ("convnext_14", 64, 384, 14)]
 
 
+KNOB = "CONVX_WALK_WGRAD"
+
+
 def with_knob(val, fn):
     def f():
-        os.environ["CONVX_WALK_WGRAD"] = val
+        os.environ[KNOB] = val
         return fn()
     return f
 
 
-wg = torch.ops.convx.conv2d_weight_grad
-print(f"{'row':12} {'dt':5} {'lay':5} | {'old ms':>8} {'new ms':>8} {'old2 ms':>8} | {'x':>5} | relerr old/new vs fp64")
+ops = torch.ops.convx
+print(f"{'row':12} {'dt':5} {'lay':5} {'op':5} | {'old ms':>8} {'new ms':>8} {'old2 ms':>8} | {'x':>5} | relerr old/new vs fp64 (8 samples)")
 for name, N, C, S in CASES:
     for dn in ("fp32", "fp16", "bf16"):
         for lay in ("nchw", "nhwc"):
             x = make_input(N, C, (S, S), DTYPES[dn], lay)
+            w = torch.randn(C, 1, 7, 7, device="cuda", dtype=DTYPES[dn])
             dy = grad_like(torch.empty(N, C, S, S, device="cuda", dtype=DTYPES[dn]), lay)
-            call = lambda: wg(x, [C, 1, 7, 7], dy, [1, 1], [3, 3], [1, 1], C)  # noqa: E731
-            old, new = with_knob("off", call), with_knob("on", call)
-            ref = torch.nn.grad.conv2d_weight(x[:8].double(), (C, 1, 7, 7), dy[:8].double(), 1, 3, 1, C)
-            sub = lambda: wg(x[:8], [C, 1, 7, 7], dy[:8], [1, 1], [3, 3], [1, 1], C)  # noqa: E731
-            sc = float(ref.abs().max())
-            eo = float((with_knob("off", sub)().double() - ref).abs().max()) / sc
-            en = float((with_knob("on", sub)().double() - ref).abs().max()) / sc
-            t_old, t_new = time_pair_ms(old, new, 30)
-            t_old2, _ = time_pair_ms(old, new, 10)
-            print(f"{name:12} {dn:5} {lay:5} | {t_old:8.4f} {t_new:8.4f} {t_old2:8.4f} | {t_old / t_new:5.2f} | "
-                  f"{eo:.1e} / {en:.1e}", flush=True)
-os.environ.pop("CONVX_WALK_WGRAD")
+            xd, wd, dyd = x[:8].double(), w.double(), dy[:8].double()
+            rows = [
+                ("fwd", "CONVX_WALK_CONV", lambda x=x, w=w: ops.depthwise_conv2d(x, w, None, [1, 1], [3, 3], [1, 1]),
+                 lambda: ops.depthwise_conv2d(x[:8], w, None, [1, 1], [3, 3], [1, 1]),
+                 lambda: torch.nn.functional.conv2d(xd, wd, None, 1, 3, 1, C)),
+                ("dgrad", "CONVX_WALK_CONV", lambda: ops.conv2d_input_grad(list(x.shape), w, dy, [1, 1], [3, 3], [1, 1], C),
+                 lambda: ops.conv2d_input_grad(list(x[:8].shape), w, dy[:8], [1, 1], [3, 3], [1, 1], C),
+                 lambda: torch.nn.grad.conv2d_input(xd.shape, wd, dyd, 1, 3, 1, C)),
+                ("wgrad", "CONVX_WALK_WGRAD", lambda: ops.conv2d_weight_grad(x, [C, 1, 7, 7], dy, [1, 1], [3, 3], [1, 1], C),
+                 lambda: ops.conv2d_weight_grad(x[:8], [C, 1, 7, 7], dy[:8], [1, 1], [3, 3], [1, 1], C),
+                 lambda: torch.nn.grad.conv2d_weight(xd, (C, 1, 7, 7), dyd, 1, 3, 1, C)),
+            ]
+            for op, knob, call, sub, ref_f in rows:
+                KNOB = knob
+                ref = ref_f()
+                sc = float(ref.abs().max())
+                eo = float((with_knob("off", sub)().double() - ref).abs().max()) / sc
+                en = float((with_knob("on", sub)().double() - ref).abs().max()) / sc
+                old, new = with_knob("off", call), with_knob("on", call)
+                t_old, t_new = time_pair_ms(old, new, 30)
+                t_old2, _ = time_pair_ms(old, new, 10)
+                print(f"{name:12} {dn:5} {lay:5} {op:5} | {t_old:8.4f} {t_new:8.4f} {t_old2:8.4f} | {t_old / t_new:5.2f} | "
+                      f"{eo:.1e} / {en:.1e}", flush=True)
+                os.environ.pop(knob)

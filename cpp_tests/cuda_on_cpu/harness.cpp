@@ -29,7 +29,7 @@
 #include "tc_rows_nc.cuh"
 #include "tc_wgrad3d.cuh"
 #include "tc_wgrad2d.cuh"
-#include "walk_wgrad2d.cuh"
+#include "walk2d.cuh"
 #include "depth3d_regs.cuh"
 #include "ops/depthwise_conv/cuda/wgrad_sum.cuh"
 namespace convx::cuda {
@@ -1763,13 +1763,13 @@ void tcw2_cases() {
   std::printf("tc_wgrad2d: %d launches checked\n", tcw2_taken);
   if (tcw2_taken == 0) ++failures;
 }
-// ---- column-walking 7x7 weight-grad (walk_wgrad2d.cuh), mirrors run of walk_wgrad2d.cu ----
+// ---- column-walking 7x7 weight-grad (walk2d.cuh), mirrors run of walk_wgrad2d.cu ----
 static int walk_taken = 0;
 // The kernel on NaN-poisoned partials with `target` blocks, then the ordered chunk sum.
 template <typename T, bool CL>
 Tensor walk_run(const T* x, const T* gy, const Plan& P, int64_t target, int* chunks) {
-  WalkWgrad L{};
-  if (!walk_wgrad_plan(L, P, 7, CL, target)) return Tensor();
+  Walk2d L{};
+  if (!walk2d_plan(L, P, 7, CL, target)) return Tensor();
   *chunks = L.chunks;
   Tensor part = at::full({P.in_c, int64_t(L.chunks), 49}, NAN, at::kFloat);
   Tensor gw = at::full({P.in_c * 49}, NAN, c10::CppTypeToScalarType<T>::value);
@@ -1839,6 +1839,81 @@ void walk_cases() {
   std::printf("walk_wgrad2d: %d launches checked\n", walk_taken);
   if (walk_taken == 0) ++failures;
 }
+// The forward / stride-1 data-grad kernel (walk_conv2d) on a NaN-poisoned output, `target`
+// blocks; false when the plan is declined.
+static int walkc_taken = 0;
+template <typename T, bool CL>
+bool walkc_run(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, int64_t target) {
+  Walk2d L{};
+  if (!walk2d_plan(L, P, 7, CL, target)) return false;
+  launch(dim3{unsigned(L.groups * L.chunks)}, dim3{unsigned(kWalkThreads)},
+         [&] { walk_conv2d<T, 7, CL>(in, w, flip, bias, out, L); });
+  return true;
+}
+template <typename T>
+void walkc_check(const char* what, const Plan& P, bool flip, const Tensor& src, const Tensor& w, const Tensor& b,
+                 const Tensor& ref, const std::string& name, double tol) {
+  for (bool cl : {false, true}) {
+    const Tensor sm = cl ? to_cl(src) : src.contiguous();
+    for (int64_t target : {int64_t(1), int64_t(1) << 30}) {
+      Tensor o = at::full(ref.sizes(), NAN, src.options());
+      if (cl) o = to_cl(o);
+      const T* bp = b.defined() ? b.data_ptr<T>() : nullptr;
+      const bool ok = cl ? walkc_run<T, true>(sm.data_ptr<T>(), w.data_ptr<T>(), flip, bp, o.data_ptr<T>(), P, target)
+                         : walkc_run<T, false>(sm.data_ptr<T>(), w.data_ptr<T>(), flip, bp, o.data_ptr<T>(), P, target);
+      const std::string tag = std::string(what) + " walk " + (cl ? "nhwc" : "nchw") + (target == 1 ? " 1 chunk" : " chunks");
+      if (!ok) {
+        ++failures;
+        std::printf("%-44s %-34s declined FAIL\n", name.c_str(), tag.c_str());
+        continue;
+      }
+      ++walkc_taken;
+      check(tag.c_str(), (cl ? from_cl(o) : o).to(at::kDouble), ref, name, tol);
+    }
+  }
+}
+template <typename T>
+void walkc_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t pw, double tol) {
+  at::manual_seed(14);
+  const auto dt = c10::CppTypeToScalarType<T>::value;
+  Tensor x = at::randn({N, C, H, W}).to(dt), w = at::randn({C, 1, 7, 7}).to(dt), b = at::randn({C}).to(dt);
+  Tensor y = at::conv2d(x.to(at::kDouble), w.to(at::kDouble), b.to(at::kDouble), 1, {ph, pw}, 1, C);
+  Tensor gy = at::randn(y.sizes()).to(dt);
+  Tensor gx = std::get<0>(at::convolution_backward(gy.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble), std::nullopt,
+                                                   {1, 1}, {ph, pw}, {1, 1}, false, {0, 0}, C, {true, false, false}));
+  Geometry g;
+  g.batch = N, g.in_channels = C, g.out_channels = C, g.groups = C;
+  g.input[0] = g.output[0] = g.kernel[0] = g.stride[0] = 1, g.padding[0] = 0;
+  g.input[1] = H, g.input[2] = W, g.output[1] = y.size(2), g.output[2] = y.size(3);
+  g.kernel[1] = g.kernel[2] = 7, g.padding[1] = ph, g.padding[2] = pw, g.stride[1] = g.stride[2] = 1;
+  char name[96];
+  std::snprintf(name, sizeof name, "%s N%ld C%ld %ldx%ld k7 p%ld,%ld",
+                dt == at::kHalf ? "fp16" : dt == at::kBFloat16 ? "bf16" : "fp32", long(N), long(C), long(H), long(W),
+                long(ph), long(pw));
+  {
+    Plan P{}; Prep Q{};
+    forward_plan(g, P, Q);
+    walkc_check<T>("fwd", P, false, x, w, b, y, name, tol);
+  }
+  Plan P{}; Prep Q{};
+  if (!data_grad_plan(g, P, Q)) { ++failures; return; }
+  walkc_check<T>("dgrad", P, true, gy, w, Tensor(), gx, name, tol);
+}
+void walkc_cases() {
+  // as walk_cases: two bands, strips cut by the row's end, a partial NHWC group; padding 0 (the
+  // data-grad: padding 6), 6 (the data-grad: padding 0, its output smaller), unequal paddings,
+  // a plane smaller than the filter's reach; 14 x 14 in fp16 / bf16
+  walkc_case<float>(2, 40, 17, 22, 3, 3, 1e-5);
+  walkc_case<float>(1, 3, 12, 10, 0, 0, 1e-5);
+  walkc_case<float>(1, 2, 9, 11, 6, 6, 1e-5);
+  walkc_case<float>(2, 2, 8, 13, 1, 5, 1e-5);
+  walkc_case<float>(1, 2, 3, 4, 3, 3, 1e-5);
+  walkc_case<float>(20, 2, 17, 22, 3, 3, 1e-5);
+  walkc_case<at::Half>(2, 33, 14, 14, 3, 3, 2e-3);
+  walkc_case<at::BFloat16>(2, 5, 14, 14, 3, 3, 1e-2);
+  std::printf("walk_conv2d: %d launches checked\n", walkc_taken);
+  if (walkc_taken == 0) ++failures;
+}
 // ---- end column-walking weight-grad ----
 // tensor-core 2-D / 3-D rows (tc_rows_nc.cuh)
 void tcn_cases() {
@@ -1886,7 +1961,7 @@ void tcn_cases() {
   if (tcn_taken == 0) ++failures;
 }
 
-// HARNESS_ONLY=tcn / walk runs tcn_cases / walk_cases alone (the tensor-core rows kernel; minutes less on 2 cores).
+// HARNESS_ONLY=tcn / walk runs tcn_cases / the walk2d cases alone (the tensor-core rows kernel; minutes less on 2 cores).
 int main() {
   if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "tcn") {
     tcn_cases();
@@ -1894,10 +1969,12 @@ int main() {
     return failures != 0;
   }
   if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "walk") {
+    walkc_cases();
     walk_cases();
     std::printf("failures: %d\n", failures);
     return failures != 0;
   }
+  walkc_cases();
   walk_cases();
   tcw2_cases();
   tcw3_cases();

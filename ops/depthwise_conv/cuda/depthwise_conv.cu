@@ -497,6 +497,8 @@ bool launch_tiled(const Tensor& in, const Tensor& weight, const Tensor& bias, co
         launch_tc_rows_nc<T>(ip, w.const_data_ptr<T>(), !tc_fwd, bp, op, P, stream))
       return true;
   }
+  if ((tc_fwd || tc_rot) && launch_walk_conv2d<T>(ip, w.const_data_ptr<T>(), !tc_fwd, bp, op, P, cl, stream))
+    return true;
   // NCHW output planes above 14 x 14 up to what a block's prefetch holds (nc_plane.cu), before the
   // tensor cores: faster than tc_rows_nc's 7 x 7 on 56 x 56 planes (0.083 against 0.099 ms, session 11).
   if (!cl && (tc_fwd || tc_rot) && launch_nc_plane<T>(ip, w.const_data_ptr<T>(), !tc_fwd, bp, op, P, stream))

@@ -1,8 +1,8 @@
-// Launcher of the column-walking weight-grad of 7 x 7 filters at stride 1 (walk_wgrad2d.cuh),
+// Launcher of the column-walking weight-grad of 7 x 7 filters at stride 1 (walk2d.cuh),
 // tried in front of the tensor-core tc_wgrad2d and the CUDA-core nc_wgrad_stream /
 // cl_wgrad_partial.
 #include "ops/depthwise_conv/cuda/launch.h"
-#include "ops/depthwise_conv/cuda/walk_wgrad2d.cuh"
+#include "ops/depthwise_conv/cuda/walk2d.cuh"
 #include "ops/depthwise_conv/cuda/wgrad_sum.cuh"
 
 #include <ATen/ops/empty.h>
@@ -20,9 +20,9 @@ namespace {
 template <typename T, int K, bool CL>
 bool run(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
   using acc_t = at::opmath_type<T>;
-  WalkWgrad L{};
+  Walk2d L{};
   // Two waves of 4 blocks per SM: blocks of whole rounds even out across the SMs.
-  if (!walk_wgrad_plan(L, P, K, CL, 8 * sm_count())) return false;
+  if (!walk2d_plan(L, P, K, CL, 8 * sm_count())) return false;
   const int64_t taps = K * K;
   const at::Tensor part = at::empty({P.in_c, int64_t(L.chunks), taps},
                                     like.options().dtype(c10::CppTypeToScalarType<acc_t>::value));

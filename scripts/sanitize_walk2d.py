@@ -1,6 +1,6 @@
-"""The column-walking 7 x 7 weight-grads (walk_wgrad2d: NCHW and NHWC, fp32 and bf16, one and
-several chunks) on a few small problems and nothing else, for compute-sanitizer (racecheck,
-memcheck)."""
+"""The column-walking 7 x 7 kernels (walk2d.cuh: walk_conv2d forward / input-grad, walk_wgrad2d,
+NCHW and NHWC, fp32 and bf16, one and several chunks) on a few small problems and nothing else,
+for compute-sanitizer (memcheck; racecheck of the weight-grad's shared-memory sums)."""
 
 import torch
 
@@ -13,10 +13,14 @@ for dtype in (torch.float32, torch.bfloat16):
     for layout in ("nchw", "nhwc"):
         for N, C, size, p in CASES:
             x = torch.randn(N, C, *size, device="cuda", dtype=dtype)
+            w = torch.randn(C, 1, 7, 7, device="cuda", dtype=dtype)
+            b = torch.randn(C, device="cuda", dtype=dtype)
             gy = torch.randn([N, C] + [s + 2 * q - 6 for s, q in zip(size, p)], device="cuda", dtype=dtype)
             if layout == "nhwc":
                 x = x.contiguous(memory_format=torch.channels_last)
                 gy = gy.contiguous(memory_format=torch.channels_last)
+            ops.depthwise_conv2d(x, w, b, [1, 1], list(p), [1, 1])
+            ops.conv2d_input_grad(list(x.shape), w, gy, [1, 1], list(p), [1, 1], C)
             ops.conv2d_weight_grad(x, [C, 1, 7, 7], gy, [1, 1], list(p), [1, 1], C)
 torch.cuda.synchronize()
-print("racecheck_walk_wgrad2d: every call returned")
+print("sanitize_walk2d: every call returned")
