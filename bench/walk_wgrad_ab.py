@@ -1,6 +1,7 @@
 """Temporary A/B (session 12, cnx): the 7 x 7 forward, input-grad and weight-grad alone, main's
 kernels (CONVX_WALK_CONV=off / CONVX_WALK_WGRAD=off) against walk2d's kernels, alternating in one
-process (old2: a second pair, 10 iterations)."""
+process (old2: a second pair, 10 iterations); NCHW rows a multiple of 4 wide also with
+CONVX_WALK_NCVEC=off (rows value by value) against the default (4-value vectors)."""
 
 import os
 import sys
@@ -54,6 +55,18 @@ for name, N, C, S in CASES:
                 old, new = with_knob("off", call), with_knob("on", call)
                 t_old, t_new = time_pair_ms(old, new, 30)
                 t_old2, _ = time_pair_ms(old, new, 10)
+                extra = ""
+                if lay == "nchw" and S % 4 == 0:  # NCHW rows value by value (CONVX_WALK_NCVEC=off) vs vectors
+
+                    def scalar():
+                        os.environ["CONVX_WALK_NCVEC"] = "off"
+                        try:
+                            return new()
+                        finally:
+                            os.environ.pop("CONVX_WALK_NCVEC")
+
+                    t_sc, t_vec = time_pair_ms(scalar, new, 30)
+                    extra = f" | scalar rows {t_sc:.4f} vs vectors {t_vec:.4f}"
                 print(f"{name:12} {dn:5} {lay:5} {op:5} | {t_old:8.4f} {t_new:8.4f} {t_old2:8.4f} | {t_old / t_new:5.2f} | "
-                      f"{eo:.1e} / {en:.1e}", flush=True)
+                      f"{eo:.1e} / {en:.1e}{extra}", flush=True)
                 os.environ.pop(knob)

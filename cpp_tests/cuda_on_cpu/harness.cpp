@@ -1767,15 +1767,19 @@ void tcw2_cases() {
 static int walk_taken = 0;
 // The kernel on NaN-poisoned partials with `target` blocks, then the ordered chunk sum.
 template <typename T, bool CL>
-Tensor walk_run(const T* x, const T* gy, const Plan& P, int64_t target, int* chunks) {
+Tensor walk_run(const T* x, const T* gy, const Plan& P, int64_t target, int* chunks, bool* use_vec) {
   Walk2d L{};
   if (!walk2d_plan(L, P, 7, CL, target)) return Tensor();
   *chunks = L.chunks;
   Tensor part = at::full({P.in_c, int64_t(L.chunks), 49}, NAN, at::kFloat);
   Tensor gw = at::full({P.in_c * 49}, NAN, c10::CppTypeToScalarType<T>::value);
   float* pp = part.data_ptr<float>();
-  launch(dim3{unsigned(L.groups * L.chunks)}, dim3{unsigned(kWalkThreads)},
-         [&] { walk_wgrad2d<T, 7, CL>(x, gy, pp, L); });
+  const bool vec = *use_vec && L.vec;
+  *use_vec = vec;
+  launch(dim3{unsigned(L.groups * L.chunks)}, dim3{unsigned(kWalkThreads)}, [&] {
+    if (vec) walk_wgrad2d<T, 7, false, true>(x, gy, pp, L);
+    else walk_wgrad2d<T, 7, CL, false>(x, gy, pp, L);
+  });
   const int64_t n = P.in_c * 49;
   launch(dim3{unsigned((n + 255) / 256)}, dim3{256u},
          [&] { sum_slots<T>(pp, gw.data_ptr<T>(), P.in_c, L.chunks, 49); });
@@ -1806,11 +1810,15 @@ void walk_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t p
                 long(ph), long(pw));
   for (bool cl : {false, true}) {
     const Tensor xm = cl ? to_cl(x) : x.contiguous(), gm = cl ? to_cl(gy) : gy.contiguous();
-    for (int64_t target : {int64_t(1), int64_t(1) << 30}) {
+    for (int64_t target : {int64_t(1), int64_t(1) << 30}) for (bool want_vec : {false, true}) {
+      if (want_vec && cl) continue;
       int chunks = 0;
-      const Tensor r = cl ? walk_run<T, true>(xm.data_ptr<T>(), gm.data_ptr<T>(), P, target, &chunks)
-                          : walk_run<T, false>(xm.data_ptr<T>(), gm.data_ptr<T>(), P, target, &chunks);
-      const std::string tag = std::string("wgrad walk ") + (cl ? "nhwc" : "nchw") + " chunks " + std::to_string(chunks);
+      bool vec = want_vec;
+      const Tensor r = cl ? walk_run<T, true>(xm.data_ptr<T>(), gm.data_ptr<T>(), P, target, &chunks, &vec)
+                          : walk_run<T, false>(xm.data_ptr<T>(), gm.data_ptr<T>(), P, target, &chunks, &vec);
+      if (want_vec && !vec) continue;  // the plan reads value by value
+      const std::string tag = std::string("wgrad walk ") + (cl ? "nhwc" : "nchw") + (vec ? " vec" : "") + " chunks " +
+                              std::to_string(chunks);
       if (!r.defined()) {
         ++failures;
         std::printf("%-44s %-34s declined FAIL\n", name, tag.c_str());
@@ -1826,7 +1834,8 @@ void walk_cases() {
   // end (W 22, 10), 40 channels (NHWC: a full and a partial group of 32); padding 0 (output
   // smaller than the input), 6 (output wider: rows and columns of zeros at both ends), unequal
   // paddings, one output row, a plane smaller than the filter's reach,
-  // 20 samples (NCHW: 3 chunks of 128 items), 14 x 14 in fp16 / bf16
+  // 20 samples (NCHW: 3 chunks of 128 items), 14 x 14 in fp16 / bf16; rows a multiple of 4 wide
+  // at padding 3 and 7 (NCHW also in 4-value vectors)
   walk_case<float>(2, 40, 17, 22, 3, 3, 1e-5);
   walk_case<float>(1, 3, 12, 10, 0, 0, 1e-5);
   walk_case<float>(1, 2, 9, 11, 6, 6, 1e-5);
@@ -1834,6 +1843,9 @@ void walk_cases() {
   walk_case<float>(3, 2, 7, 30, 0, 3, 1e-5);
   walk_case<float>(1, 2, 3, 4, 3, 3, 1e-5);
   walk_case<float>(20, 2, 17, 22, 3, 3, 1e-5);
+  walk_case<float>(2, 40, 10, 24, 3, 3, 1e-5);
+  walk_case<float>(1, 2, 9, 12, 7, 7, 1e-5);
+  walk_case<at::Half>(1, 8, 14, 28, 3, 3, 2e-3);
   walk_case<at::Half>(2, 33, 14, 14, 3, 3, 2e-3);
   walk_case<at::BFloat16>(2, 5, 14, 14, 3, 3, 1e-2);
   std::printf("walk_wgrad2d: %d launches checked\n", walk_taken);
@@ -1843,11 +1855,15 @@ void walk_cases() {
 // blocks; false when the plan is declined.
 static int walkc_taken = 0;
 template <typename T, bool CL>
-bool walkc_run(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, int64_t target) {
+bool walkc_run(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, int64_t target, bool* use_vec) {
   Walk2d L{};
   if (!walk2d_plan(L, P, 7, CL, target)) return false;
-  launch(dim3{unsigned(L.groups * L.chunks)}, dim3{unsigned(kWalkThreads)},
-         [&] { walk_conv2d<T, 7, CL>(in, w, flip, bias, out, L); });
+  const bool vec = *use_vec && L.vec;
+  *use_vec = vec;
+  launch(dim3{unsigned(L.groups * L.chunks)}, dim3{unsigned(kWalkThreads)}, [&] {
+    if (vec) walk_conv2d<T, 7, false, true>(in, w, flip, bias, out, L);
+    else walk_conv2d<T, 7, CL, false>(in, w, flip, bias, out, L);
+  });
   return true;
 }
 template <typename T>
@@ -1855,13 +1871,17 @@ void walkc_check(const char* what, const Plan& P, bool flip, const Tensor& src, 
                  const Tensor& ref, const std::string& name, double tol) {
   for (bool cl : {false, true}) {
     const Tensor sm = cl ? to_cl(src) : src.contiguous();
-    for (int64_t target : {int64_t(1), int64_t(1) << 30}) {
+    for (int64_t target : {int64_t(1), int64_t(1) << 30}) for (bool want_vec : {false, true}) {
+      if (want_vec && cl) continue;
       Tensor o = at::full(ref.sizes(), NAN, src.options());
       if (cl) o = to_cl(o);
       const T* bp = b.defined() ? b.data_ptr<T>() : nullptr;
-      const bool ok = cl ? walkc_run<T, true>(sm.data_ptr<T>(), w.data_ptr<T>(), flip, bp, o.data_ptr<T>(), P, target)
-                         : walkc_run<T, false>(sm.data_ptr<T>(), w.data_ptr<T>(), flip, bp, o.data_ptr<T>(), P, target);
-      const std::string tag = std::string(what) + " walk " + (cl ? "nhwc" : "nchw") + (target == 1 ? " 1 chunk" : " chunks");
+      bool vec = want_vec;
+      const bool ok = cl ? walkc_run<T, true>(sm.data_ptr<T>(), w.data_ptr<T>(), flip, bp, o.data_ptr<T>(), P, target, &vec)
+                         : walkc_run<T, false>(sm.data_ptr<T>(), w.data_ptr<T>(), flip, bp, o.data_ptr<T>(), P, target, &vec);
+      if (ok && want_vec && !vec) continue;  // the plan reads value by value
+      const std::string tag = std::string(what) + " walk " + (cl ? "nhwc" : "nchw") + (vec ? " vec" : "") +
+                              (target == 1 ? " 1 chunk" : " chunks");
       if (!ok) {
         ++failures;
         std::printf("%-44s %-34s declined FAIL\n", name.c_str(), tag.c_str());
@@ -1902,13 +1922,17 @@ void walkc_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t 
 void walkc_cases() {
   // as walk_cases: two bands, strips cut by the row's end, a partial NHWC group; padding 0 (the
   // data-grad: padding 6), 6 (the data-grad: padding 0, its output smaller), unequal paddings,
-  // a plane smaller than the filter's reach; 14 x 14 in fp16 / bf16
+  // a plane smaller than the filter's reach; 14 x 14 in fp16 / bf16; rows a multiple of 4 wide at
+  // padding 3 and 7 (the data-grad: -1; NCHW also in 4-value vectors)
   walkc_case<float>(2, 40, 17, 22, 3, 3, 1e-5);
   walkc_case<float>(1, 3, 12, 10, 0, 0, 1e-5);
   walkc_case<float>(1, 2, 9, 11, 6, 6, 1e-5);
   walkc_case<float>(2, 2, 8, 13, 1, 5, 1e-5);
   walkc_case<float>(1, 2, 3, 4, 3, 3, 1e-5);
   walkc_case<float>(20, 2, 17, 22, 3, 3, 1e-5);
+  walkc_case<float>(2, 40, 10, 24, 3, 3, 1e-5);
+  walkc_case<float>(1, 2, 9, 12, 7, 7, 1e-5);
+  walkc_case<at::Half>(1, 8, 14, 28, 3, 3, 2e-3);
   walkc_case<at::Half>(2, 33, 14, 14, 3, 3, 2e-3);
   walkc_case<at::BFloat16>(2, 5, 14, 14, 3, 3, 1e-2);
   std::printf("walk_conv2d: %d launches checked\n", walkc_taken);

@@ -48,6 +48,7 @@ struct Walk2d {
   int groups;             // channels (NCHW) / channel groups of 32 (NHWC)
   int chunk, chunks;      // items per block, blocks per channel (group)
   int IH, IW, QH, QW, ph, pw, C;
+  bool vec;  // NCHW rows in 4-value vectors (walk_row): widths % 4, width padding % 4 == 3
 };
 
 // The launch layout from the shapes alone; false when not covered (not one phase of a 2-D K x K
@@ -77,23 +78,70 @@ inline bool walk2d_plan(Walk2d& L, const Plan& P, int K, bool cl, int64_t target
   L.groups = int(groups), L.chunk = int(chunk), L.chunks = int(ceil_div(items, chunk));
   L.IH = int(P.in[1]), L.IW = int(P.in[2]), L.QH = int(P.q[1]), L.QW = int(P.q[2]);
   L.ph = P.pad[1][0], L.pw = P.pad[2][0], L.C = int(P.in_c);
+  // (the launcher also checks the tensors' alignment to 4 values)
+  L.vec = !cl && P.in[2] % 4 == 0 && P.q[2] % 4 == 0 && ((L.pw % 4) + 4) % 4 == 3;
   return true;
+}
+
+// Four consecutive values, one 16-byte (fp32) / 8-byte (16-bit) access.
+template <typename T>
+struct alignas(4 * sizeof(T)) Walk4 {
+  T v[4];
+};
+
+// Input row segment xr[0 .. NX) (x columns ix0 + c) into xv, zeros outside the row. VEC (NCHW,
+// ps 1): read as the vectors starting one column before xr, each entirely inside or outside the
+// row (walk2d_plan: widths % 4, padding % 4 == 3, aligned planes): vm bit j says vector j is
+// inside. Otherwise value by value, xm bit c says column c is inside.
+template <typename T, int NX, bool VEC, typename acc_t>
+__device__ __forceinline__ void walk_row(const T* __restrict__ xr, int ps, uint32_t xm, uint32_t vm, acc_t (&xv)[NX]) {
+  if constexpr (VEC) {
+    constexpr int NV4 = (NX + 4) / 4;
+    acc_t all[4 * NV4];
+#pragma unroll
+    for (int j = 0; j < NV4; ++j) {
+      if ((vm >> j) & 1u) {
+        const Walk4<T> q = *reinterpret_cast<const Walk4<T>*>(xr - 1 + 4 * j);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) all[4 * j + i] = static_cast<acc_t>(q.v[i]);
+      } else {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) all[4 * j + i] = acc_t(0);
+      }
+    }
+#pragma unroll
+    for (int c = 0; c < NX; ++c) xv[c] = all[c + 1];
+  } else {
+#pragma unroll
+    for (int c = 0; c < NX; ++c) xv[c] = ((xm >> c) & 1u) ? static_cast<acc_t>(xr[c * ps]) : acc_t(0);
+  }
+}
+
+// The column masks of an item: xm (input columns ix0 + c), vm (VEC: the vectors from ix0 - 1),
+// om (the R output columns).
+template <int NX, int R>
+__device__ __forceinline__ void walk_masks(int ix0, int qx0, const Walk2d& L, uint32_t& xm, uint32_t& vm,
+                                           uint32_t& om) {
+  xm = vm = om = 0;
+#pragma unroll
+  for (int c = 0; c < NX; ++c) xm |= uint32_t(ix0 + c >= 0 && ix0 + c < L.IW) << c;
+#pragma unroll
+  for (int j = 0; j < (NX + 4) / 4; ++j) vm |= uint32_t(ix0 - 1 + 4 * j >= 0 && ix0 - 1 + 4 * j < L.IW) << j;
+#pragma unroll
+  for (int r = 0; r < R; ++r) om |= uint32_t(qx0 + r < L.QW) << r;
 }
 
 // Weight-grad: one item's products added into v. x / g point at the channel's plane of the sample, ps / gs the
 // element steps of a position (1 NCHW, C NHWC).
-template <typename T, int K, typename acc_t>
+template <typename T, int K, bool VEC, typename acc_t>
 __device__ __forceinline__ void wgrad_item(const T* __restrict__ x, const T* __restrict__ g, int ps, const Walk2d& L,
                                           int band, int strip, acc_t (&v)[K * K]) {
   constexpr int R = kWalkCols, NX = R + K - 1;
   const int qy0 = band * L.TH, qx0 = strip * R;
   const int th = L.QH - qy0 < L.TH ? L.QH - qy0 : L.TH;
   const int iy0 = qy0 - L.ph, ix0 = qx0 - L.pw;
-  uint32_t xm = 0, gm = 0;
-#pragma unroll
-  for (int c = 0; c < NX; ++c) xm |= uint32_t(ix0 + c >= 0 && ix0 + c < L.IW) << c;
-#pragma unroll
-  for (int r = 0; r < R; ++r) gm |= uint32_t(qx0 + r < L.QW) << r;
+  uint32_t xm, vm, gm;
+  walk_masks<NX, R>(ix0, qx0, L, xm, vm, gm);
   // 32-bit in-plane offsets (walk2d_plan bounds them, padding included)
   const int gpitch = L.QW * ps, xpitch = L.IW * ps;
   const int go = qy0 * gpitch + qx0 * ps, xo = iy0 * xpitch + ix0 * ps;
@@ -106,15 +154,19 @@ __device__ __forceinline__ void wgrad_item(const T* __restrict__ x, const T* __r
       if (t >= steps) break;
       if (t < th) {
         const T* gr = g + (go + t * gpitch);
+        if constexpr (VEC) {  // the strip's 4 columns: all inside the row or none
+          const Walk4<T> q = (gm & 1u) ? *reinterpret_cast<const Walk4<T>*>(gr) : Walk4<T>{};
 #pragma unroll
-        for (int r = 0; r < R; ++r) ring[u][r] = ((gm >> r) & 1u) ? static_cast<acc_t>(gr[r * ps]) : acc_t(0);
+          for (int r = 0; r < R; ++r) ring[u][r] = (gm & 1u) ? static_cast<acc_t>(q.v[r]) : acc_t(0);
+        } else {
+#pragma unroll
+          for (int r = 0; r < R; ++r) ring[u][r] = ((gm >> r) & 1u) ? static_cast<acc_t>(gr[r * ps]) : acc_t(0);
+        }
       }
       const int iy = iy0 + t;
       if (iy < 0 || iy >= L.IH) continue;  // a padding row: no products
-      const T* xr = x + (xo + t * xpitch);
       acc_t xv[NX];
-#pragma unroll
-      for (int c = 0; c < NX; ++c) xv[c] = ((xm >> c) & 1u) ? static_cast<acc_t>(xr[c * ps]) : acc_t(0);
+      walk_row<T, NX, VEC>(x + (xo + t * xpitch), ps, xm, vm, xv);
 #pragma unroll
       for (int a = 0; a < K; ++a) {
         if (t - a >= 0 && t - a < th) {
@@ -131,7 +183,7 @@ __device__ __forceinline__ void wgrad_item(const T* __restrict__ x, const T* __r
 }
 
 // part[channel][chunk][tap]: the block's sum over its chunk of items.
-template <typename T, int K, bool CL>
+template <typename T, int K, bool CL, bool VEC>
 __global__ void __launch_bounds__(kWalkThreads, 4)
 walk_wgrad2d(const T* __restrict__ x, const T* __restrict__ gy, at::opmath_type<T>* __restrict__ part,
              const Walk2d L) {
@@ -155,11 +207,11 @@ walk_wgrad2d(const T* __restrict__ x, const T* __restrict__ gy, at::opmath_type<
     if constexpr (CL) {
       const T* xp = x + int64_t(n) * in_plane * L.C + c;
       const T* gp = gy + int64_t(n) * out_plane * L.C + c;
-      wgrad_item<T, K>(xp, gp, L.C, L, band, strip, v);
+      wgrad_item<T, K, VEC>(xp, gp, L.C, L, band, strip, v);
     } else {
       const T* xp = x + (int64_t(n) * L.C + c) * in_plane;
       const T* gp = gy + (int64_t(n) * L.C + c) * out_plane;
-      wgrad_item<T, K>(xp, gp, 1, L, band, strip, v);
+      wgrad_item<T, K, VEC>(xp, gp, 1, L, band, strip, v);
     }
   }
   if constexpr (CL) {
@@ -180,18 +232,15 @@ walk_wgrad2d(const T* __restrict__ x, const T* __restrict__ gy, at::opmath_type<
 
 // Forward / stride-1 data-grad: one item's outputs. x / y point at the channel's plane of the
 // sample, ps the element step of a position (1 NCHW, C NHWC), wr the filter (taps as correlated).
-template <typename T, int K, typename acc_t>
+template <typename T, int K, bool VEC, typename acc_t>
 __device__ __forceinline__ void conv_item(const T* __restrict__ x, T* __restrict__ y, int ps, const Walk2d& L,
                                           int band, int strip, const acc_t (&wr)[K * K], acc_t bias) {
   constexpr int R = kWalkCols, NX = R + K - 1;
   const int qy0 = band * L.TH, qx0 = strip * R;
   const int th = L.QH - qy0 < L.TH ? L.QH - qy0 : L.TH;
   const int iy0 = qy0 - L.ph, ix0 = qx0 - L.pw;
-  uint32_t xm = 0, ym = 0;
-#pragma unroll
-  for (int c = 0; c < NX; ++c) xm |= uint32_t(ix0 + c >= 0 && ix0 + c < L.IW) << c;
-#pragma unroll
-  for (int r = 0; r < R; ++r) ym |= uint32_t(qx0 + r < L.QW) << r;
+  uint32_t xm, vm, ym;
+  walk_masks<NX, R>(ix0, qx0, L, xm, vm, ym);
   // 32-bit in-plane offsets (walk2d_plan bounds them, padding included)
   const int ypitch = L.QW * ps, xpitch = L.IW * ps;
   const int yo = qy0 * ypitch + qx0 * ps, xo = iy0 * xpitch + ix0 * ps;
@@ -209,10 +258,8 @@ __device__ __forceinline__ void conv_item(const T* __restrict__ x, T* __restrict
       if (t >= steps) break;
       const int iy = iy0 + t;
       if (iy >= 0 && iy < L.IH) {  // a padding row adds nothing
-        const T* xr = x + (xo + t * xpitch);
         acc_t xv[NX];
-#pragma unroll
-        for (int c = 0; c < NX; ++c) xv[c] = ((xm >> c) & 1u) ? static_cast<acc_t>(xr[c * ps]) : acc_t(0);
+        walk_row<T, NX, VEC>(x + (xo + t * xpitch), ps, xm, vm, xv);
 #pragma unroll
         for (int a = 0; a < K; ++a) {
           if (t - a >= 0 && t - a < th) {
@@ -229,17 +276,25 @@ __device__ __forceinline__ void conv_item(const T* __restrict__ x, T* __restrict
         const int h = t - (K - 1);
         const int sl = (u + 1) % K;
         T* yr = y + (yo + h * ypitch);
+        if constexpr (VEC) {  // the strip's 4 columns: all inside the row or none
+          Walk4<T> q;
 #pragma unroll
-        for (int r = 0; r < R; ++r) {
-          if ((ym >> r) & 1u) yr[r * ps] = static_cast<T>(ring[sl][r] + bias);
-          ring[sl][r] = acc_t(0);
+          for (int r = 0; r < R; ++r) q.v[r] = static_cast<T>(ring[sl][r] + bias);
+          if (ym & 1u) *reinterpret_cast<Walk4<T>*>(yr) = q;
+        } else {
+#pragma unroll
+          for (int r = 0; r < R; ++r) {
+            if ((ym >> r) & 1u) yr[r * ps] = static_cast<T>(ring[sl][r] + bias);
+          }
         }
+#pragma unroll
+        for (int r = 0; r < R; ++r) ring[sl][r] = acc_t(0);
       }
     }
   }
 }
 
-template <typename T, int K, bool CL>
+template <typename T, int K, bool CL, bool VEC>
 __global__ void __launch_bounds__(kWalkThreads, 4)
 walk_conv2d(const T* __restrict__ x, const T* __restrict__ w, bool flip, const T* __restrict__ bias,
             T* __restrict__ y, const Walk2d L) {
@@ -261,10 +316,10 @@ walk_conv2d(const T* __restrict__ x, const T* __restrict__ w, bool flip, const T
     const int strip = it % L.strips, rest = it / L.strips;
     const int band = rest % L.bands, n = rest / L.bands;
     if constexpr (CL) {
-      conv_item<T, K>(x + int64_t(n) * in_plane * L.C + c, y + int64_t(n) * out_plane * L.C + c, L.C, L, band, strip,
+      conv_item<T, K, VEC>(x + int64_t(n) * in_plane * L.C + c, y + int64_t(n) * out_plane * L.C + c, L.C, L, band, strip,
                       wr, bv);
     } else {
-      conv_item<T, K>(x + (int64_t(n) * L.C + c) * in_plane, y + (int64_t(n) * L.C + c) * out_plane, 1, L, band,
+      conv_item<T, K, VEC>(x + (int64_t(n) * L.C + c) * in_plane, y + (int64_t(n) * L.C + c) * out_plane, 1, L, band,
                       strip, wr, bv);
     }
   }

@@ -7,6 +7,7 @@
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
@@ -14,13 +15,26 @@
 namespace convx::cuda {
 namespace {
 
+// NCHW rows read (and written) in 4-value vectors: the plan allows it and both tensors are aligned.
+template <typename T>
+bool walk_vec(const Walk2d& L, const void* a, const void* b) {
+  const char* ab = std::getenv("CONVX_WALK_NCVEC");  // temporary A/B knob: "off" = value by value
+  if (ab && std::strcmp(ab, "off") == 0) return false;
+  constexpr uintptr_t m = 4 * sizeof(T) - 1;
+  return L.vec && (reinterpret_cast<uintptr_t>(a) & m) == 0 && (reinterpret_cast<uintptr_t>(b) & m) == 0;
+}
+
 template <typename T, int K, bool CL>
 bool run(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, cudaStream_t stream) {
   Walk2d L{};
   // Two waves of 4 blocks per SM: blocks of whole rounds even out across the SMs.
   if (!walk2d_plan(L, P, K, CL, 8 * sm_count())) return false;
-  walk_conv2d<T, K, CL><<<static_cast<unsigned>(int64_t(L.groups) * L.chunks), kWalkThreads, 0, stream>>>(
-      in, w, flip, bias, out, L);
+  const unsigned blocks = static_cast<unsigned>(int64_t(L.groups) * L.chunks);
+  if (walk_vec<T>(L, in, out)) {
+    walk_conv2d<T, K, false, true><<<blocks, kWalkThreads, 0, stream>>>(in, w, flip, bias, out, L);
+  } else {
+    walk_conv2d<T, K, CL, false><<<blocks, kWalkThreads, 0, stream>>>(in, w, flip, bias, out, L);
+  }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return true;
 }

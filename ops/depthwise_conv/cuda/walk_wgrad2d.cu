@@ -10,12 +10,22 @@
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
 
 namespace convx::cuda {
 namespace {
+
+// NCHW rows read (and written) in 4-value vectors: the plan allows it and both tensors are aligned.
+template <typename T>
+bool walk_vec(const Walk2d& L, const void* a, const void* b) {
+  const char* ab = std::getenv("CONVX_WALK_NCVEC");  // temporary A/B knob: "off" = value by value
+  if (ab && std::strcmp(ab, "off") == 0) return false;
+  constexpr uintptr_t m = 4 * sizeof(T) - 1;
+  return L.vec && (reinterpret_cast<uintptr_t>(a) & m) == 0 && (reinterpret_cast<uintptr_t>(b) & m) == 0;
+}
 
 template <typename T, int K, bool CL>
 bool run(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
@@ -26,8 +36,12 @@ bool run(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& li
   const int64_t taps = K * K;
   const at::Tensor part = at::empty({P.in_c, int64_t(L.chunks), taps},
                                     like.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
-  walk_wgrad2d<T, K, CL><<<static_cast<unsigned>(int64_t(L.groups) * L.chunks), kWalkThreads, 0, stream>>>(
-      x, gy, part.mutable_data_ptr<acc_t>(), L);
+  const unsigned blocks = static_cast<unsigned>(int64_t(L.groups) * L.chunks);
+  if (walk_vec<T>(L, x, gy)) {
+    walk_wgrad2d<T, K, false, true><<<blocks, kWalkThreads, 0, stream>>>(x, gy, part.mutable_data_ptr<acc_t>(), L);
+  } else {
+    walk_wgrad2d<T, K, CL, false><<<blocks, kWalkThreads, 0, stream>>>(x, gy, part.mutable_data_ptr<acc_t>(), L);
+  }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   launch_sum_slots<T>(part.const_data_ptr<acc_t>(), gw, P.in_c, L.chunks, taps, stream);
   return true;
