@@ -1767,9 +1767,9 @@ void tcw2_cases() {
 static int walk_taken = 0;
 // The kernel on NaN-poisoned partials with `target` blocks, then the ordered chunk sum.
 template <typename T, bool CL>
-Tensor walk_run(const T* x, const T* gy, const Plan& P, int64_t target, int* chunks, bool* use_vec) {
+Tensor walk_run(const T* x, const T* gy, const Plan& P, int64_t target, int* chunks, bool* use_vec, int V) {
   Walk2d L{};
-  if (!walk2d_plan(L, P, 7, CL, target)) return Tensor();
+  if (!walk2d_plan(L, P, 7, CL, target, V == 1 ? 16 : 8)) return Tensor();
   *chunks = L.chunks;
   Tensor part = at::full({P.in_c, int64_t(L.chunks), 49}, NAN, at::kFloat);
   Tensor gw = at::full({P.in_c * 49}, NAN, c10::CppTypeToScalarType<T>::value);
@@ -1777,8 +1777,13 @@ Tensor walk_run(const T* x, const T* gy, const Plan& P, int64_t target, int* chu
   const bool vec = *use_vec && L.vec;
   *use_vec = vec;
   launch(dim3{unsigned(L.groups * L.chunks)}, dim3{unsigned(kWalkThreads)}, [&] {
-    if (vec) walk_wgrad2d<T, 7, false, true>(x, gy, pp, L);
-    else walk_wgrad2d<T, 7, CL, false>(x, gy, pp, L);
+    if (vec) {
+      if (V) walk_wgrad2d<T, 7, false, true, 1>(x, gy, pp, L);
+      else walk_wgrad2d<T, 7, false, true, 0>(x, gy, pp, L);
+    } else {
+      if (V) walk_wgrad2d<T, 7, CL, false, 1>(x, gy, pp, L);
+      else walk_wgrad2d<T, 7, CL, false, 0>(x, gy, pp, L);
+    }
   });
   const int64_t n = P.in_c * 49;
   launch(dim3{unsigned((n + 255) / 256)}, dim3{256u},
@@ -1810,15 +1815,15 @@ void walk_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t p
                 long(ph), long(pw));
   for (bool cl : {false, true}) {
     const Tensor xm = cl ? to_cl(x) : x.contiguous(), gm = cl ? to_cl(gy) : gy.contiguous();
-    for (int64_t target : {int64_t(1), int64_t(1) << 30}) for (bool want_vec : {false, true}) {
+    for (int64_t target : {int64_t(1), int64_t(1) << 30}) for (bool want_vec : {false, true}) for (int V : {0, 1}) {
       if (want_vec && cl) continue;
       int chunks = 0;
       bool vec = want_vec;
-      const Tensor r = cl ? walk_run<T, true>(xm.data_ptr<T>(), gm.data_ptr<T>(), P, target, &chunks, &vec)
-                          : walk_run<T, false>(xm.data_ptr<T>(), gm.data_ptr<T>(), P, target, &chunks, &vec);
+      const Tensor r = cl ? walk_run<T, true>(xm.data_ptr<T>(), gm.data_ptr<T>(), P, target, &chunks, &vec, V)
+                          : walk_run<T, false>(xm.data_ptr<T>(), gm.data_ptr<T>(), P, target, &chunks, &vec, V);
       if (want_vec && !vec) continue;  // the plan reads value by value
-      const std::string tag = std::string("wgrad walk ") + (cl ? "nhwc" : "nchw") + (vec ? " vec" : "") + " chunks " +
-                              std::to_string(chunks);
+      const std::string tag = std::string("wgrad walk v") + std::to_string(V) + (cl ? " nhwc" : " nchw") +
+                              (vec ? " vec" : "") + " chunks " + std::to_string(chunks);
       if (!r.defined()) {
         ++failures;
         std::printf("%-44s %-34s declined FAIL\n", name, tag.c_str());
@@ -1855,14 +1860,20 @@ void walk_cases() {
 // blocks; false when the plan is declined.
 static int walkc_taken = 0;
 template <typename T, bool CL>
-bool walkc_run(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, int64_t target, bool* use_vec) {
+bool walkc_run(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, int64_t target, bool* use_vec,
+               int V) {
   Walk2d L{};
-  if (!walk2d_plan(L, P, 7, CL, target)) return false;
+  if (!walk2d_plan(L, P, 7, CL, target, V == 1 ? 16 : 8)) return false;
   const bool vec = *use_vec && L.vec;
   *use_vec = vec;
   launch(dim3{unsigned(L.groups * L.chunks)}, dim3{unsigned(kWalkThreads)}, [&] {
-    if (vec) walk_conv2d<T, 7, false, true>(in, w, flip, bias, out, L);
-    else walk_conv2d<T, 7, CL, false>(in, w, flip, bias, out, L);
+    if (vec) {
+      if (V) walk_conv2d<T, 7, false, true, 1>(in, w, flip, bias, out, L);
+      else walk_conv2d<T, 7, false, true, 0>(in, w, flip, bias, out, L);
+    } else {
+      if (V) walk_conv2d<T, 7, CL, false, 1>(in, w, flip, bias, out, L);
+      else walk_conv2d<T, 7, CL, false, 0>(in, w, flip, bias, out, L);
+    }
   });
   return true;
 }
@@ -1871,17 +1882,17 @@ void walkc_check(const char* what, const Plan& P, bool flip, const Tensor& src, 
                  const Tensor& ref, const std::string& name, double tol) {
   for (bool cl : {false, true}) {
     const Tensor sm = cl ? to_cl(src) : src.contiguous();
-    for (int64_t target : {int64_t(1), int64_t(1) << 30}) for (bool want_vec : {false, true}) {
+    for (int64_t target : {int64_t(1), int64_t(1) << 30}) for (bool want_vec : {false, true}) for (int V : {0, 1}) {
       if (want_vec && cl) continue;
       Tensor o = at::full(ref.sizes(), NAN, src.options());
       if (cl) o = to_cl(o);
       const T* bp = b.defined() ? b.data_ptr<T>() : nullptr;
       bool vec = want_vec;
-      const bool ok = cl ? walkc_run<T, true>(sm.data_ptr<T>(), w.data_ptr<T>(), flip, bp, o.data_ptr<T>(), P, target, &vec)
-                         : walkc_run<T, false>(sm.data_ptr<T>(), w.data_ptr<T>(), flip, bp, o.data_ptr<T>(), P, target, &vec);
+      const bool ok = cl ? walkc_run<T, true>(sm.data_ptr<T>(), w.data_ptr<T>(), flip, bp, o.data_ptr<T>(), P, target, &vec, V)
+                         : walkc_run<T, false>(sm.data_ptr<T>(), w.data_ptr<T>(), flip, bp, o.data_ptr<T>(), P, target, &vec, V);
       if (ok && want_vec && !vec) continue;  // the plan reads value by value
-      const std::string tag = std::string(what) + " walk " + (cl ? "nhwc" : "nchw") + (vec ? " vec" : "") +
-                              (target == 1 ? " 1 chunk" : " chunks");
+      const std::string tag = std::string(what) + " walk v" + std::to_string(V) + (cl ? " nhwc" : " nchw") +
+                              (vec ? " vec" : "") + (target == 1 ? " 1 chunk" : " chunks");
       if (!ok) {
         ++failures;
         std::printf("%-44s %-34s declined FAIL\n", name.c_str(), tag.c_str());

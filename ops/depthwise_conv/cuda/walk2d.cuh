@@ -53,7 +53,7 @@ struct Walk2d {
 
 // The launch layout from the shapes alone; false when not covered (not one phase of a 2-D K x K
 // filter at stride 1 with multiplier 1, or sizes beyond the kernels' 32-bit in-plane arithmetic).
-inline bool walk2d_plan(Walk2d& L, const Plan& P, int K, bool cl, int64_t target_blocks) {
+inline bool walk2d_plan(Walk2d& L, const Plan& P, int K, bool cl, int64_t target_blocks, int band_rows = 8) {
   constexpr int64_t lim = std::numeric_limits<int32_t>::max() / 2;
   if (P.phases != 1 || P.k[0] != 1 || P.k[1] != K || P.k[2] != K || P.S[0] != 1 || P.S[1] != 1 || P.S[2] != 1 ||
       P.in[0] != 1 || P.q[0] != 1 || P.in_div != 1 || P.out_c != P.in_c || P.N <= 0 || P.q[1] != P.out[1] ||
@@ -64,8 +64,8 @@ inline bool walk2d_plan(Walk2d& L, const Plan& P, int K, bool cl, int64_t target
   const int64_t rows = P.in[1] + P.q[1] + K + std::abs(P.pad[1][0]), cols = P.in[2] + P.q[2] + K + std::abs(P.pad[2][0]);
   if (rows * cols * (cl ? P.in_c : 1) > lim) return false;
   const int64_t strips = ceil_div(P.q[2], kWalkCols);
-  // Bands of about 8 rows: enough items to spread evenly; each band reloads K - 1 input rows.
-  const int64_t bands = ceil_div(P.q[1], 8), TH = ceil_div(P.q[1], bands);
+  // Bands of about band_rows rows: enough items to spread evenly; each band reloads K - 1 input rows.
+  const int64_t bands = ceil_div(P.q[1], band_rows), TH = ceil_div(P.q[1], bands);
   const int64_t items = P.N * bands * strips;
   if (items > lim) return false;
   const int64_t groups = cl ? ceil_div(P.in_c, 32) : P.in_c;
@@ -182,9 +182,81 @@ __device__ __forceinline__ void wgrad_item(const T* __restrict__ x, const T* __r
   }
 }
 
+// Dy row segment of a strip (R values) into o, zeros outside the row (VEC: all 4 or none).
+template <typename T, int R, bool VEC, typename acc_t>
+__device__ __forceinline__ void walk_strip(const T* __restrict__ gr, int ps, uint32_t gm, bool ok, acc_t (&o)[R]) {
+  if constexpr (VEC) {
+    const bool in = ok && (gm & 1u);
+    Walk4<T> q{};
+    if (in) q = *reinterpret_cast<const Walk4<T>*>(gr);
+#pragma unroll
+    for (int r = 0; r < R; ++r) o[r] = in ? static_cast<acc_t>(q.v[r]) : acc_t(0);
+  } else {
+#pragma unroll
+    for (int r = 0; r < R; ++r) o[r] = (ok && ((gm >> r) & 1u)) ? static_cast<acc_t>(gr[r * ps]) : acc_t(0);
+  }
+}
+
+// Variant 1 of wgrad_item (A/B): one step per loop iteration, the dy ring shifted by register
+// moves (ring[a] = band row t - a), the next step's input and dy rows loaded before this step's
+// products.
+template <typename T, int K, bool VEC, typename acc_t>
+__device__ __forceinline__ void wgrad_item_shift(const T* __restrict__ x, const T* __restrict__ g, int ps,
+                                                 const Walk2d& L, int band, int strip, acc_t (&v)[K * K]) {
+  constexpr int R = kWalkCols, NX = R + K - 1;
+  const int qy0 = band * L.TH, qx0 = strip * R;
+  const int th = L.QH - qy0 < L.TH ? L.QH - qy0 : L.TH;
+  const int iy0 = qy0 - L.ph, ix0 = qx0 - L.pw;
+  uint32_t xm, vm, gm;
+  walk_masks<NX, R>(ix0, qx0, L, xm, vm, gm);
+  const int gpitch = L.QW * ps, xpitch = L.IW * ps;
+  const int go = qy0 * gpitch + qx0 * ps, xo = iy0 * xpitch + ix0 * ps;
+  acc_t ring[K][R];
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) ring[k][r] = acc_t(0);
+  }
+  const int steps = th + K - 1;
+  acc_t xn[NX], gn[R];
+  bool xok = iy0 >= 0 && iy0 < L.IH;
+  if (xok) walk_row<T, NX, VEC>(x + xo, ps, xm, vm, xn);
+  walk_strip<T, R, VEC>(g + go, ps, gm, true, gn);
+#pragma unroll 1
+  for (int t = 0; t < steps; ++t) {
+    acc_t xv[NX];
+#pragma unroll
+    for (int c = 0; c < NX; ++c) xv[c] = xn[c];
+#pragma unroll
+    for (int k = K - 1; k > 0; --k) {
+#pragma unroll
+      for (int r = 0; r < R; ++r) ring[k][r] = ring[k - 1][r];
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r) ring[0][r] = gn[r];
+    const bool ok = xok;
+    // the next step's rows
+    const int iyn = iy0 + t + 1;
+    xok = t + 1 < steps && iyn >= 0 && iyn < L.IH;
+    if (xok) walk_row<T, NX, VEC>(x + (xo + (t + 1) * xpitch), ps, xm, vm, xn);
+    walk_strip<T, R, VEC>(g + (go + (t + 1) * gpitch), ps, gm, t + 1 < th, gn);
+    if (!ok) continue;  // a padding row: no products
+#pragma unroll
+    for (int a = 0; a < K; ++a) {
+      if (t - a >= 0 && t - a < th) {
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+#pragma unroll
+          for (int b = 0; b < K; ++b) v[a * K + b] += xv[r + b] * ring[a][r];
+        }
+      }
+    }
+  }
+}
+
 // part[channel][chunk][tap]: the block's sum over its chunk of items.
-template <typename T, int K, bool CL, bool VEC>
-__global__ void __launch_bounds__(kWalkThreads, 4)
+template <typename T, int K, bool CL, bool VEC, int V>
+__global__ void __launch_bounds__(kWalkThreads, V == 0 ? 4 : 3)
 walk_wgrad2d(const T* __restrict__ x, const T* __restrict__ gy, at::opmath_type<T>* __restrict__ part,
              const Walk2d L) {
   using acc_t = at::opmath_type<T>;
@@ -207,11 +279,13 @@ walk_wgrad2d(const T* __restrict__ x, const T* __restrict__ gy, at::opmath_type<
     if constexpr (CL) {
       const T* xp = x + int64_t(n) * in_plane * L.C + c;
       const T* gp = gy + int64_t(n) * out_plane * L.C + c;
-      wgrad_item<T, K, VEC>(xp, gp, L.C, L, band, strip, v);
+      if constexpr (V == 0) wgrad_item<T, K, VEC>(xp, gp, L.C, L, band, strip, v);
+      else wgrad_item_shift<T, K, VEC>(xp, gp, L.C, L, band, strip, v);
     } else {
       const T* xp = x + (int64_t(n) * L.C + c) * in_plane;
       const T* gp = gy + (int64_t(n) * L.C + c) * out_plane;
-      wgrad_item<T, K, VEC>(xp, gp, 1, L, band, strip, v);
+      if constexpr (V == 0) wgrad_item<T, K, VEC>(xp, gp, 1, L, band, strip, v);
+      else wgrad_item_shift<T, K, VEC>(xp, gp, 1, L, band, strip, v);
     }
   }
   if constexpr (CL) {
@@ -294,8 +368,77 @@ __device__ __forceinline__ void conv_item(const T* __restrict__ x, T* __restrict
   }
 }
 
-template <typename T, int K, bool CL, bool VEC>
-__global__ void __launch_bounds__(kWalkThreads, 4)
+// Variant 1 of conv_item (A/B): one step per loop iteration, the output ring shifted by
+// register moves (ring[a] = band output row t - a), the next step's input row loaded before this
+// step's products.
+template <typename T, int K, bool VEC, typename acc_t>
+__device__ __forceinline__ void conv_item_shift(const T* __restrict__ x, T* __restrict__ y, int ps, const Walk2d& L,
+                                                int band, int strip, const acc_t (&wr)[K * K], acc_t bias) {
+  constexpr int R = kWalkCols, NX = R + K - 1;
+  const int qy0 = band * L.TH, qx0 = strip * R;
+  const int th = L.QH - qy0 < L.TH ? L.QH - qy0 : L.TH;
+  const int iy0 = qy0 - L.ph, ix0 = qx0 - L.pw;
+  uint32_t xm, vm, ym;
+  walk_masks<NX, R>(ix0, qx0, L, xm, vm, ym);
+  const int ypitch = L.QW * ps, xpitch = L.IW * ps;
+  const int yo = qy0 * ypitch + qx0 * ps, xo = iy0 * xpitch + ix0 * ps;
+  acc_t ring[K][R];
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) ring[k][r] = acc_t(0);
+  }
+  const int steps = th + K - 1;
+  acc_t xn[NX];
+  bool xok = iy0 >= 0 && iy0 < L.IH;
+  if (xok) walk_row<T, NX, VEC>(x + xo, ps, xm, vm, xn);
+#pragma unroll 1
+  for (int t = 0; t < steps; ++t) {
+    acc_t xv[NX];
+#pragma unroll
+    for (int c = 0; c < NX; ++c) xv[c] = xn[c];
+    const bool ok = xok;
+    const int iyn = iy0 + t + 1;
+    xok = t + 1 < steps && iyn >= 0 && iyn < L.IH;
+    if (xok) walk_row<T, NX, VEC>(x + (xo + (t + 1) * xpitch), ps, xm, vm, xn);
+    if (ok) {
+#pragma unroll
+      for (int a = 0; a < K; ++a) {
+        if (t - a >= 0 && t - a < th) {
+#pragma unroll
+          for (int b = 0; b < K; ++b) {
+#pragma unroll
+            for (int r = 0; r < R; ++r) ring[a][r] += xv[r + b] * wr[a * K + b];
+          }
+        }
+      }
+    }
+    if (t >= K - 1) {  // output row t - K + 1 is complete
+      T* yr = y + (yo + (t - (K - 1)) * ypitch);
+      if constexpr (VEC) {
+        Walk4<T> q;
+#pragma unroll
+        for (int r = 0; r < R; ++r) q.v[r] = static_cast<T>(ring[K - 1][r] + bias);
+        if (ym & 1u) *reinterpret_cast<Walk4<T>*>(yr) = q;
+      } else {
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+          if ((ym >> r) & 1u) yr[r * ps] = static_cast<T>(ring[K - 1][r] + bias);
+        }
+      }
+    }
+#pragma unroll
+    for (int k = K - 1; k > 0; --k) {
+#pragma unroll
+      for (int r = 0; r < R; ++r) ring[k][r] = ring[k - 1][r];
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r) ring[0][r] = acc_t(0);
+  }
+}
+
+template <typename T, int K, bool CL, bool VEC, int V>
+__global__ void __launch_bounds__(kWalkThreads, V == 0 ? 4 : 3)
 walk_conv2d(const T* __restrict__ x, const T* __restrict__ w, bool flip, const T* __restrict__ bias,
             T* __restrict__ y, const Walk2d L) {
   using acc_t = at::opmath_type<T>;
@@ -316,11 +459,15 @@ walk_conv2d(const T* __restrict__ x, const T* __restrict__ w, bool flip, const T
     const int strip = it % L.strips, rest = it / L.strips;
     const int band = rest % L.bands, n = rest / L.bands;
     if constexpr (CL) {
-      conv_item<T, K, VEC>(x + int64_t(n) * in_plane * L.C + c, y + int64_t(n) * out_plane * L.C + c, L.C, L, band, strip,
-                      wr, bv);
+      const T* xp = x + int64_t(n) * in_plane * L.C + c;
+      T* yp = y + int64_t(n) * out_plane * L.C + c;
+      if constexpr (V == 0) conv_item<T, K, VEC>(xp, yp, L.C, L, band, strip, wr, bv);
+      else conv_item_shift<T, K, VEC>(xp, yp, L.C, L, band, strip, wr, bv);
     } else {
-      conv_item<T, K, VEC>(x + (int64_t(n) * L.C + c) * in_plane, y + (int64_t(n) * L.C + c) * out_plane, 1, L, band,
-                      strip, wr, bv);
+      const T* xp = x + (int64_t(n) * L.C + c) * in_plane;
+      T* yp = y + (int64_t(n) * L.C + c) * out_plane;
+      if constexpr (V == 0) conv_item<T, K, VEC>(xp, yp, 1, L, band, strip, wr, bv);
+      else conv_item_shift<T, K, VEC>(xp, yp, 1, L, band, strip, wr, bv);
     }
   }
 }

@@ -28,12 +28,17 @@ template <typename T, int K, bool CL>
 bool run(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, cudaStream_t stream) {
   Walk2d L{};
   // Two waves of 4 blocks per SM: blocks of whole rounds even out across the SMs.
-  if (!walk2d_plan(L, P, K, CL, 8 * sm_count())) return false;
+  const char* thk = std::getenv("CONVX_WALK_TH");  // temporary A/B knob: rows per band
+  if (!walk2d_plan(L, P, K, CL, 8 * sm_count(), thk ? std::atoi(thk) : 16)) return false;
+  const char* vk = std::getenv("CONVX_WALK_V");  // temporary A/B knob: "0" = the unrolled static ring
+  const bool v1 = !(vk && std::strcmp(vk, "0") == 0);
   const unsigned blocks = static_cast<unsigned>(int64_t(L.groups) * L.chunks);
   if (walk_vec<T>(L, in, out)) {
-    walk_conv2d<T, K, false, true><<<blocks, kWalkThreads, 0, stream>>>(in, w, flip, bias, out, L);
+    if (v1) walk_conv2d<T, K, false, true, 1><<<blocks, kWalkThreads, 0, stream>>>(in, w, flip, bias, out, L);
+    else walk_conv2d<T, K, false, true, 0><<<blocks, kWalkThreads, 0, stream>>>(in, w, flip, bias, out, L);
   } else {
-    walk_conv2d<T, K, CL, false><<<blocks, kWalkThreads, 0, stream>>>(in, w, flip, bias, out, L);
+    if (v1) walk_conv2d<T, K, CL, false, 1><<<blocks, kWalkThreads, 0, stream>>>(in, w, flip, bias, out, L);
+    else walk_conv2d<T, K, CL, false, 0><<<blocks, kWalkThreads, 0, stream>>>(in, w, flip, bias, out, L);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return true;
@@ -50,6 +55,8 @@ bool launch_walk_conv2d(const T* in, const T* w, bool flip, const T* bias, T* ou
     const char* ab = std::getenv("CONVX_WALK_CONV");  // temporary A/B knob: "off" = main's kernels
     if (ab && std::strcmp(ab, "off") == 0) return false;
     if (P.k[1] != 7) return false;
+    const char* route = std::getenv("CONVX_WALK_ROUTE");  // temporary A/B knob: "all" = take the calls
+    if (!(route && std::strcmp(route, "all") == 0)) return false;
     return channels_last ? run<T, 7, true>(in, w, flip, bias, out, P, stream)
                          : run<T, 7, false>(in, w, flip, bias, out, P, stream);
   }

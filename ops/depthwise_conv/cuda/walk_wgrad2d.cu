@@ -32,15 +32,21 @@ bool run(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& li
   using acc_t = at::opmath_type<T>;
   Walk2d L{};
   // Two waves of 4 blocks per SM: blocks of whole rounds even out across the SMs.
-  if (!walk2d_plan(L, P, K, CL, 8 * sm_count())) return false;
+  const char* thk = std::getenv("CONVX_WALK_TH");  // temporary A/B knob: rows per band
+  if (!walk2d_plan(L, P, K, CL, 8 * sm_count(), thk ? std::atoi(thk) : 16)) return false;
+  const char* vk = std::getenv("CONVX_WALK_V");  // temporary A/B knob: "0" = the unrolled static ring
+  const bool v1 = !(vk && std::strcmp(vk, "0") == 0);
   const int64_t taps = K * K;
   const at::Tensor part = at::empty({P.in_c, int64_t(L.chunks), taps},
                                     like.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
   const unsigned blocks = static_cast<unsigned>(int64_t(L.groups) * L.chunks);
+  acc_t* pp = part.mutable_data_ptr<acc_t>();
   if (walk_vec<T>(L, x, gy)) {
-    walk_wgrad2d<T, K, false, true><<<blocks, kWalkThreads, 0, stream>>>(x, gy, part.mutable_data_ptr<acc_t>(), L);
+    if (v1) walk_wgrad2d<T, K, false, true, 1><<<blocks, kWalkThreads, 0, stream>>>(x, gy, pp, L);
+    else walk_wgrad2d<T, K, false, true, 0><<<blocks, kWalkThreads, 0, stream>>>(x, gy, pp, L);
   } else {
-    walk_wgrad2d<T, K, CL, false><<<blocks, kWalkThreads, 0, stream>>>(x, gy, part.mutable_data_ptr<acc_t>(), L);
+    if (v1) walk_wgrad2d<T, K, CL, false, 1><<<blocks, kWalkThreads, 0, stream>>>(x, gy, pp, L);
+    else walk_wgrad2d<T, K, CL, false, 0><<<blocks, kWalkThreads, 0, stream>>>(x, gy, pp, L);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   launch_sum_slots<T>(part.const_data_ptr<acc_t>(), gw, P.in_c, L.chunks, taps, stream);
@@ -58,6 +64,9 @@ bool launch_walk_wgrad2d(const T* x, const T* gy, T* gw, const Plan& P, bool cha
     const char* ab = std::getenv("CONVX_WALK_WGRAD");  // temporary A/B knob: "off" = main's kernels
     if (ab && std::strcmp(ab, "off") == 0) return false;
     if (P.k[1] != 7) return false;
+    // temporary A/B knob: "all" = every 7 x 7 (else 16-bit goes to tc_wgrad2d where it takes the call)
+    const char* route = std::getenv("CONVX_WALK_ROUTE");
+    if (!(route && std::strcmp(route, "all") == 0) && sizeof(T) == 2 && (channels_last || P.q[2] > 32)) return false;
     return channels_last ? run<T, 7, true>(x, gy, gw, P, like, stream) : run<T, 7, false>(x, gy, gw, P, like, stream);
   }
 }
