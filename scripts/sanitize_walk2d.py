@@ -1,6 +1,8 @@
-"""The column-walking 7 x 7 kernels (walk2d.cuh: walk_conv2d forward / input-grad, walk_wgrad2d,
-NCHW and NHWC, fp32 and bf16, one and several chunks) on a few small problems and nothing else,
-for compute-sanitizer (memcheck; racecheck of the weight-grad's shared-memory sums)."""
+"""The column-walking 7 x 7 kernels (walk2d.cuh) on a few small problems and nothing else, for
+compute-sanitizer (memcheck; racecheck of the weight-grad's shared-memory sums): forward,
+input-grad and weight-grad in NCHW and NHWC, fp32 and bf16; with dispatch's routing they take the
+fp32 weight-grads (one and several chunks), the bf16 NCHW weight-grad of 14-wide rows and the
+NHWC forward / input-grad of outputs 14-27 wide (a partial 32-channel group)."""
 
 import torch
 

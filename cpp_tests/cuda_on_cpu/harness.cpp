@@ -1765,33 +1765,26 @@ void tcw2_cases() {
 }
 // ---- column-walking 7x7 weight-grad (walk2d.cuh), mirrors run of walk_wgrad2d.cu ----
 static int walk_taken = 0;
-// The kernel on NaN-poisoned partials with `target` blocks, then the ordered chunk sum.
+// The kernel on NaN-poisoned partials with `target` blocks and bands of `rows` rows, then the
+// ordered chunk sum.
 template <typename T, bool CL>
-Tensor walk_run(const T* x, const T* gy, const Plan& P, int64_t target, int* chunks, bool* use_vec, int V) {
+Tensor walk_run(const T* x, const T* gy, const Plan& P, int64_t target, int rows, int* chunks) {
   Walk2d L{};
-  if (!walk2d_plan(L, P, 7, CL, target, V == 1 ? 16 : 8)) return Tensor();
+  if (!walk2d_plan(L, P, 7, CL, target, rows)) return Tensor();
   *chunks = L.chunks;
   Tensor part = at::full({P.in_c, int64_t(L.chunks), 49}, NAN, at::kFloat);
   Tensor gw = at::full({P.in_c * 49}, NAN, c10::CppTypeToScalarType<T>::value);
   float* pp = part.data_ptr<float>();
-  const bool vec = *use_vec && L.vec;
-  *use_vec = vec;
-  launch(dim3{unsigned(L.groups * L.chunks)}, dim3{unsigned(kWalkThreads)}, [&] {
-    if (vec) {
-      if (V) walk_wgrad2d<T, 7, false, true, 1>(x, gy, pp, L);
-      else walk_wgrad2d<T, 7, false, true, 0>(x, gy, pp, L);
-    } else {
-      if (V) walk_wgrad2d<T, 7, CL, false, 1>(x, gy, pp, L);
-      else walk_wgrad2d<T, 7, CL, false, 0>(x, gy, pp, L);
-    }
-  });
+  launch(dim3{unsigned(L.groups * L.chunks)}, dim3{unsigned(kWalkThreads)},
+         [&] { walk_wgrad2d<T, 7, CL>(x, gy, pp, L); });
   const int64_t n = P.in_c * 49;
   launch(dim3{unsigned((n + 255) / 256)}, dim3{256u},
          [&] { sum_slots<T>(pp, gw.data_ptr<T>(), P.in_c, L.chunks, 49); });
   return gw;
 }
 // One 7x7 problem in both layouts against float64 on the same rounded data, with 1 block per
-// channel (group) and with as many chunks as the items allow.
+// channel (group) and with as many chunks as the items allow, bands of 16 and of 4 rows. Both
+// layouts of both kernels run here, also those dispatch does not route (walk_conv2d: NHWC only).
 template <typename T>
 void walk_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t pw, double tol) {
   at::manual_seed(13);
@@ -1815,15 +1808,12 @@ void walk_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t p
                 long(ph), long(pw));
   for (bool cl : {false, true}) {
     const Tensor xm = cl ? to_cl(x) : x.contiguous(), gm = cl ? to_cl(gy) : gy.contiguous();
-    for (int64_t target : {int64_t(1), int64_t(1) << 30}) for (bool want_vec : {false, true}) for (int V : {0, 1}) {
-      if (want_vec && cl) continue;
+    for (int64_t target : {int64_t(1), int64_t(1) << 30}) for (int rows : {kWalkBandRows, 4}) {
       int chunks = 0;
-      bool vec = want_vec;
-      const Tensor r = cl ? walk_run<T, true>(xm.data_ptr<T>(), gm.data_ptr<T>(), P, target, &chunks, &vec, V)
-                          : walk_run<T, false>(xm.data_ptr<T>(), gm.data_ptr<T>(), P, target, &chunks, &vec, V);
-      if (want_vec && !vec) continue;  // the plan reads value by value
-      const std::string tag = std::string("wgrad walk v") + std::to_string(V) + (cl ? " nhwc" : " nchw") +
-                              (vec ? " vec" : "") + " chunks " + std::to_string(chunks);
+      const Tensor r = cl ? walk_run<T, true>(xm.data_ptr<T>(), gm.data_ptr<T>(), P, target, rows, &chunks)
+                          : walk_run<T, false>(xm.data_ptr<T>(), gm.data_ptr<T>(), P, target, rows, &chunks);
+      const std::string tag = std::string("wgrad walk ") + (cl ? "nhwc" : "nchw") + " rows " + std::to_string(rows) +
+                              " chunks " + std::to_string(chunks);
       if (!r.defined()) {
         ++failures;
         std::printf("%-44s %-34s declined FAIL\n", name, tag.c_str());
@@ -1840,7 +1830,7 @@ void walk_cases() {
   // smaller than the input), 6 (output wider: rows and columns of zeros at both ends), unequal
   // paddings, one output row, a plane smaller than the filter's reach,
   // 20 samples (NCHW: 3 chunks of 128 items), 14 x 14 in fp16 / bf16; rows a multiple of 4 wide
-  // at padding 3 and 7 (NCHW also in 4-value vectors)
+  // at padding 3 and 7
   walk_case<float>(2, 40, 17, 22, 3, 3, 1e-5);
   walk_case<float>(1, 3, 12, 10, 0, 0, 1e-5);
   walk_case<float>(1, 2, 9, 11, 6, 6, 1e-5);
@@ -1857,24 +1847,14 @@ void walk_cases() {
   if (walk_taken == 0) ++failures;
 }
 // The forward / stride-1 data-grad kernel (walk_conv2d) on a NaN-poisoned output, `target`
-// blocks; false when the plan is declined.
+// blocks, bands of `rows` rows; false when the plan is declined.
 static int walkc_taken = 0;
 template <typename T, bool CL>
-bool walkc_run(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, int64_t target, bool* use_vec,
-               int V) {
+bool walkc_run(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, int64_t target, int rows) {
   Walk2d L{};
-  if (!walk2d_plan(L, P, 7, CL, target, V == 1 ? 16 : 8)) return false;
-  const bool vec = *use_vec && L.vec;
-  *use_vec = vec;
-  launch(dim3{unsigned(L.groups * L.chunks)}, dim3{unsigned(kWalkThreads)}, [&] {
-    if (vec) {
-      if (V) walk_conv2d<T, 7, false, true, 1>(in, w, flip, bias, out, L);
-      else walk_conv2d<T, 7, false, true, 0>(in, w, flip, bias, out, L);
-    } else {
-      if (V) walk_conv2d<T, 7, CL, false, 1>(in, w, flip, bias, out, L);
-      else walk_conv2d<T, 7, CL, false, 0>(in, w, flip, bias, out, L);
-    }
-  });
+  if (!walk2d_plan(L, P, 7, CL, target, rows)) return false;
+  launch(dim3{unsigned(L.groups * L.chunks)}, dim3{unsigned(kWalkThreads)},
+         [&] { walk_conv2d<T, 7, CL>(in, w, flip, bias, out, L); });
   return true;
 }
 template <typename T>
@@ -1882,17 +1862,14 @@ void walkc_check(const char* what, const Plan& P, bool flip, const Tensor& src, 
                  const Tensor& ref, const std::string& name, double tol) {
   for (bool cl : {false, true}) {
     const Tensor sm = cl ? to_cl(src) : src.contiguous();
-    for (int64_t target : {int64_t(1), int64_t(1) << 30}) for (bool want_vec : {false, true}) for (int V : {0, 1}) {
-      if (want_vec && cl) continue;
+    for (int64_t target : {int64_t(1), int64_t(1) << 30}) for (int rows : {kWalkBandRows, 4}) {
       Tensor o = at::full(ref.sizes(), NAN, src.options());
       if (cl) o = to_cl(o);
       const T* bp = b.defined() ? b.data_ptr<T>() : nullptr;
-      bool vec = want_vec;
-      const bool ok = cl ? walkc_run<T, true>(sm.data_ptr<T>(), w.data_ptr<T>(), flip, bp, o.data_ptr<T>(), P, target, &vec, V)
-                         : walkc_run<T, false>(sm.data_ptr<T>(), w.data_ptr<T>(), flip, bp, o.data_ptr<T>(), P, target, &vec, V);
-      if (ok && want_vec && !vec) continue;  // the plan reads value by value
-      const std::string tag = std::string(what) + " walk v" + std::to_string(V) + (cl ? " nhwc" : " nchw") +
-                              (vec ? " vec" : "") + (target == 1 ? " 1 chunk" : " chunks");
+      const bool ok = cl ? walkc_run<T, true>(sm.data_ptr<T>(), w.data_ptr<T>(), flip, bp, o.data_ptr<T>(), P, target, rows)
+                         : walkc_run<T, false>(sm.data_ptr<T>(), w.data_ptr<T>(), flip, bp, o.data_ptr<T>(), P, target, rows);
+      const std::string tag = std::string(what) + " walk " + (cl ? "nhwc" : "nchw") + " rows " + std::to_string(rows) +
+                              (target == 1 ? " 1 chunk" : " chunks");
       if (!ok) {
         ++failures;
         std::printf("%-44s %-34s declined FAIL\n", name.c_str(), tag.c_str());
@@ -1934,7 +1911,7 @@ void walkc_cases() {
   // as walk_cases: two bands, strips cut by the row's end, a partial NHWC group; padding 0 (the
   // data-grad: padding 6), 6 (the data-grad: padding 0, its output smaller), unequal paddings,
   // a plane smaller than the filter's reach; 14 x 14 in fp16 / bf16; rows a multiple of 4 wide at
-  // padding 3 and 7 (the data-grad: -1; NCHW also in 4-value vectors)
+  // padding 3 and 7 (the data-grad: -1)
   walkc_case<float>(2, 40, 17, 22, 3, 3, 1e-5);
   walkc_case<float>(1, 3, 12, 10, 0, 0, 1e-5);
   walkc_case<float>(1, 2, 9, 11, 6, 6, 1e-5);

@@ -497,6 +497,7 @@ bool launch_tiled(const Tensor& in, const Tensor& weight, const Tensor& bias, co
         launch_tc_rows_nc<T>(ip, w.const_data_ptr<T>(), !tc_fwd, bp, op, P, stream))
       return true;
   }
+  // Channels-last 7 x 7 on outputs 14-27 wide: the column walk (walk_conv2d.cu says where it won).
   if ((tc_fwd || tc_rot) && launch_walk_conv2d<T>(ip, w.const_data_ptr<T>(), !tc_fwd, bp, op, P, cl, stream))
     return true;
   // NCHW output planes above 14 x 14 up to what a block's prefetch holds (nc_plane.cu), before the
