@@ -1674,7 +1674,7 @@ WALK_WGRAD2D_CASES = [  # (N, C, size, padding): 7 x 7 at stride 1
 @pytest.mark.parametrize("placement", ["nchw", "nchw_off1", "strided", "nhwc"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["fp32", "fp16", "bf16"])
 def test_depthwise_walk_wgrad2d(dtype, placement):
-    """Weight-grad of 7 x 7 filters at stride 1 (walk_wgrad2d.cuh where routed) against float64 on
+    """Weight-grad of 7 x 7 filters at stride 1 (walk2d.cuh where routed) against float64 on
     the same rounded data, on poisoned memory, bitwise repeatable; odd sizes, padding 0 to 6,
     a plane smaller than the filter, batch 0, a partial 32-channel group (NHWC)."""
     import torch.nn.functional as F

@@ -1763,7 +1763,7 @@ void tcw2_cases() {
   std::printf("tc_wgrad2d: %d launches checked\n", tcw2_taken);
   if (tcw2_taken == 0) ++failures;
 }
-// ---- column-walking 7x7 weight-grad (walk2d.cuh), mirrors run of walk_wgrad2d.cu ----
+// ---- column-walking 7x7 kernels (walk2d.cuh), mirror walk_wgrad2d.cu / walk_conv2d.cu ----
 static int walk_taken = 0;
 // The kernel on NaN-poisoned partials with `target` blocks and bands of `rows` rows, then the
 // ordered chunk sum.
@@ -1926,7 +1926,7 @@ void walkc_cases() {
   std::printf("walk_conv2d: %d launches checked\n", walkc_taken);
   if (walkc_taken == 0) ++failures;
 }
-// ---- end column-walking weight-grad ----
+// ---- end column-walking kernels ----
 // tensor-core 2-D / 3-D rows (tc_rows_nc.cuh)
 void tcn_cases() {
   // tensor-core 2-D / 3-D rows (tc_rows_nc.cuh), the filters its launcher takes: X3D's 5x3x3
