@@ -19,7 +19,7 @@ for f in nc_tiled.cuh cl_tiled.cuh nc_plane.cuh nc_small_planes.cuh row1d.cuh ro
 done
 # the streaming NC weight-grad: its block-static reduction scratch becomes a function static
 sed -e 's/__shared__ acc_t red/static acc_t red/' "$src/nc_wgrad_stream.cuh" >"$tmp/nc_wgrad_stream.cuh"
-# the column-walking 7x7 weight-grad: the same, and its include of nc_wgrad_stream.cuh points at the copy
+# the column-walking 7x7 kernels: the same, and their include of nc_wgrad_stream.cuh points at the copy
 sed -e 's/__shared__ acc_t red/static acc_t red/' -e 's#"ops/depthwise_conv/cuda/nc_wgrad_stream.cuh"#"nc_wgrad_stream.cuh"#' \
   "$src/walk2d.cuh" >"$tmp/walk2d.cuh"
 cp "$src/nc_stream.cuh" "$tmp/nc_stream.cuh"
