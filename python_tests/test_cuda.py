@@ -1820,6 +1820,102 @@ def test_depthwise_tc_wgrad2d(dtype, placement):
         assert torch.equal(gw, gw2), f"{what}: not bitwise repeatable"
 
 
+WALK_WGRAD2D_CASES = [  # (N, C, size, padding): 7 x 7 at stride 1
+    (2, 96, (56, 56), (3, 3)),
+    (3, 40, (14, 14), (3, 3)),
+    (2, 40, (17, 22), (3, 3)),
+    (1, 3, (12, 10), (0, 0)),
+    (1, 2, (9, 11), (6, 6)),
+    (2, 2, (8, 13), (1, 5)),
+    (1, 2, (3, 4), (3, 3)),
+    (0, 8, (8, 8), (3, 3)),
+]
+
+
+@pytest.mark.parametrize("placement", ["nchw", "nchw_off1", "strided", "nhwc"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["fp32", "fp16", "bf16"])
+def test_depthwise_walk_wgrad2d(dtype, placement):
+    """Weight-grad of 7 x 7 filters at stride 1 (walk2d.cuh where routed) against float64 on
+    the same rounded data, on poisoned memory, bitwise repeatable; odd sizes, padding 0 to 6,
+    a plane smaller than the filter, batch 0, a partial 32-channel group (NHWC)."""
+    import torch.nn.functional as F
+
+    tol = {torch.float32: 1e-5, torch.float16: 4e-3, torch.bfloat16: 2e-2}[dtype]
+
+    def place(t):
+        if placement == "nchw":
+            return t.to(DEV, dtype)
+        if placement == "nchw_off1":
+            flat = torch.empty(t.numel() + 1, device=DEV, dtype=dtype)[1:]
+            return flat.view(t.shape).copy_(t)
+        if placement == "strided":
+            wide = torch.empty(*t.shape[:-1], 2 * t.shape[-1], device=DEV, dtype=dtype)[..., ::2]
+            return wide.copy_(t)
+        return t.to(DEV, dtype).contiguous(memory_format=torch.channels_last)
+
+    for i, (N, C, size, p) in enumerate(WALK_WGRAD2D_CASES):
+        gen = torch.Generator().manual_seed(530 + i)
+        x = place(torch.randn(N, C, *size, generator=gen))
+        w = torch.randn(C, 1, 7, 7, generator=gen).to(DEV, dtype)
+        xr, wr = x.double(), w.double().requires_grad_()
+        ref = F.conv2d(xr, wr, None, 1, p, 1, C)
+        gy = place(torch.randn(ref.shape, generator=gen))
+        (gw_ref,) = torch.autograd.grad(ref, (wr,), gy.double())
+        what = f"case {i} {dtype} {placement}"
+        op = torch.ops.convx.conv2d_weight_grad
+        poison()
+        with deterministic():
+            gw = op(x, list(w.shape), gy, [1, 1], list(p), [1, 1], C)
+            poison()
+            gw2 = op(x, list(w.shape), gy, [1, 1], list(p), [1, 1], C)
+        scale = max(1.0, float(gw_ref.abs().max()))
+        assert not torch.isnan(gw).any(), f"{what}: NaN (unwritten element)"
+        torch.testing.assert_close(gw.double() / scale, gw_ref / scale, rtol=tol, atol=tol, msg=lambda m: f"{what}\n{m}")
+        assert torch.equal(gw, gw2), f"{what}: not bitwise repeatable"
+
+
+@pytest.mark.parametrize("placement", ["nchw", "nchw_off1", "strided", "nhwc"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["fp32", "fp16", "bf16"])
+def test_depthwise_walk_conv2d(dtype, placement):
+    """Forward (with bias) and input-grad of 7 x 7 filters at stride 1 (walk2d.cuh's walk_conv2d
+    where routed) against float64 on the same rounded data, on poisoned memory; the cases of
+    WALK_WGRAD2D_CASES (odd sizes, padding 0 to 6, batch 0, a partial 32-channel group)."""
+    import torch.nn.functional as F
+
+    tol = {torch.float32: 1e-5, torch.float16: 4e-3, torch.bfloat16: 2e-2}[dtype]
+
+    def place(t):
+        if placement == "nchw":
+            return t.to(DEV, dtype)
+        if placement == "nchw_off1":
+            flat = torch.empty(t.numel() + 1, device=DEV, dtype=dtype)[1:]
+            return flat.view(t.shape).copy_(t)
+        if placement == "strided":
+            wide = torch.empty(*t.shape[:-1], 2 * t.shape[-1], device=DEV, dtype=dtype)[..., ::2]
+            return wide.copy_(t)
+        return t.to(DEV, dtype).contiguous(memory_format=torch.channels_last)
+
+    ops = torch.ops.convx
+    for i, (N, C, size, p) in enumerate(WALK_WGRAD2D_CASES):
+        gen = torch.Generator().manual_seed(560 + i)
+        x = place(torch.randn(N, C, *size, generator=gen))
+        w = torch.randn(C, 1, 7, 7, generator=gen).to(DEV, dtype)
+        b = torch.randn(C, generator=gen).to(DEV, dtype)
+        ref = F.conv2d(x.double(), w.double(), b.double(), 1, p, 1, C)
+        gy = place(torch.randn(ref.shape, generator=gen))
+        gx_ref = torch.nn.grad.conv2d_input(x.shape, w.double(), gy.double(), 1, p, 1, C)
+        what = f"case {i} {dtype} {placement}"
+        poison()
+        y = ops.depthwise_conv2d(x, w, b, [1, 1], list(p), [1, 1])
+        poison()
+        gx = ops.conv2d_input_grad(list(x.shape), w, gy, [1, 1], list(p), [1, 1], C)
+        for name, out, r in (("forward", y, ref), ("input-grad", gx, gx_ref)):
+            scale = max(1.0, float(r.abs().max())) if r.numel() else 1.0
+            assert not torch.isnan(out).any(), f"{what} {name}: NaN (unwritten element)"
+            torch.testing.assert_close(out.double() / scale, r / scale, rtol=tol, atol=tol,
+                                       msg=lambda m: f"{what} {name}\n{m}")
+
+
 def test_depthwise_tc_wgrad2d_beyond_2_pow_31_elements():
     """The tensor-core 2-D weight-grad on NCHW tensors of more than 2^31 elements (64-bit plane
     offsets): the first and last channels' weight-grads against aten in float32."""

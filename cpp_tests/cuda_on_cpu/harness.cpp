@@ -31,6 +31,7 @@
 #include "tc_rows_nc.cuh"
 #include "tc_wgrad3d.cuh"
 #include "tc_wgrad2d.cuh"
+#include "walk2d.cuh"
 #include "depth3d_regs.cuh"
 #include "ops/depthwise_conv/cuda/wgrad_sum.cuh"
 namespace convx::cuda {
@@ -2029,6 +2030,171 @@ void clwr2_cases() {
   clwr2_case<at::Half, 5, 1, 7, true>(1, 16, 9, 5, 0, 2, 32, 2e-3);
   std::printf("rows2d: %d launches checked\n", clwr2_taken);
 }
+
+// ---- column-walking 7x7 kernels (walk2d.cuh), mirror walk_wgrad2d.cu / walk_conv2d.cu ----
+static int walk_taken = 0;
+// The kernel on NaN-poisoned partials with `target` blocks and bands of `rows` rows, then the
+// ordered chunk sum.
+template <typename T, bool CL>
+Tensor walk_run(const T* x, const T* gy, const Plan& P, int64_t target, int rows, int* chunks) {
+  Walk2d L{};
+  if (!walk2d_plan(L, P, 7, CL, target, rows)) return Tensor();
+  *chunks = L.chunks;
+  Tensor part = at::full({P.in_c, int64_t(L.chunks), 49}, NAN, at::kFloat);
+  Tensor gw = at::full({P.in_c * 49}, NAN, c10::CppTypeToScalarType<T>::value);
+  float* pp = part.data_ptr<float>();
+  launch(dim3{unsigned(L.groups * L.chunks)}, dim3{unsigned(kWalkThreads)},
+         [&] { walk_wgrad2d<T, 7, CL>(x, gy, pp, L); });
+  const int64_t n = P.in_c * 49;
+  launch(dim3{unsigned((n + 255) / 256)}, dim3{256u},
+         [&] { sum_slots<T>(pp, gw.data_ptr<T>(), P.in_c, L.chunks, 49); });
+  return gw;
+}
+// One 7x7 problem in both layouts against float64 on the same rounded data, with 1 block per
+// channel (group) and with as many chunks as the items allow, bands of 16 and of 4 rows. Both
+// layouts of both kernels run here, also those dispatch does not route (walk_conv2d: NHWC only).
+template <typename T>
+void walk_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t pw, double tol) {
+  at::manual_seed(13);
+  const auto dt = c10::CppTypeToScalarType<T>::value;
+  Tensor x = at::randn({N, C, H, W}).to(dt), w = at::randn({C, 1, 7, 7});
+  Tensor y = at::conv2d(x.to(at::kDouble), w.to(at::kDouble), Tensor(), 1, {ph, pw}, 1, C);
+  Tensor gy = at::randn(y.sizes()).to(dt);
+  const Tensor ref = std::get<1>(at::convolution_backward(
+      gy.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble), std::nullopt, {1, 1}, {ph, pw}, {1, 1},
+      false, {0, 0}, C, {false, true, false})).view({-1});
+  Geometry g;
+  g.batch = N, g.in_channels = C, g.out_channels = C, g.groups = C;
+  g.input[0] = g.output[0] = g.kernel[0] = g.stride[0] = 1, g.padding[0] = 0;
+  g.input[1] = H, g.input[2] = W, g.output[1] = y.size(2), g.output[2] = y.size(3);
+  g.kernel[1] = g.kernel[2] = 7, g.padding[1] = ph, g.padding[2] = pw, g.stride[1] = g.stride[2] = 1;
+  Plan P{}; Prep Q{};
+  forward_plan(g, P, Q);
+  char name[96];
+  std::snprintf(name, sizeof name, "%s N%ld C%ld %ldx%ld k7 p%ld,%ld",
+                dt == at::kHalf ? "fp16" : dt == at::kBFloat16 ? "bf16" : "fp32", long(N), long(C), long(H), long(W),
+                long(ph), long(pw));
+  for (bool cl : {false, true}) {
+    const Tensor xm = cl ? to_cl(x) : x.contiguous(), gm = cl ? to_cl(gy) : gy.contiguous();
+    for (int64_t target : {int64_t(1), int64_t(1) << 30}) for (int rows : {kWalkBandRows, 4}) {
+      int chunks = 0;
+      const Tensor r = cl ? walk_run<T, true>(xm.data_ptr<T>(), gm.data_ptr<T>(), P, target, rows, &chunks)
+                          : walk_run<T, false>(xm.data_ptr<T>(), gm.data_ptr<T>(), P, target, rows, &chunks);
+      const std::string tag = std::string("wgrad walk ") + (cl ? "nhwc" : "nchw") + " rows " + std::to_string(rows) +
+                              " chunks " + std::to_string(chunks);
+      if (!r.defined()) {
+        ++failures;
+        std::printf("%-44s %-34s declined FAIL\n", name, tag.c_str());
+        continue;
+      }
+      ++walk_taken;
+      check(tag.c_str(), r.to(at::kDouble), ref, name, tol);
+    }
+  }
+}
+void walk_cases() {
+  // ConvNeXt's 'same' padding on a plane of two bands (17 rows: 9 + 8), strips cut by the row's
+  // end (W 22, 10), 40 channels (NHWC: a full and a partial group of 32); padding 0 (output
+  // smaller than the input), 6 (output wider: rows and columns of zeros at both ends), unequal
+  // paddings, one output row, a plane smaller than the filter's reach,
+  // 20 samples (NCHW: 3 chunks of 128 items), 14 x 14 in fp16 / bf16; rows a multiple of 4 wide
+  // at padding 3 and 7
+  walk_case<float>(2, 40, 17, 22, 3, 3, 1e-5);
+  walk_case<float>(1, 3, 12, 10, 0, 0, 1e-5);
+  walk_case<float>(1, 2, 9, 11, 6, 6, 1e-5);
+  walk_case<float>(2, 2, 8, 13, 1, 5, 1e-5);
+  walk_case<float>(3, 2, 7, 30, 0, 3, 1e-5);
+  walk_case<float>(1, 2, 3, 4, 3, 3, 1e-5);
+  walk_case<float>(20, 2, 17, 22, 3, 3, 1e-5);
+  walk_case<float>(2, 40, 10, 24, 3, 3, 1e-5);
+  walk_case<float>(1, 2, 9, 12, 7, 7, 1e-5);
+  walk_case<at::Half>(1, 8, 14, 28, 3, 3, 2e-3);
+  walk_case<at::Half>(2, 33, 14, 14, 3, 3, 2e-3);
+  walk_case<at::BFloat16>(2, 5, 14, 14, 3, 3, 1e-2);
+  std::printf("walk_wgrad2d: %d launches checked\n", walk_taken);
+  if (walk_taken == 0) ++failures;
+}
+// The forward / stride-1 data-grad kernel (walk_conv2d) on a NaN-poisoned output, `target`
+// blocks, bands of `rows` rows; false when the plan is declined.
+static int walkc_taken = 0;
+template <typename T, bool CL>
+bool walkc_run(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, int64_t target, int rows) {
+  Walk2d L{};
+  if (!walk2d_plan(L, P, 7, CL, target, rows)) return false;
+  launch(dim3{unsigned(L.groups * L.chunks)}, dim3{unsigned(kWalkThreads)},
+         [&] { walk_conv2d<T, 7, CL>(in, w, flip, bias, out, L); });
+  return true;
+}
+template <typename T>
+void walkc_check(const char* what, const Plan& P, bool flip, const Tensor& src, const Tensor& w, const Tensor& b,
+                 const Tensor& ref, const std::string& name, double tol) {
+  for (bool cl : {false, true}) {
+    const Tensor sm = cl ? to_cl(src) : src.contiguous();
+    for (int64_t target : {int64_t(1), int64_t(1) << 30}) for (int rows : {kWalkBandRows, 4}) {
+      Tensor o = at::full(ref.sizes(), NAN, src.options());
+      if (cl) o = to_cl(o);
+      const T* bp = b.defined() ? b.data_ptr<T>() : nullptr;
+      const bool ok = cl ? walkc_run<T, true>(sm.data_ptr<T>(), w.data_ptr<T>(), flip, bp, o.data_ptr<T>(), P, target, rows)
+                         : walkc_run<T, false>(sm.data_ptr<T>(), w.data_ptr<T>(), flip, bp, o.data_ptr<T>(), P, target, rows);
+      const std::string tag = std::string(what) + " walk " + (cl ? "nhwc" : "nchw") + " rows " + std::to_string(rows) +
+                              (target == 1 ? " 1 chunk" : " chunks");
+      if (!ok) {
+        ++failures;
+        std::printf("%-44s %-34s declined FAIL\n", name.c_str(), tag.c_str());
+        continue;
+      }
+      ++walkc_taken;
+      check(tag.c_str(), (cl ? from_cl(o) : o).to(at::kDouble), ref, name, tol);
+    }
+  }
+}
+template <typename T>
+void walkc_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t pw, double tol) {
+  at::manual_seed(14);
+  const auto dt = c10::CppTypeToScalarType<T>::value;
+  Tensor x = at::randn({N, C, H, W}).to(dt), w = at::randn({C, 1, 7, 7}).to(dt), b = at::randn({C}).to(dt);
+  Tensor y = at::conv2d(x.to(at::kDouble), w.to(at::kDouble), b.to(at::kDouble), 1, {ph, pw}, 1, C);
+  Tensor gy = at::randn(y.sizes()).to(dt);
+  Tensor gx = std::get<0>(at::convolution_backward(gy.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble), std::nullopt,
+                                                   {1, 1}, {ph, pw}, {1, 1}, false, {0, 0}, C, {true, false, false}));
+  Geometry g;
+  g.batch = N, g.in_channels = C, g.out_channels = C, g.groups = C;
+  g.input[0] = g.output[0] = g.kernel[0] = g.stride[0] = 1, g.padding[0] = 0;
+  g.input[1] = H, g.input[2] = W, g.output[1] = y.size(2), g.output[2] = y.size(3);
+  g.kernel[1] = g.kernel[2] = 7, g.padding[1] = ph, g.padding[2] = pw, g.stride[1] = g.stride[2] = 1;
+  char name[96];
+  std::snprintf(name, sizeof name, "%s N%ld C%ld %ldx%ld k7 p%ld,%ld",
+                dt == at::kHalf ? "fp16" : dt == at::kBFloat16 ? "bf16" : "fp32", long(N), long(C), long(H), long(W),
+                long(ph), long(pw));
+  {
+    Plan P{}; Prep Q{};
+    forward_plan(g, P, Q);
+    walkc_check<T>("fwd", P, false, x, w, b, y, name, tol);
+  }
+  Plan P{}; Prep Q{};
+  if (!data_grad_plan(g, P, Q)) { ++failures; return; }
+  walkc_check<T>("dgrad", P, true, gy, w, Tensor(), gx, name, tol);
+}
+void walkc_cases() {
+  // as walk_cases: two bands, strips cut by the row's end, a partial NHWC group; padding 0 (the
+  // data-grad: padding 6), 6 (the data-grad: padding 0, its output smaller), unequal paddings,
+  // a plane smaller than the filter's reach; 14 x 14 in fp16 / bf16; rows a multiple of 4 wide at
+  // padding 3 and 7 (the data-grad: -1)
+  walkc_case<float>(2, 40, 17, 22, 3, 3, 1e-5);
+  walkc_case<float>(1, 3, 12, 10, 0, 0, 1e-5);
+  walkc_case<float>(1, 2, 9, 11, 6, 6, 1e-5);
+  walkc_case<float>(2, 2, 8, 13, 1, 5, 1e-5);
+  walkc_case<float>(1, 2, 3, 4, 3, 3, 1e-5);
+  walkc_case<float>(20, 2, 17, 22, 3, 3, 1e-5);
+  walkc_case<float>(2, 40, 10, 24, 3, 3, 1e-5);
+  walkc_case<float>(1, 2, 9, 12, 7, 7, 1e-5);
+  walkc_case<at::Half>(1, 8, 14, 28, 3, 3, 2e-3);
+  walkc_case<at::Half>(2, 33, 14, 14, 3, 3, 2e-3);
+  walkc_case<at::BFloat16>(2, 5, 14, 14, 3, 3, 1e-2);
+  std::printf("walk_conv2d: %d launches checked\n", walkc_taken);
+  if (walkc_taken == 0) ++failures;
+}
+// ---- end column-walking kernels ----
 // tensor-core 2-D / 3-D rows (tc_rows_nc.cuh)
 void tcn_cases() {
   // tensor-core 2-D / 3-D rows (tc_rows_nc.cuh), the filters its launcher takes: X3D's 5x3x3
@@ -2152,6 +2318,7 @@ void plane_cases() {
 // HARNESS_ONLY=rows the 1-D run_case entries alone (row_warp, cl_row1d, row1d, the 1-D weight-grads).
 // HARNESS_ONLY=d3r runs d3r_cases alone (depth3d_regs.cuh, cl_wgrad_d3r / cl_wgrad_d3s).
 // HARNESS_ONLY=planes runs plane_cases alone (the whole-plane NCHW kernels).
+// HARNESS_ONLY=walk runs the walk2d cases alone (walk_conv2d, walk_wgrad2d).
 int main() {
   if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "rows2d") {
     clwr2_cases();
@@ -2160,6 +2327,12 @@ int main() {
   }
   if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "tcn") {
     tcn_cases();
+    std::printf("failures: %d\n", failures);
+    return failures != 0;
+  }
+  if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "walk") {
+    walkc_cases();
+    walk_cases();
     std::printf("failures: %d\n", failures);
     return failures != 0;
   }
@@ -2195,6 +2368,8 @@ int main() {
     tcw3_cases();
     tcw_cases();
     clwr2_cases();
+    walkc_cases();
+    walk_cases();
     check_fast_div();
   }
   run_case(2, 2, 8, 1, {13, 17}, {3, 3}, {1, 1}, {1, 1});

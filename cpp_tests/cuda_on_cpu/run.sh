@@ -19,6 +19,9 @@ for f in nc_tiled.cuh cl_tiled.cuh nc_plane.cuh nc_plane_cp.cuh nc_small_planes.
 done
 # the streaming NC weight-grad: its block-static reduction scratch becomes a function static
 sed -e 's/__shared__ acc_t red/static acc_t red/' "$src/nc_wgrad_stream.cuh" >"$tmp/nc_wgrad_stream.cuh"
+# the column-walking 7x7 kernels: the same, and their include of nc_wgrad_stream.cuh points at the copy
+sed -e 's/__shared__ acc_t red/static acc_t red/' -e 's#"ops/depthwise_conv/cuda/nc_wgrad_stream.cuh"#"nc_wgrad_stream.cuh"#' \
+  "$src/walk2d.cuh" >"$tmp/walk2d.cuh"
 cp "$src/nc_stream.cuh" "$tmp/nc_stream.cuh"
 # the stride-2 data-grad kernel: its include of nc_stream.cuh (FastDiv) points at the copy
 sed -e 's#"ops/depthwise_conv/cuda/nc_stream.cuh"#"nc_stream.cuh"#' "$src/nc_stride2_dgrad.cuh" >"$tmp/nc_stride2_dgrad.cuh"

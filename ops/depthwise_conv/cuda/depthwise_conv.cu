@@ -496,6 +496,9 @@ bool launch_tiled(const Tensor& in, const Tensor& weight, const Tensor& bias, co
         launch_tc_rows_nc<T>(ip, w.const_data_ptr<T>(), !tc_fwd, bp, op, P, cl, stream))
       return true;
   }
+  // Channels-last 7 x 7 on outputs 14-27 wide: the column walk (walk_conv2d.cu says where it won).
+  if ((tc_fwd || tc_rot) && launch_walk_conv2d<T>(ip, w.const_data_ptr<T>(), !tc_fwd, bp, op, P, cl, stream))
+    return true;
   // NCHW output planes above 14 x 14 up to what a block's prefetch holds (nc_plane.cu), before the
   // tensor cores: faster than tc_rows_nc's 7 x 7 on 56 x 56 planes (0.083 against 0.099 ms, session 11).
   // 16-bit 3x3 planes on 16-byte rows first (nc_plane_cp: MobileNetV2 56x56 0.050 against 0.060 ms,
@@ -724,6 +727,7 @@ void depthwise_weight_grad(const ConvArgs& a, const Tensor& input, const Tensor&
       done = launch_tc_wgrad1d<scalar_t>(xp, gp, wp, P, cl, x, stream) ||
              (cl && launch_cl_wgrad_d3r<scalar_t>(xp, gp, wp, P, x, stream)) ||
              launch_tc_wgrad3d<scalar_t>(xp, gp, wp, P, cl, x, stream) ||
+             launch_walk_wgrad2d<scalar_t>(xp, gp, wp, P, cl, x, stream) ||
              launch_tc_wgrad2d<scalar_t>(xp, gp, wp, P, cl, x, stream) || launch3d(xp, gp, wp, P, x, stream) ||
              launch(xp, gp, wp, P, x, stream);
     });

@@ -191,6 +191,20 @@ template <typename T>
 bool launch_tc_wgrad2d(const T* x, const T* gy, T* gw, const Plan& P, bool channels_last, const at::TensorBase& like,
                        cudaStream_t stream);
 
+// Forward / stride-1 data-grad (flip: the filter rotated 180 degrees) of 2-D 7 x 7 filters at
+// stride 1, multiplier 1, a thread walking down a column strip with a ring of 7 output rows in
+// registers (walk2d.cuh): channels-last outputs 14-27 wide, where it measured faster; w is the
+// layer's filter [C][7][7] in T. false otherwise.
+template <typename T>
+bool launch_walk_conv2d(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, bool channels_last,
+                        cudaStream_t stream);
+// Weight-grad of 2-D 7 x 7 filters at stride 1, multiplier 1, a thread walking down a column strip
+// with the last 7 dy rows in registers (walk2d.cuh), deterministic: fp32 NCHW / (channels_last)
+// NHWC and fp16 / bf16 NCHW rows 14-32 wide, where it measured faster; false otherwise.
+template <typename T>
+bool launch_walk_wgrad2d(const T* x, const T* gy, T* gw, const Plan& P, bool channels_last, const at::TensorBase& like,
+                         cudaStream_t stream);
+
 // Channels-last weight-grad, channel multiplier 1, one pass + ordered sum (cl_wgrad.cu).
 template <typename T>
 bool launch_cl_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like,

@@ -1,0 +1,43 @@
+// Launcher of the column-walking forward / stride-1 data-grad of 7 x 7 filters (walk2d.cuh),
+// tried first for channels-last calls, for the shapes where it measured faster (H100, session 12,
+// main's kernel against this one, ms; bench/results/h100/session12/cnx_call2_ab.log):
+//   NHWC outputs 14 wide (ConvNeXt-14), forward / data-grad: fp32 0.045 -> 0.036, fp16 0.043 ->
+//   0.039, bf16 0.045 -> 0.039 (main: cl_gather).
+// Left to the others: NHWC outputs 28 wide and more, where cl_ring / cl_gather were faster
+// (ConvNeXt-56: fp32 0.139 against 0.146 here, 16-bit 0.110 against 0.215), outputs narrower than
+// 14 (not measured) and NCHW (nc_plane / nc_small_planes faster on every row: ConvNeXt-56 fp32
+// 0.091 against 0.115, ConvNeXt-14 0.035 against 0.040).
+#include "ops/depthwise_conv/cuda/launch.h"
+#include "ops/depthwise_conv/cuda/walk2d.cuh"
+
+#include <c10/cuda/CUDAException.h>
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
+#include <type_traits>
+
+namespace convx::cuda {
+
+template <typename T>
+bool launch_walk_conv2d(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, bool channels_last,
+                        cudaStream_t stream) {
+  if constexpr (std::is_same_v<T, double>) {
+    return false;
+  } else {
+    if (!channels_last || P.k[1] != 7 || P.q[2] < 14 || P.q[2] >= 28) return false;
+    Walk2d L{};
+    // About two waves of 3 blocks per SM; blocks of whole rounds even out across the SMs.
+    if (!walk2d_plan(L, P, 7, true, 8 * sm_count())) return false;
+    walk_conv2d<T, 7, true><<<static_cast<unsigned>(int64_t(L.groups) * L.chunks), kWalkThreads, 0, stream>>>(
+        in, w, flip, bias, out, L);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return true;
+  }
+}
+
+template bool launch_walk_conv2d<float>(const float*, const float*, bool, const float*, float*, const Plan&, bool, cudaStream_t);
+template bool launch_walk_conv2d<double>(const double*, const double*, bool, const double*, double*, const Plan&, bool, cudaStream_t);
+template bool launch_walk_conv2d<c10::Half>(const c10::Half*, const c10::Half*, bool, const c10::Half*, c10::Half*, const Plan&, bool, cudaStream_t);
+template bool launch_walk_conv2d<c10::BFloat16>(const c10::BFloat16*, const c10::BFloat16*, bool, const c10::BFloat16*, c10::BFloat16*, const Plan&, bool, cudaStream_t);
+
+}  // namespace convx::cuda
