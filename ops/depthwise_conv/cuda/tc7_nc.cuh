@@ -1,0 +1,284 @@
+// Tensor-core 7 x 7 depthwise forward and stride-1 data-grad (the forward with the filter rotated)
+// for NCHW planes of ConvNeXt's first stage (heights 49-64, padding 3, output as large as the
+// input, multiplier 1): fp16 / bf16 on m16n8k16 (products exact, fp32 sums) and fp32 as TF32 on
+// m16n8k8 (only where torch.backends.cudnn.allow_tf32 allows it; the caller checks).
+//
+// Why not tc_rows_nc.cuh: its 7 x 7 measured 0.099 ms on ConvNeXt 56 x 56 against nc_plane's 0.083
+// (session 11), far from the copy bandwidth's 0.026, though its MMAs are few: per 16-row step a
+// block barrier, a staging loop of divisions and bounds tests per vector, a full ldmatrix.x4 per
+// MMA (each input value read from shared memory twice per filter row), 4-byte global stores
+// scattered over 8 rows, and 77% of its MMA slots real outputs. Here:
+//   - a block of 4 warps owns whole planes of one channel after another (channel-major order, so
+//     the B fragments -- the filter's Toeplitz slices -- stay in registers, rebuilt only when the
+//     block's range crosses into the next channel); warp w computes output rows 16w .. 16w + 15;
+//   - the plane is staged by 16-byte cp.async (each input byte read once, no halo re-reads), a
+//     ring of tc7_stages planes so that the next planes load while this one computes: one block
+//     barrier per plane;
+//   - along a row a warp walks its N-blocks of 8 outputs: the K window of block b (16 inputs) is
+//     the 8-column halves b and b + 1, so each half is loaded once per filter row (ldmatrix.x4 =
+//     two halves for 16-bit, one half for fp32) and feeds two MMAs;
+//   - the accumulators go through a per-warp shared tile to 16-byte stores of the warp's 16
+//     output rows, which are one contiguous span of the plane.
+//
+// Toeplitz form (as tc_rows_nc.cuh): for filter row kh and N-block b, D[m][n] += sum_j
+// X[h0 + m + kh - 3][wb + j] * w[kh][j - n - 1], j < 16, where the window starts at staged column
+// 8b = input column 8b - LEAD and the block's outputs at 8b - LEAD + 4: LEAD = 8 for 16-bit (so
+// that staged rows stay 16-byte aligned for cp.async; outputs 8b - 4 .. 8b + 3: 8 blocks for 56
+// outputs), 4 for fp32 (outputs 8b .. 8b + 7: 7 blocks for 56). Staged row pitch: an odd number of
+// 16-byte units, so ldmatrix's 8 rows fall in 8 different bank groups.
+#pragma once
+
+#include "ops/depthwise_conv/cuda/cp_async.cuh"
+#include "ops/depthwise_conv/cuda/mma16.cuh"
+#include "ops/depthwise_conv/cuda/nc_stream.cuh"
+#include "ops/depthwise_conv/cuda/plan.cuh"
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+namespace convx::cuda {
+
+constexpr int kTc7Warps = 4;                   // M-tiles of 16 output rows: heights 49-64
+constexpr int kTc7Rows = 16 * kTc7Warps + 6;   // staged rows per plane (3 of padding above)
+template <typename T>
+__host__ __device__ constexpr int tc7_lead() { return sizeof(T) == 2 ? 8 : 4; }
+// Planes in the ring (one computing, the rest loading); fp32's are twice as large.
+template <typename T>
+__host__ __device__ constexpr int tc7_stages() { return sizeof(T) == 2 ? 3 : 2; }
+// N-blocks of 8 outputs for a row of w outputs.
+template <typename T>
+__host__ __device__ constexpr int tc7_blocks(int w) { return (w + tc7_lead<T>() - 4 + 7) / 8; }
+// Staged row pitch (elements): the NB + 1 halves of 8 values, rounded to an odd number of 16-byte units.
+template <typename T>
+__host__ __device__ constexpr int tc7_pitch(int nb) {
+  constexpr int V = 16 / int(sizeof(T));
+  const int units = (8 * (nb + 1) + V - 1) / V;
+  return V * (units | 1);
+}
+template <typename T>
+__host__ __device__ constexpr int64_t tc7_smem_bytes(int nb, int w) {
+  return int64_t(sizeof(T)) * (int64_t(tc7_stages<T>()) * kTc7Rows * tc7_pitch<T>(nb) + int64_t(kTc7Warps) * 16 * w);
+}
+
+struct Tc7Nc {
+  uint32_t planes;   // N * C
+  int C, H, W;       // channels, plane height and width (read and written)
+  int pitch;         // staged row pitch (elements)
+  int flip;          // data-grad: the filter rotated 180 degrees
+  FastDiv n_div;     // samples: plane q of the channel-major order is channel q / N, sample q % N
+  FastDiv vpr_div;   // 16-byte vectors per row
+};
+
+// in, out: [N][C][H][W], 16-byte aligned, W a multiple of 16 bytes; w: the layer's filter
+// [C][7][7] in T; bias per channel or null. Block b takes planes [b P / grid, (b + 1) P / grid) of
+// the channel-major order.
+template <typename T, int NB>
+__global__ void __launch_bounds__(32 * kTc7Warps, sizeof(T) == 2 ? 6 : 4)
+tc7_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
+       const Tc7Nc L) {
+  using Bits = std::conditional_t<sizeof(T) == 2, uint16_t, uint32_t>;
+  constexpr int V = 16 / sizeof(T), LEAD = tc7_lead<T>(), ST = tc7_stages<T>(), THREADS = 32 * kTc7Warps;
+  constexpr bool k16 = sizeof(T) == 2;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  Bits* const ring = reinterpret_cast<Bits*>(smem_raw);  // [ST][kTc7Rows][pitch]
+  const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32, g = lane / 4, t = lane % 4;
+  const int H = L.H, W = L.W, pitch = L.pitch, slot_elems = kTc7Rows * pitch;
+  T* const ostage = reinterpret_cast<T*>(smem_raw + sizeof(T) * ST * slot_elems) + warp * 16 * W;
+
+  const uint32_t q0 = static_cast<uint32_t>(uint64_t(blockIdx.x) * L.planes / gridDim.x);
+  const uint32_t q1 = static_cast<uint32_t>(uint64_t(blockIdx.x + 1) * L.planes / gridDim.x);
+  const int np = static_cast<int>(q1 - q0);
+  auto plane_of = [&](uint32_t q) {  // memory index n * C + c of channel-major plane q
+    const uint32_t c = L.n_div.div(q), n = q - c * L.n_div.d;
+    return int64_t(n) * L.C + c;
+  };
+  const int64_t hw = int64_t(H) * W;
+  const int nvec = H * static_cast<int>(L.vpr_div.d);
+
+  // The halo (padding rows and columns) is zero once; the copies below never write it.
+  {
+    uint4* const z = reinterpret_cast<uint4*>(ring);
+    const int n16 = ST * slot_elems * static_cast<int>(sizeof(Bits)) / 16;
+    for (int i = tid; i < n16; i += THREADS) z[i] = make_uint4(0u, 0u, 0u, 0u);
+  }
+  __syncthreads();
+
+  // Input row r, vector v of plane q -> staged row r + 3, column LEAD + V v of slot s.
+  auto stage = [&](int k) {
+    const T* const src = in + plane_of(q0 + static_cast<uint32_t>(k)) * hw;
+    Bits* const dst = ring + (k % ST) * slot_elems + 3 * pitch + LEAD;
+    for (int i = tid; i < nvec; i += THREADS) {
+      uint32_t r = static_cast<uint32_t>(i);
+      const int v = static_cast<int>(L.vpr_div.split(r));
+      cp_async_n(dst + static_cast<int>(r) * pitch + v * V, src + int64_t(i) * V, 16);
+    }
+  };
+  // fp32: this thread's copies of plane k rounded to TF32 in place (complete after its wait),
+  // before the barrier publishes them: the tensor core would drop the low mantissa bits instead.
+  auto round_own = [&](int k) {
+    Bits* const dst = ring + (k % ST) * slot_elems + 3 * pitch + LEAD;
+    for (int i = tid; i < nvec; i += THREADS) {
+      uint32_t r = static_cast<uint32_t>(i);
+      const int v = static_cast<int>(L.vpr_div.split(r));
+      uint4* const p = reinterpret_cast<uint4*>(dst + static_cast<int>(r) * pitch + v * V);
+      const uint4 x = *p;
+      *p = make_uint4(tf32_round(x.x), tf32_round(x.y), tf32_round(x.z), tf32_round(x.w));
+    }
+  };
+
+  for (int k = 0; k < ST - 1; ++k) {
+    if (k < np) stage(k);
+    cp_async_commit();
+  }
+
+  // B fragments of the current channel: 16-bit b[kh] = {Tw[2t, 2t+1][g], Tw[2t+8, 2t+9][g]};
+  // fp32 b[kh][s] = {Tw[8s+t][g], Tw[8s+t+4][g]}; Tw[j][n] = w[kh][j - n - 1] (0 off the filter).
+  constexpr int NBF = k16 ? 7 : 14;
+  uint32_t bfr[NBF][2];
+  float b0 = 0.f;
+  int64_t cur_c = -1;
+  auto tap = [&](int64_t c, int kh, int kw) -> Bits {
+    if (kw < 0 || kw >= 7) return Bits(0);
+    const T v = w[c * 49 + (L.flip ? 48 - (kh * 7 + kw) : kh * 7 + kw)];
+    Bits b;
+    std::memcpy(&b, &v, sizeof(T));
+    if constexpr (!k16) b = tf32_round(b);
+    return b;
+  };
+
+  // This lane's ldmatrix row offset in a slot: output row 16 warp + lane % 8 + 8 (lane / 8 % 2),
+  // 16 bytes further for lanes 16-31 (the second matrix column).
+  const int aoff = (16 * warp + lane % 8 + 8 * (lane / 8 % 2)) * pitch + V * (lane / 16);
+  const int r0 = 16 * warp;
+  const int rows = H - r0 < 16 ? (H - r0 > 0 ? H - r0 : 0) : 16;  // output rows this warp stores
+
+  for (int s = 0; s < np; ++s) {
+    cp_async_wait<ST - 2>();
+    if constexpr (!k16) round_own(s);
+    __syncthreads();  // plane s is in; every warp is done with plane s - 1, whose slot is refilled next
+    if (s + ST - 1 < np) stage(s + ST - 1);
+    cp_async_commit();
+
+    const uint32_t q = q0 + static_cast<uint32_t>(s);
+    const int64_t c = L.n_div.div(q);
+    if (c != cur_c) {  // block-uniform
+      cur_c = c;
+#pragma unroll
+      for (int kh = 0; kh < 7; ++kh) {
+        if constexpr (k16) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int j = 2 * t + 8 * h;
+            bfr[kh][h] = uint32_t(tap(c, kh, j - g - 1)) | (uint32_t(tap(c, kh, j - g)) << 16);
+          }
+        } else {
+#pragma unroll
+          for (int ks = 0; ks < 2; ++ks) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) bfr[2 * kh + ks][h] = tap(c, kh, 8 * ks + t + 4 * h - g - 1);
+          }
+        }
+      }
+      b0 = bias ? static_cast<float>(bias[c]) : 0.f;
+    }
+
+    const Bits* const slot = ring + (s % ST) * slot_elems + aoff;
+    float acc[NB][4];
+#pragma unroll
+    for (int b = 0; b < NB; ++b) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[b][e] = 0.f;
+    }
+#pragma unroll
+    for (int kh = 0; kh < 7; ++kh) {
+      const uint32_t* const rowp = reinterpret_cast<const uint32_t*>(slot + kh * pitch);
+      if constexpr (k16) {
+        // half[i] = the 16 x 8 A block of columns 8i .. 8i + 7 (rows 0-7, rows 8-15).
+        uint32_t half[NB + 1][2];
+#pragma unroll
+        for (int i = 0; i + 1 <= NB; i += 2) {
+          uint32_t a[4];
+          tc_ldsm_x4(a, rowp + 4 * i);  // 8 16-bit values = 4 words per half
+          half[i][0] = a[0], half[i][1] = a[1], half[i + 1][0] = a[2], half[i + 1][1] = a[3];
+        }
+        if constexpr (NB % 2 == 0) {
+          uint32_t a[4];
+          tc_ldsm_x2(a, rowp + 4 * NB);  // lanes 0-15: rows 0-15 of the last half
+          half[NB][0] = a[0], half[NB][1] = a[2];
+        }
+#pragma unroll
+        for (int b = 0; b < NB; ++b) {
+          const uint32_t av[4] = {half[b][0], half[b][1], half[b + 1][0], half[b + 1][1]};
+          mma16816<T>(acc[b], av, bfr[kh]);
+        }
+      } else {
+        uint32_t prev[4];
+        tc_ldsm_x4(prev, rowp);
+#pragma unroll
+        for (int b = 0; b < NB; ++b) {
+          uint32_t next[4];
+          tc_ldsm_x4(next, rowp + 8 * (b + 1));  // 8 fp32 values per half
+          mma1688_tf32(acc[b], prev, bfr[2 * kh]);
+          mma1688_tf32(acc[b], next, bfr[2 * kh + 1]);
+#pragma unroll
+          for (int e = 0; e < 4; ++e) prev[e] = next[e];
+        }
+      }
+    }
+
+    // Outputs 8b + 4 - LEAD + 2t, + 1 of rows g, g + 8 into the warp's tile (bias added), then
+    // the tile's rows (contiguous in the plane) as 16-byte stores.
+#pragma unroll
+    for (int b = 0; b < NB; ++b) {
+      const int o = 8 * b + 4 - LEAD + 2 * t;
+      if (o < 0 || o >= W) continue;  // W is even: o + 1 < W too
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {
+        const int r = g + 8 * hh;
+        if (r >= rows) continue;
+        const float v0 = acc[b][2 * hh] + b0, v1 = acc[b][2 * hh + 1] + b0;
+        T* const p = ostage + r * W + o;
+        if constexpr (k16) *reinterpret_cast<uint32_t*>(p) = pack16x2<T>(static_cast<T>(v0), static_cast<T>(v1));
+        else *reinterpret_cast<float2*>(p) = make_float2(v0, v1);
+      }
+    }
+    __syncwarp();
+    {
+      T* const dst = out + plane_of(q) * hw + int64_t(r0) * W;
+      const int n16 = rows * W / V;
+      for (int i = lane; i < n16; i += 32)
+        *reinterpret_cast<uint4*>(dst + i * V) = *reinterpret_cast<const uint4*>(ostage + i * V);
+    }
+    // The tile is rewritten only after the next plane's block barrier.
+  }
+  cp_async_wait<0>();  // no copy outlives the block (the last groups are empty)
+}
+
+// Fills L for plan P (the forward or, flip, the stride-1 data-grad: both a one-phase correlation
+// with a 7 x 7 filter at stride 1) when this kernel covers it: multiplier 1, padding 3, output
+// planes as large as the input's, heights 49-64, widths whose N-block count is nb, rows of whole
+// 16-byte vectors, in and out 16-byte aligned. false otherwise.
+template <typename T>
+bool tc7_nc_plan(Tc7Nc& L, const Plan& P, bool flip, const void* in, const void* out, int nb) {
+  constexpr int V = 16 / int(sizeof(T));
+  if (P.phases != 1 || P.J != 1 || P.in_div != 1 || P.in_c != P.out_c || P.in[0] != 1 || P.k[0] != 1 ||
+      P.k[1] != 7 || P.k[2] != 7 || P.S[1] != 1 || P.S[2] != 1 || P.pad[1][0] != 3 || P.pad[2][0] != 3)
+    return false;
+  const int64_t H = P.in[1], W = P.in[2], planes = P.N * P.out_c;
+  if (P.out[0] != 1 || P.out[1] != H || P.out[2] != W) return false;
+  if (H < 16 * kTc7Warps - 15 || H > 16 * kTc7Warps || W % V != 0 || W > 1024 || tc7_blocks<T>(static_cast<int>(W)) != nb)
+    return false;
+  if (planes <= 0 || planes >= (int64_t(1) << 31) || P.N <= 0 || P.N >= (int64_t(1) << 31)) return false;
+  if (reinterpret_cast<uintptr_t>(in) % 16 != 0 || reinterpret_cast<uintptr_t>(out) % 16 != 0) return false;
+  L.planes = static_cast<uint32_t>(planes);
+  L.C = static_cast<int>(P.out_c);
+  L.H = static_cast<int>(H), L.W = static_cast<int>(W);
+  L.pitch = tc7_pitch<T>(nb);
+  L.flip = flip ? 1 : 0;
+  L.n_div = fast_div(static_cast<uint32_t>(P.N));
+  L.vpr_div = fast_div(static_cast<uint32_t>(W / V));
+  return true;
+}
+
+}  // namespace convx::cuda
