@@ -1,6 +1,6 @@
 """The tensor-core 7 x 7 NCHW kernel (ops/depthwise_conv/cuda/tc7_nc.cuh, session 13): ConvNeXt's
-56 x 56 planes, forward and stride-1 input-grad, fp16 / bf16 and fp32 as TF32 (only while
-torch.backends.cudnn.allow_tf32 is true), against float64 on the same rounded data."""
+56 x 56 and 14 x 14 planes, forward and stride-1 input-grad, fp16 / bf16 and fp32 as TF32 (only
+while torch.backends.cudnn.allow_tf32 is true), against float64 on the same rounded data."""
 
 import pytest
 import torch
@@ -11,16 +11,28 @@ if not torch.cuda.is_available():
 from test_cuda import DEV, poison  # noqa: E402
 
 # (N, C, size, bias): ConvNeXt's 56 x 56 with several channels per block range; heights 49 (the
-# last warp stores one row) and 64 (every warp full); a width of 52 (fp32 only: rows of whole
-# 16-byte vectors); batch 0. Sizes the kernel declines (off1 placements, width 52 in 16-bit)
-# run on the other kernels and must be as correct.
+# last warp stores one row) and 64 (every warp full); a width of 52 (fp32 only); ConvNeXt's 14 x 14
+# (a warp per plane, partial steps of 4 planes), height 16, 9 x 20 (16-bit only); batch 0. Sizes the
+# kernel declines (16-bit off1 placements, the widths of the other dtype) run on the other
+# kernels and must be as correct.
 TC7_CASES = [
     (2, 8, (56, 56), True),
     (3, 5, (49, 56), False),
     (1, 3, (64, 56), True),
     (2, 3, (50, 52), True),
+    (3, 7, (14, 14), True),
+    (2, 3, (16, 14), False),
+    (1, 4, (9, 20), True),
     (0, 4, (56, 56), True),
 ]
+
+
+def _tf32_taken(N, size):
+    """Whether fp32 takes tc7_nc on this size (its plan: heights 49-64 with 7 N-blocks of 8, or up
+    to 16 with 2; even widths)."""
+    H, W = size
+    blocks = (W + 7) // 8
+    return N > 0 and W % 2 == 0 and ((49 <= H <= 64 and blocks == 7) or (H <= 16 and blocks == 2))
 
 
 @pytest.mark.parametrize("placement", ["nchw", "nchw_off1", "strided"])
@@ -31,8 +43,9 @@ TC7_CASES = [
 )
 def test_depthwise_tc7_nc(dtype, tf32, placement):
     """Forward (operator and autograd) and input-grad, 7 x 7 padding 3, on poisoned memory. fp32
-    with allow_tf32: within 1e-3 of the output scale and, on the aligned 56 x 56 planes the
-    kernel takes, not within 1e-5 (the TF32 path ran); without it within 2e-5 (exact kernels)."""
+    with allow_tf32: within 1e-3 of the output scale and, on the planes the kernel takes (also
+    4 bytes off alignment: 4-byte copies), not within 1e-5 (the TF32 path ran); without it within
+    2e-5 (exact kernels)."""
     import torch.nn.functional as F
 
     ops = torch.ops.convx
@@ -57,7 +70,7 @@ def test_depthwise_tc7_nc(dtype, tf32, placement):
             gy = place(torch.randn(ref.shape, generator=gen))
             gx_ref = torch.nn.grad.conv2d_input(x.shape, w.double(), gy.double(), 1, 3, 1, C)
             what = f"case {i} {dtype} tf32={tf32} {placement}"
-            taken_tf32 = dtype == torch.float32 and tf32 and placement != "nchw_off1" and size == (56, 56) and N > 0
+            taken_tf32 = dtype == torch.float32 and tf32 and _tf32_taken(N, size)
             tol = {torch.float16: 4e-3, torch.bfloat16: 2e-2}.get(dtype, 1e-3 if tf32 else 2e-5)
 
             def err(out, r, name):

@@ -2319,31 +2319,38 @@ void plane_cases() {
 // Forward and data-grad of one problem against float64 on the same rounded data (fp32: the data
 // as fp32, so the error includes TF32's 10-bit operands), on poisoned outputs, on 1 block (every
 // plane in one block: the B fragments rebuilt at each channel change), 4 blocks (ranges crossing
-// channels mid-way) and one block per plane; inputs and outputs aligned (the plan declines
-// misaligned ones: checked below with the other declines).
+// channels mid-way; with a warp per plane, partial steps) and one block per step; the input as
+// allocated and moved by 4 bytes (copies of 4 bytes instead of 16 / 8).
 static int tc7_taken = 0;
-template <typename T>
+template <typename T, int NB, int WPP>
 void tc7_check(const char* what, const Plan& P, bool flip, const Tensor& src, const Tensor& w, const Tensor& bias,
                const Tensor& ref, const std::string& name, double tol) {
-  constexpr int NB = sizeof(T) == 2 ? 8 : 7;
-  Tc7Nc L{};
-  Tensor o = at::full(ref.sizes(), NAN, src.options());
-  if (!tc7_nc_plan<T>(L, P, flip, src.data_ptr<T>(), o.data_ptr<T>(), NB)) {
-    std::printf("%-44s %-34s declined FAIL\n", name.c_str(), what);
-    ++failures;
-    return;
-  }
   const T* bp = bias.defined() ? bias.data_ptr<T>() : nullptr;
-  for (unsigned blocks : {1u, 4u, L.planes}) {
-    o.fill_(NAN);
-    g_smem_bytes = static_cast<size_t>(tc7_smem_bytes<T>(NB, L.W));
-    launch(dim3{blocks}, dim3{unsigned(32 * kTc7Warps)},
-           [&] { tc7_nc<T, NB>(src.data_ptr<T>(), w.data_ptr<T>(), bp, o.data_ptr<T>(), L); });
-    ++tc7_taken;
-    check((std::string(what) + " tc7 blocks" + std::to_string(blocks)).c_str(), o, ref, name, tol);
+  Tensor src1 = at::full({src.numel() + 4}, NAN, src.options());
+  constexpr int off = 4 / sizeof(T);
+  src1.narrow(0, off, src.numel()).copy_(src.flatten());
+  for (int moved = 0; moved < 2; ++moved) {
+    const T* ip = moved ? src1.data_ptr<T>() + off : src.data_ptr<T>();
+    Tc7Nc L{};
+    Tensor o = at::full(ref.sizes(), NAN, src.options());
+    if (!tc7_nc_plan<T>(L, P, flip, ip, o.data_ptr<T>(), NB, WPP)) {
+      std::printf("%-44s %-34s declined FAIL\n", name.c_str(), what);
+      ++failures;
+      return;
+    }
+    const unsigned steps = static_cast<unsigned>(ceil_div(L.planes, kTc7Warps / WPP));
+    for (unsigned blocks : {1u, 4u, steps}) {
+      o.fill_(NAN);
+      g_smem_bytes = static_cast<size_t>(tc7_smem_bytes<T>(NB, WPP, L.W));
+      launch(dim3{blocks}, dim3{unsigned(32 * kTc7Warps)},
+             [&] { tc7_nc<T, NB, WPP>(ip, w.data_ptr<T>(), bp, o.data_ptr<T>(), L); });
+      ++tc7_taken;
+      check((std::string(what) + " tc7 unit" + std::to_string(L.unit) + " blocks" + std::to_string(blocks)).c_str(), o,
+            ref, name, tol);
+    }
   }
 }
-template <typename T>
+template <typename T, int NB, int WPP>
 void tc7_case(int64_t N, int64_t C, int64_t H, int64_t W, double tol) {
   at::manual_seed(13);
   const auto dt = c10::CppTypeToScalarType<T>::value;
@@ -2363,16 +2370,16 @@ void tc7_case(int64_t N, int64_t C, int64_t H, int64_t W, double tol) {
   {
     Plan P{}; Prep Q{};
     forward_plan(g, P, Q);
-    tc7_check<T>("fwd", P, false, x, w, b, y, name, tol);
+    tc7_check<T, NB, WPP>("fwd", P, false, x, w, b, y, name, tol);
   }
   Plan P{}; Prep Q{};
   if (!data_grad_plan(g, P, Q)) { ++failures; return; }
-  tc7_check<T>("dgrad", P, true, gy, w, Tensor(), gx, name, tol);
+  tc7_check<T, NB, WPP>("dgrad", P, true, gy, w, Tensor(), gx, name, tol);
 }
-// Plans the kernel must decline: padding 2, heights 48 / 65, a width of another N-block count,
-// rows not of whole 16-byte vectors (fp32 W 50), an input one element off its 16-byte boundary.
+// Plans the kernel must decline: padding 2, heights outside the warps' tiles, widths of another
+// N-block count or odd, an input 2 bytes off (16-bit: no 4-byte copies).
 template <typename T>
-bool tc7_declines(int64_t H, int64_t W, int64_t pad, int off) {
+bool tc7_declines(int64_t H, int64_t W, int64_t pad, int off, int nb, int wpp) {
   Geometry g;
   g.batch = 2, g.in_channels = g.out_channels = g.groups = 3;
   g.input[0] = g.output[0] = g.kernel[0] = g.stride[0] = 1, g.padding[0] = 0;
@@ -2382,23 +2389,31 @@ bool tc7_declines(int64_t H, int64_t W, int64_t pad, int off) {
   forward_plan(g, P, Q);
   alignas(16) static T buf[16];
   Tc7Nc L{};
-  return !tc7_nc_plan<T>(L, P, false, buf + off, buf, sizeof(T) == 2 ? 8 : 7);
+  return !tc7_nc_plan<T>(L, P, false, buf + off, buf, nb, wpp);
 }
 void tc7_cases() {
-  // ConvNeXt's 56 x 56 (N2 C3: 6 planes, channels changing inside a block's range); heights 49
-  // (the last warp one row), 50 and 64 (every warp full); fp32 width 52 (7 N-blocks, the last
-  // half empty).
-  tc7_case<at::Half>(2, 3, 56, 56, 2e-3);
-  tc7_case<at::BFloat16>(2, 3, 56, 56, 1e-2);
-  tc7_case<float>(2, 3, 56, 56, 1e-3);
-  tc7_case<at::Half>(1, 2, 49, 56, 2e-3);
-  tc7_case<at::BFloat16>(3, 1, 64, 56, 1e-2);
-  tc7_case<float>(1, 2, 50, 52, 1e-3);
-  tc7_case<float>(3, 1, 64, 56, 1e-3);
-  const bool dec = tc7_declines<at::Half>(56, 56, 2, 0) && tc7_declines<at::Half>(48, 56, 3, 0) &&
-                   tc7_declines<at::Half>(65, 56, 3, 0) && tc7_declines<at::Half>(56, 48, 3, 0) &&
-                   tc7_declines<at::Half>(56, 56, 3, 1) && tc7_declines<float>(56, 50, 3, 0) &&
-                   tc7_declines<float>(56, 60, 3, 0) && !tc7_declines<float>(56, 56, 3, 0);
+  // Four warps per plane: ConvNeXt's 56 x 56 (N2 C3: 6 planes, channels changing inside a
+  // block's range); heights 49 (the last warp one row), 50 and 64 (every warp full); fp32 width
+  // 52 (7 N-blocks, the last half empty).
+  tc7_case<at::Half, 8, 4>(2, 3, 56, 56, 2e-3);
+  tc7_case<at::BFloat16, 8, 4>(2, 3, 56, 56, 1e-2);
+  tc7_case<float, 7, 4>(2, 3, 56, 56, 1e-3);
+  tc7_case<at::Half, 8, 4>(1, 2, 49, 56, 2e-3);
+  tc7_case<at::BFloat16, 8, 4>(3, 1, 64, 56, 1e-2);
+  tc7_case<float, 7, 4>(1, 2, 50, 52, 1e-3);
+  // A warp per plane: ConvNeXt's 14 x 14 (N3 C3: 9 planes, a partial last step of 4), height 16
+  // (the tile full), 9 and width 20 (16-bit: 8-byte copies; fp32 width 16: 16-byte copies).
+  tc7_case<at::Half, 3, 1>(3, 3, 14, 14, 2e-3);
+  tc7_case<at::BFloat16, 3, 1>(2, 3, 16, 14, 1e-2);
+  tc7_case<float, 2, 1>(3, 3, 14, 14, 1e-3);
+  tc7_case<at::Half, 3, 1>(1, 5, 9, 20, 2e-3);
+  tc7_case<float, 2, 1>(2, 1, 9, 16, 1e-3);
+  const bool dec = tc7_declines<at::Half>(56, 56, 2, 0, 8, 4) && tc7_declines<at::Half>(48, 56, 3, 0, 8, 4) &&
+                   tc7_declines<at::Half>(65, 56, 3, 0, 8, 4) && tc7_declines<at::Half>(56, 48, 3, 0, 8, 4) &&
+                   tc7_declines<at::Half>(56, 56, 3, 1, 8, 4) && tc7_declines<float>(56, 51, 3, 0, 7, 4) &&
+                   tc7_declines<float>(56, 60, 3, 0, 7, 4) && !tc7_declines<float>(56, 56, 3, 1, 7, 4) &&
+                   tc7_declines<at::Half>(17, 14, 3, 0, 3, 1) && tc7_declines<at::Half>(14, 13, 3, 0, 3, 1) &&
+                   tc7_declines<float>(14, 18, 3, 0, 2, 1) && !tc7_declines<at::Half>(14, 14, 3, 0, 3, 1);
   std::printf("%-44s %-34s %s\n", "tc7 limits", "pad/height/width/offset", dec ? "ok" : "FAIL");
   if (!dec) ++failures;
   std::printf("tc7_nc launches checked: %d\n", tc7_taken);

@@ -1,6 +1,7 @@
-// Launcher of the tensor-core 7 x 7 NCHW kernel (tc7_nc.cuh): ConvNeXt's 56 x 56 planes (heights
-// 49-64, widths of 8 N-blocks for 16-bit, 7 for fp32), forward and stride-1 data-grad; fp32 as
-// TF32 where the caller found torch.backends.cudnn.allow_tf32 true.
+// Launcher of the tensor-core 7 x 7 NCHW kernel (tc7_nc.cuh), forward and stride-1 data-grad at
+// padding 3: ConvNeXt's 56 x 56 planes (heights 49-64, four warps per plane; widths of 8 N-blocks
+// for 16-bit, 7 for fp32) and 14 x 14 planes (heights up to 16, a warp per plane; 3 N-blocks for
+// 16-bit, 2 for fp32); fp32 as TF32 where the caller found torch.backends.cudnn.allow_tf32 true.
 #include "ops/depthwise_conv/cuda/launch.h"
 #include "ops/depthwise_conv/cuda/tc7_nc.cuh"
 
@@ -17,12 +18,12 @@ namespace convx::cuda {
 
 namespace {
 
-template <typename T, int NB>
+template <typename T, int NB, int WPP>
 bool run(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, cudaStream_t stream) {
   Tc7Nc L{};
-  if (!tc7_nc_plan<T>(L, P, flip, in, out, NB)) return false;
-  auto kernel = tc7_nc<T, NB>;
-  const int64_t bytes = tc7_smem_bytes<T>(NB, L.W);
+  if (!tc7_nc_plan<T>(L, P, flip, in, out, NB, WPP)) return false;
+  auto kernel = tc7_nc<T, NB, WPP>;
+  const int64_t bytes = tc7_smem_bytes<T>(NB, WPP, L.W);
   if (bytes > 48 * 1024) {  // above the default limit: opt in once per size reached
     static std::atomic<int64_t> opted{0};
     if (opted.load(std::memory_order_relaxed) < bytes) {
@@ -33,7 +34,8 @@ bool run(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& 
   // As many blocks as run at once, each a contiguous range of the channel-major planes.
   int per_sm = 0;
   C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 32 * kTc7Warps, static_cast<size_t>(bytes)));
-  const int64_t blocks = std::min<int64_t>(L.planes, int64_t(std::max(per_sm, 1)) * sm_count());
+  const int64_t steps = ceil_div(L.planes, kTc7Warps / WPP);
+  const int64_t blocks = std::min<int64_t>(steps, int64_t(std::max(per_sm, 1)) * sm_count());
   kernel<<<static_cast<unsigned>(blocks), 32 * kTc7Warps, static_cast<size_t>(bytes), stream>>>(in, w, bias, out, L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return true;
@@ -46,9 +48,9 @@ bool launch_tc7_nc(const T* in, const T* w, bool flip, const T* bias, T* out, co
   if (const char* e = std::getenv("CONVX_TC7_AB"); e && e[0] == '0') return false;  // temporary A/B knob
   if (!mma16_supported()) return false;
   if constexpr (std::is_same_v<T, float>) {
-    return run<T, 7>(in, w, flip, bias, out, P, stream);
+    return run<T, 7, 4>(in, w, flip, bias, out, P, stream) || run<T, 2, 1>(in, w, flip, bias, out, P, stream);
   } else {
-    return run<T, 8>(in, w, flip, bias, out, P, stream);
+    return run<T, 8, 4>(in, w, flip, bias, out, P, stream) || run<T, 3, 1>(in, w, flip, bias, out, P, stream);
   }
 }
 

@@ -39,8 +39,10 @@
 
 namespace convx::cuda {
 
-constexpr int kTc7Warps = 4;                   // M-tiles of 16 output rows: heights 49-64
-constexpr int kTc7Rows = 16 * kTc7Warps + 6;   // staged rows per plane (3 of padding above)
+constexpr int kTc7Warps = 4;
+// Staged rows per plane for WPP warps (M-tiles of 16 output rows) per plane: 3 of padding above,
+// 3 below.
+__host__ __device__ constexpr int tc7_rows(int wpp) { return 16 * wpp + 6; }
 template <typename T>
 __host__ __device__ constexpr int tc7_lead() { return sizeof(T) == 2 ? 8 : 4; }
 // Planes in the ring (one computing, the rest loading); fp32's are twice as large.
@@ -56,45 +58,59 @@ __host__ __device__ constexpr int tc7_pitch(int nb) {
   const int units = (8 * (nb + 1) + V - 1) / V;
   return V * (units | 1);
 }
+// A slot holds the kTc7Warps / wpp planes of a step; then a 16-row output tile per warp.
 template <typename T>
-__host__ __device__ constexpr int64_t tc7_smem_bytes(int nb, int w) {
-  return int64_t(sizeof(T)) * (int64_t(tc7_stages<T>()) * kTc7Rows * tc7_pitch<T>(nb) + int64_t(kTc7Warps) * 16 * w);
+__host__ __device__ constexpr int64_t tc7_smem_bytes(int nb, int wpp, int w) {
+  return int64_t(sizeof(T)) * (int64_t(tc7_stages<T>()) * (kTc7Warps / wpp) * tc7_rows(wpp) * tc7_pitch<T>(nb) +
+                               int64_t(kTc7Warps) * 16 * w);
 }
 
 struct Tc7Nc {
   uint32_t planes;   // N * C
   int C, H, W;       // channels, plane height and width (read and written)
   int pitch;         // staged row pitch (elements)
+  int unit;          // bytes per copy (16, 8 or 4): what the rows' and tensors' alignment allows
   int flip;          // data-grad: the filter rotated 180 degrees
   FastDiv n_div;     // samples: plane q of the channel-major order is channel q / N, sample q % N
-  FastDiv vpr_div;   // 16-byte vectors per row
+  FastDiv upr_div;   // copy units per row
 };
 
-// in, out: [N][C][H][W], 16-byte aligned, W a multiple of 16 bytes; w: the layer's filter
+// `bytes` (16, 8 or 4) bytes from src to dst, both aligned to it.
+__device__ __forceinline__ void tc7_copy(void* dst, const void* src, int bytes) {
+  if (bytes == 16) *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+  else if (bytes == 8) *reinterpret_cast<uint64_t*>(dst) = *reinterpret_cast<const uint64_t*>(src);
+  else *reinterpret_cast<uint32_t*>(dst) = *reinterpret_cast<const uint32_t*>(src);
+}
+
+// in, out: [N][C][H][W], aligned to L.unit bytes, rows a multiple of it; w: the layer's filter
 // [C][7][7] in T; bias per channel or null. Block b takes planes [b P / grid, (b + 1) P / grid) of
-// the channel-major order.
-template <typename T, int NB>
+// the channel-major order, kTc7Warps / WPP planes per step: warp w computes M-tile w % WPP of the
+// step's plane w / WPP (WPP = 4: heights 49-64, one plane per step; WPP = 1: heights up to 16,
+// four planes per step, a warp each).
+template <typename T, int NB, int WPP>
 __global__ void __launch_bounds__(32 * kTc7Warps, sizeof(T) == 2 ? 6 : 4)
 tc7_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
        const Tc7Nc L) {
   using Bits = std::conditional_t<sizeof(T) == 2, uint16_t, uint32_t>;
-  constexpr int V = 16 / sizeof(T), LEAD = tc7_lead<T>(), ST = tc7_stages<T>(), THREADS = 32 * kTc7Warps;
+  constexpr int LEAD = tc7_lead<T>(), ST = tc7_stages<T>(), THREADS = 32 * kTc7Warps;
+  constexpr int PPS = kTc7Warps / WPP, SR = tc7_rows(WPP), V = 16 / sizeof(T);
   constexpr bool k16 = sizeof(T) == 2;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  Bits* const ring = reinterpret_cast<Bits*>(smem_raw);  // [ST][kTc7Rows][pitch]
+  Bits* const ring = reinterpret_cast<Bits*>(smem_raw);  // [ST][PPS][SR][pitch]
   const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32, g = lane / 4, t = lane % 4;
-  const int H = L.H, W = L.W, pitch = L.pitch, slot_elems = kTc7Rows * pitch;
+  const int H = L.H, W = L.W, pitch = L.pitch, plane_elems = SR * pitch, slot_elems = PPS * plane_elems;
+  const int unit = L.unit, ue = unit / static_cast<int>(sizeof(T));  // bytes and elements per copy
   T* const ostage = reinterpret_cast<T*>(smem_raw + sizeof(T) * ST * slot_elems) + warp * 16 * W;
 
   const uint32_t q0 = static_cast<uint32_t>(uint64_t(blockIdx.x) * L.planes / gridDim.x);
   const uint32_t q1 = static_cast<uint32_t>(uint64_t(blockIdx.x + 1) * L.planes / gridDim.x);
-  const int np = static_cast<int>(q1 - q0);
+  const int steps = (static_cast<int>(q1 - q0) + PPS - 1) / PPS;
   auto plane_of = [&](uint32_t q) {  // memory index n * C + c of channel-major plane q
     const uint32_t c = L.n_div.div(q), n = q - c * L.n_div.d;
     return int64_t(n) * L.C + c;
   };
   const int64_t hw = int64_t(H) * W;
-  const int nvec = H * static_cast<int>(L.vpr_div.d);
+  const int nunits = H * static_cast<int>(L.upr_div.d);  // copies per plane
 
   // The halo (padding rows and columns) is zero once; the copies below never write it.
   {
@@ -104,38 +120,40 @@ tc7_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ 
   }
   __syncthreads();
 
-  // Input row r, vector v of plane q -> staged row r + 3, column LEAD + V v of slot s.
-  auto stage = [&](int k) {
-    const T* const src = in + plane_of(q0 + static_cast<uint32_t>(k)) * hw;
-    Bits* const dst = ring + (k % ST) * slot_elems + 3 * pitch + LEAD;
-    for (int i = tid; i < nvec; i += THREADS) {
-      uint32_t r = static_cast<uint32_t>(i);
-      const int v = static_cast<int>(L.vpr_div.split(r));
-      cp_async_n(dst + static_cast<int>(r) * pitch + v * V, src + int64_t(i) * V, 16);
+  // Step k's planes: copy u of input row r -> staged row r + 3, column LEAD + u ue of the plane's
+  // place in slot k % ST. (for_own: the same copies this thread issued, for the fp32 rounding.)
+  auto for_own = [&](int k, auto&& f) {
+#pragma unroll 1
+    for (int j = 0; j < PPS; ++j) {
+      const uint32_t q = q0 + static_cast<uint32_t>(k * PPS + j);
+      if (q >= q1) break;
+      const T* const src = in + plane_of(q) * hw;
+      Bits* const dst = ring + (k % ST) * slot_elems + j * plane_elems + 3 * pitch + LEAD;
+      for (int i = tid; i < nunits; i += THREADS) {
+        uint32_t r = static_cast<uint32_t>(i);
+        const int u = static_cast<int>(L.upr_div.split(r));
+        f(dst + static_cast<int>(r) * pitch + u * ue, src + int64_t(i) * ue);
+      }
     }
   };
-  // fp32: this thread's copies of plane k rounded to TF32 in place (complete after its wait),
+  auto stage = [&](int k) { for_own(k, [&](Bits* d, const T* s) { cp_async_n(d, s, unit); }); };
+  // fp32: this thread's copies of step k rounded to TF32 in place (complete after its wait),
   // before the barrier publishes them: the tensor core would drop the low mantissa bits instead.
   auto round_own = [&](int k) {
-    Bits* const dst = ring + (k % ST) * slot_elems + 3 * pitch + LEAD;
-    for (int i = tid; i < nvec; i += THREADS) {
-      uint32_t r = static_cast<uint32_t>(i);
-      const int v = static_cast<int>(L.vpr_div.split(r));
-      uint4* const p = reinterpret_cast<uint4*>(dst + static_cast<int>(r) * pitch + v * V);
-      const uint4 x = *p;
-      *p = make_uint4(tf32_round(x.x), tf32_round(x.y), tf32_round(x.z), tf32_round(x.w));
-    }
+    for_own(k, [&](Bits* d, const T*) {
+      for (int e = 0; e < ue; ++e) d[e] = tf32_round(d[e]);
+    });
   };
 
   for (int k = 0; k < ST - 1; ++k) {
-    if (k < np) stage(k);
+    if (k < steps) stage(k);
     cp_async_commit();
   }
 
-  // B fragments of the current channel: 16-bit b[kh] = {Tw[2t, 2t+1][g], Tw[2t+8, 2t+9][g]};
+  // B fragments of this warp's channel: 16-bit b[kh] = {Tw[2t, 2t+1][g], Tw[2t+8, 2t+9][g]};
   // fp32 b[kh][s] = {Tw[8s+t][g], Tw[8s+t+4][g]}; Tw[j][n] = w[kh][j - n - 1] (0 off the filter).
   constexpr int NBF = k16 ? 7 : 14;
-  uint32_t bfr[NBF][2];
+  uint32_t bfr[NBF][2] = {};
   float b0 = 0.f;
   int64_t cur_c = -1;
   auto tap = [&](int64_t c, int kh, int kw) -> Bits {
@@ -147,22 +165,25 @@ tc7_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ 
     return b;
   };
 
-  // This lane's ldmatrix row offset in a slot: output row 16 warp + lane % 8 + 8 (lane / 8 % 2),
-  // 16 bytes further for lanes 16-31 (the second matrix column).
-  const int aoff = (16 * warp + lane % 8 + 8 * (lane / 8 % 2)) * pitch + V * (lane / 16);
-  const int r0 = 16 * warp;
+  // This lane's ldmatrix row offset in a slot: its plane, output row 16 (warp % WPP) + lane % 8 +
+  // 8 (lane / 8 % 2), 16 bytes further for lanes 16-31 (the second matrix column).
+  const int pl = warp / WPP, r0 = 16 * (warp % WPP);
+  const int aoff = pl * plane_elems + (r0 + lane % 8 + 8 * (lane / 8 % 2)) * pitch + V * (lane / 16);
   const int rows = H - r0 < 16 ? (H - r0 > 0 ? H - r0 : 0) : 16;  // output rows this warp stores
 
-  for (int s = 0; s < np; ++s) {
+  for (int s = 0; s < steps; ++s) {
     cp_async_wait<ST - 2>();
     if constexpr (!k16) round_own(s);
-    __syncthreads();  // plane s is in; every warp is done with plane s - 1, whose slot is refilled next
-    if (s + ST - 1 < np) stage(s + ST - 1);
+    __syncthreads();  // step s is in; every warp is done with step s - 1, whose slot is refilled next
+    if (s + ST - 1 < steps) stage(s + ST - 1);
     cp_async_commit();
 
-    const uint32_t q = q0 + static_cast<uint32_t>(s);
+    // Every warp runs the MMAs (block-uniform for the CPU harness); one past the block's last
+    // plane stores nothing.
+    const uint32_t q = q0 + static_cast<uint32_t>(s * PPS + pl);
+    const bool valid = q < q1;
     const int64_t c = L.n_div.div(q);
-    if (c != cur_c) {  // block-uniform
+    if (valid && c != cur_c) {
       cur_c = c;
 #pragma unroll
       for (int kh = 0; kh < 7; ++kh) {
@@ -228,7 +249,8 @@ tc7_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ 
     }
 
     // Outputs 8b + 4 - LEAD + 2t, + 1 of rows g, g + 8 into the warp's tile (bias added), then
-    // the tile's rows (contiguous in the plane) as 16-byte stores.
+    // the tile's rows (contiguous in the plane) in copies of L.unit bytes.
+    const int vrows = valid ? rows : 0;
 #pragma unroll
     for (int b = 0; b < NB; ++b) {
       const int o = 8 * b + 4 - LEAD + 2 * t;
@@ -236,7 +258,7 @@ tc7_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ 
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh) {
         const int r = g + 8 * hh;
-        if (r >= rows) continue;
+        if (r >= vrows) continue;
         const float v0 = acc[b][2 * hh] + b0, v1 = acc[b][2 * hh + 1] + b0;
         T* const p = ostage + r * W + o;
         if constexpr (k16) *reinterpret_cast<uint32_t*>(p) = pack16x2<T>(static_cast<T>(v0), static_cast<T>(v1));
@@ -244,40 +266,44 @@ tc7_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ 
       }
     }
     __syncwarp();
-    {
+    if (valid) {
       T* const dst = out + plane_of(q) * hw + int64_t(r0) * W;
-      const int n16 = rows * W / V;
-      for (int i = lane; i < n16; i += 32)
-        *reinterpret_cast<uint4*>(dst + i * V) = *reinterpret_cast<const uint4*>(ostage + i * V);
+      const int n = rows * W / ue;
+      for (int i = lane; i < n; i += 32) tc7_copy(dst + i * ue, ostage + i * ue, unit);
     }
-    // The tile is rewritten only after the next plane's block barrier.
+    // The tile is rewritten only after the next step's block barrier.
   }
   cp_async_wait<0>();  // no copy outlives the block (the last groups are empty)
 }
 
 // Fills L for plan P (the forward or, flip, the stride-1 data-grad: both a one-phase correlation
-// with a 7 x 7 filter at stride 1) when this kernel covers it: multiplier 1, padding 3, output
-// planes as large as the input's, heights 49-64, widths whose N-block count is nb, rows of whole
-// 16-byte vectors, in and out 16-byte aligned. false otherwise.
+// with a 7 x 7 filter at stride 1) when this kernel covers it with nb N-blocks and wpp warps per
+// plane: multiplier 1, padding 3, output planes as large as the input's, heights in
+// (16 (wpp - 1), 16 wpp], widths whose N-block count is nb (even for 16-bit: pairs of outputs);
+// copies of 16, 8 or 4 bytes, the widest that the rows and both tensors' alignment allow. false
+// otherwise.
 template <typename T>
-bool tc7_nc_plan(Tc7Nc& L, const Plan& P, bool flip, const void* in, const void* out, int nb) {
-  constexpr int V = 16 / int(sizeof(T));
+bool tc7_nc_plan(Tc7Nc& L, const Plan& P, bool flip, const void* in, const void* out, int nb, int wpp) {
   if (P.phases != 1 || P.J != 1 || P.in_div != 1 || P.in_c != P.out_c || P.in[0] != 1 || P.k[0] != 1 ||
       P.k[1] != 7 || P.k[2] != 7 || P.S[1] != 1 || P.S[2] != 1 || P.pad[1][0] != 3 || P.pad[2][0] != 3)
     return false;
   const int64_t H = P.in[1], W = P.in[2], planes = P.N * P.out_c;
   if (P.out[0] != 1 || P.out[1] != H || P.out[2] != W) return false;
-  if (H < 16 * kTc7Warps - 15 || H > 16 * kTc7Warps || W % V != 0 || W > 1024 || tc7_blocks<T>(static_cast<int>(W)) != nb)
+  if (H <= 16 * (wpp - 1) || H > 16 * wpp || W % 2 != 0 || W > 1024 || tc7_blocks<T>(static_cast<int>(W)) != nb)
     return false;
   if (planes <= 0 || planes >= (int64_t(1) << 31) || P.N <= 0 || P.N >= (int64_t(1) << 31)) return false;
-  if (reinterpret_cast<uintptr_t>(in) % 16 != 0 || reinterpret_cast<uintptr_t>(out) % 16 != 0) return false;
+  const uintptr_t a = reinterpret_cast<uintptr_t>(in) | reinterpret_cast<uintptr_t>(out);
+  int unit = 16;
+  while (unit > 4 && ((W * int64_t(sizeof(T))) % unit != 0 || a % unit != 0)) unit /= 2;
+  if ((W * int64_t(sizeof(T))) % unit != 0 || a % unit != 0) return false;
   L.planes = static_cast<uint32_t>(planes);
   L.C = static_cast<int>(P.out_c);
   L.H = static_cast<int>(H), L.W = static_cast<int>(W);
   L.pitch = tc7_pitch<T>(nb);
+  L.unit = unit;
   L.flip = flip ? 1 : 0;
   L.n_div = fast_div(static_cast<uint32_t>(P.N));
-  L.vpr_div = fast_div(static_cast<uint32_t>(W / V));
+  L.upr_div = fast_div(static_cast<uint32_t>(W * int64_t(sizeof(T)) / unit));
   return true;
 }
 
