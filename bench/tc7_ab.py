@@ -1,6 +1,7 @@
 """Temporary A/B of tc7_nc (session 13, removed after the measurement): ConvNeXt 7x7 NCHW forward
-and input-grad, main's routing (CONVX_TC7_AB=0) against tc7_nc, alternating in one process,
-baseline first and last; CUDA-event medians (bench/timing.py)."""
+and input-grad, main's routing (CONVX_TC7_AB=0) against tc7_nc (1) and its 16-bit variant with 2
+stages at 8 blocks per SM (2), in one process, baseline first and last; CUDA-event medians
+(bench/timing.py)."""
 import os
 import sys
 
@@ -22,7 +23,7 @@ for name, N, C, S in rows:
         fwd = lambda: ops.depthwise_conv2d(x, w, None, [1, 1], [3, 3], [1, 1])  # noqa: E731
         dg = lambda: ops.conv2d_input_grad(list(x.shape), w, gy, [1, 1], [3, 3], [1, 1], C)  # noqa: E731
         res = {}
-        for tag, knob in (("base", "0"), ("tc7", "1"), ("tc7b", "1"), ("base2", "0")):
+        for tag, knob in (("base", "0"), ("tc7", "1"), ("v8", "2"), ("tc7b", "1"), ("base2", "0")):
             os.environ["CONVX_TC7_AB"] = knob
             e = float((fwd().double() - ref).abs().max() / ref.abs().max())
             res[tag] = (time_ms(fwd, 40), time_ms(dg, 40), e)

@@ -2322,7 +2322,7 @@ void plane_cases() {
 // channels mid-way; with a warp per plane, partial steps) and one block per step; the input as
 // allocated and moved by 4 bytes (copies of 4 bytes instead of 16 / 8).
 static int tc7_taken = 0;
-template <typename T, int NB, int WPP>
+template <typename T, int NB, int WPP, bool V8 = false>
 void tc7_check(const char* what, const Plan& P, bool flip, const Tensor& src, const Tensor& w, const Tensor& bias,
                const Tensor& ref, const std::string& name, double tol) {
   const T* bp = bias.defined() ? bias.data_ptr<T>() : nullptr;
@@ -2341,9 +2341,9 @@ void tc7_check(const char* what, const Plan& P, bool flip, const Tensor& src, co
     const unsigned steps = static_cast<unsigned>(ceil_div(L.planes, kTc7Warps / WPP));
     for (unsigned blocks : {1u, 4u, steps}) {
       o.fill_(NAN);
-      g_smem_bytes = static_cast<size_t>(tc7_smem_bytes<T>(NB, WPP, L.W));
+      g_smem_bytes = static_cast<size_t>(tc7_smem_bytes<T, V8>(NB, WPP, L.W));
       launch(dim3{blocks}, dim3{unsigned(32 * kTc7Warps)},
-             [&] { tc7_nc<T, NB, WPP>(ip, w.data_ptr<T>(), bp, o.data_ptr<T>(), L); });
+             [&] { tc7_nc<T, NB, WPP, V8>(ip, w.data_ptr<T>(), bp, o.data_ptr<T>(), L); });
       ++tc7_taken;
       check((std::string(what) + " tc7 unit" + std::to_string(L.unit) + " blocks" + std::to_string(blocks)).c_str(), o,
             ref, name, tol);
@@ -2371,10 +2371,12 @@ void tc7_case(int64_t N, int64_t C, int64_t H, int64_t W, double tol) {
     Plan P{}; Prep Q{};
     forward_plan(g, P, Q);
     tc7_check<T, NB, WPP>("fwd", P, false, x, w, b, y, name, tol);
+    if constexpr (sizeof(T) == 2) tc7_check<T, NB, WPP, true>("fwd v8", P, false, x, w, b, y, name, tol);
   }
   Plan P{}; Prep Q{};
   if (!data_grad_plan(g, P, Q)) { ++failures; return; }
   tc7_check<T, NB, WPP>("dgrad", P, true, gy, w, Tensor(), gx, name, tol);
+  if constexpr (sizeof(T) == 2) tc7_check<T, NB, WPP, true>("dgrad v8", P, true, gy, w, Tensor(), gx, name, tol);
 }
 // Plans the kernel must decline: padding 2, heights outside the warps' tiles, widths of another
 // N-block count or odd, an input 2 bytes off (16-bit: no 4-byte copies).

@@ -18,12 +18,12 @@ namespace convx::cuda {
 
 namespace {
 
-template <typename T, int NB, int WPP>
+template <typename T, int NB, int WPP, bool V8 = false>
 bool run(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, cudaStream_t stream) {
   Tc7Nc L{};
   if (!tc7_nc_plan<T>(L, P, flip, in, out, NB, WPP)) return false;
-  auto kernel = tc7_nc<T, NB, WPP>;
-  const int64_t bytes = tc7_smem_bytes<T>(NB, WPP, L.W);
+  auto kernel = tc7_nc<T, NB, WPP, V8>;
+  const int64_t bytes = tc7_smem_bytes<T, V8>(NB, WPP, L.W);
   if (bytes > 48 * 1024) {  // above the default limit: opt in once per size reached
     static std::atomic<int64_t> opted{0};
     if (opted.load(std::memory_order_relaxed) < bytes) {
@@ -50,6 +50,8 @@ bool launch_tc7_nc(const T* in, const T* w, bool flip, const T* bias, T* out, co
   if constexpr (std::is_same_v<T, float>) {
     return run<T, 7, 4>(in, w, flip, bias, out, P, stream) || run<T, 2, 1>(in, w, flip, bias, out, P, stream);
   } else {
+    if (const char* e = std::getenv("CONVX_TC7_AB"); e && e[0] == '2')  // temporary A/B variant
+      return run<T, 8, 4, true>(in, w, flip, bias, out, P, stream) || run<T, 3, 1, true>(in, w, flip, bias, out, P, stream);
     return run<T, 8, 4>(in, w, flip, bias, out, P, stream) || run<T, 3, 1>(in, w, flip, bias, out, P, stream);
   }
 }

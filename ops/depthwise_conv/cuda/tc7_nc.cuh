@@ -36,6 +36,10 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#if defined(__CUDACC__)
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#endif
 
 namespace convx::cuda {
 
@@ -46,8 +50,9 @@ __host__ __device__ constexpr int tc7_rows(int wpp) { return 16 * wpp + 6; }
 template <typename T>
 __host__ __device__ constexpr int tc7_lead() { return sizeof(T) == 2 ? 8 : 4; }
 // Planes in the ring (one computing, the rest loading); fp32's are twice as large.
-template <typename T>
-__host__ __device__ constexpr int tc7_stages() { return sizeof(T) == 2 ? 3 : 2; }
+// (V8: temporary A/B variant, 2 stages and 8 blocks per SM for 16-bit.)
+template <typename T, bool V8 = false>
+__host__ __device__ constexpr int tc7_stages() { return V8 ? 2 : sizeof(T) == 2 ? 3 : 2; }
 // N-blocks of 8 outputs for a row of w outputs.
 template <typename T>
 __host__ __device__ constexpr int tc7_blocks(int w) { return (w + tc7_lead<T>() - 4 + 7) / 8; }
@@ -59,9 +64,9 @@ __host__ __device__ constexpr int tc7_pitch(int nb) {
   return V * (units | 1);
 }
 // A slot holds the kTc7Warps / wpp planes of a step; then a 16-row output tile per warp.
-template <typename T>
+template <typename T, bool V8 = false>
 __host__ __device__ constexpr int64_t tc7_smem_bytes(int nb, int wpp, int w) {
-  return int64_t(sizeof(T)) * (int64_t(tc7_stages<T>()) * (kTc7Warps / wpp) * tc7_rows(wpp) * tc7_pitch<T>(nb) +
+  return int64_t(sizeof(T)) * (int64_t(tc7_stages<T, V8>()) * (kTc7Warps / wpp) * tc7_rows(wpp) * tc7_pitch<T>(nb) +
                                int64_t(kTc7Warps) * 16 * w);
 }
 
@@ -75,6 +80,22 @@ struct Tc7Nc {
   FastDiv upr_div;   // copy units per row
 };
 
+// Two fp32 values rounded to a 16-bit pair (lo in the low half) by one conversion instruction.
+template <typename T>
+__device__ __forceinline__ uint32_t tc7_pack(float lo, float hi) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (std::is_same_v<T, c10::Half>) {
+    const __half2 h = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  } else {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  }
+#else
+  return pack16x2<T>(static_cast<T>(lo), static_cast<T>(hi));
+#endif
+}
+
 // `bytes` (16, 8 or 4) bytes from src to dst, both aligned to it.
 __device__ __forceinline__ void tc7_copy(void* dst, const void* src, int bytes) {
   if (bytes == 16) *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
@@ -87,12 +108,12 @@ __device__ __forceinline__ void tc7_copy(void* dst, const void* src, int bytes) 
 // the channel-major order, kTc7Warps / WPP planes per step: warp w computes M-tile w % WPP of the
 // step's plane w / WPP (WPP = 4: heights 49-64, one plane per step; WPP = 1: heights up to 16,
 // four planes per step, a warp each).
-template <typename T, int NB, int WPP>
-__global__ void __launch_bounds__(32 * kTc7Warps, sizeof(T) == 2 ? 6 : 4)
+template <typename T, int NB, int WPP, bool V8 = false>
+__global__ void __launch_bounds__(32 * kTc7Warps, V8 ? 8 : sizeof(T) == 2 ? 6 : 4)
 tc7_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
        const Tc7Nc L) {
   using Bits = std::conditional_t<sizeof(T) == 2, uint16_t, uint32_t>;
-  constexpr int LEAD = tc7_lead<T>(), ST = tc7_stages<T>(), THREADS = 32 * kTc7Warps;
+  constexpr int LEAD = tc7_lead<T>(), ST = tc7_stages<T, V8>(), THREADS = 32 * kTc7Warps;
   constexpr int PPS = kTc7Warps / WPP, SR = tc7_rows(WPP), V = 16 / sizeof(T);
   constexpr bool k16 = sizeof(T) == 2;
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -122,6 +143,11 @@ tc7_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ 
 
   // Step k's planes: copy u of input row r -> staged row r + 3, column LEAD + u ue of the plane's
   // place in slot k % ST. (for_own: the same copies this thread issued, for the fp32 rounding.)
+  // Copy i = tid + m THREADS is row r, unit u: (r, u) advance by (dr, du) per m.
+  const int upr = static_cast<int>(L.upr_div.d);
+  uint32_t rt = static_cast<uint32_t>(tid), rd = THREADS;
+  const int ut = static_cast<int>(L.upr_div.split(rt)), du = static_cast<int>(L.upr_div.split(rd));
+  const int dr = static_cast<int>(rd);
   auto for_own = [&](int k, auto&& f) {
 #pragma unroll 1
     for (int j = 0; j < PPS; ++j) {
@@ -129,10 +155,11 @@ tc7_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ 
       if (q >= q1) break;
       const T* const src = in + plane_of(q) * hw;
       Bits* const dst = ring + (k % ST) * slot_elems + j * plane_elems + 3 * pitch + LEAD;
+      int r = static_cast<int>(rt), u = ut;
       for (int i = tid; i < nunits; i += THREADS) {
-        uint32_t r = static_cast<uint32_t>(i);
-        const int u = static_cast<int>(L.upr_div.split(r));
-        f(dst + static_cast<int>(r) * pitch + u * ue, src + int64_t(i) * ue);
+        f(dst + r * pitch + u * ue, src + int64_t(i) * ue);
+        u += du, r += dr;
+        if (u >= upr) u -= upr, ++r;
       }
     }
   };
@@ -209,7 +236,7 @@ tc7_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ 
 #pragma unroll
     for (int b = 0; b < NB; ++b) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) acc[b][e] = 0.f;
+      for (int e = 0; e < 4; ++e) acc[b][e] = b0;  // the bias
     }
 #pragma unroll
     for (int kh = 0; kh < 7; ++kh) {
@@ -248,21 +275,21 @@ tc7_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ 
       }
     }
 
-    // Outputs 8b + 4 - LEAD + 2t, + 1 of rows g, g + 8 into the warp's tile (bias added), then
-    // the tile's rows (contiguous in the plane) in copies of L.unit bytes.
-    const int vrows = valid ? rows : 0;
+    // Outputs 8b + 4 - LEAD + 2t, + 1 of rows g, g + 8 into the warp's tile, then the tile's rows
+    // (contiguous in the plane) in copies of L.unit bytes. Only the first and last N-blocks reach
+    // outside the row (8 NB <= W + LEAD + 3); W is even, so o + 1 < W with o.
+    const bool st0 = g < (valid ? rows : 0), st1 = g + 8 < (valid ? rows : 0);
 #pragma unroll
     for (int b = 0; b < NB; ++b) {
       const int o = 8 * b + 4 - LEAD + 2 * t;
-      if (o < 0 || o >= W) continue;  // W is even: o + 1 < W too
-#pragma unroll
-      for (int hh = 0; hh < 2; ++hh) {
-        const int r = g + 8 * hh;
-        if (r >= vrows) continue;
-        const float v0 = acc[b][2 * hh] + b0, v1 = acc[b][2 * hh + 1] + b0;
-        T* const p = ostage + r * W + o;
-        if constexpr (k16) *reinterpret_cast<uint32_t*>(p) = pack16x2<T>(static_cast<T>(v0), static_cast<T>(v1));
-        else *reinterpret_cast<float2*>(p) = make_float2(v0, v1);
+      if ((b == 0 || b == NB - 1) && (o < 0 || o >= W)) continue;
+      T* const p = ostage + g * W + o;
+      if constexpr (k16) {
+        if (st0) *reinterpret_cast<uint32_t*>(p) = tc7_pack<T>(acc[b][0], acc[b][1]);
+        if (st1) *reinterpret_cast<uint32_t*>(p + 8 * W) = tc7_pack<T>(acc[b][2], acc[b][3]);
+      } else {
+        if (st0) *reinterpret_cast<float2*>(p) = make_float2(acc[b][0], acc[b][1]);
+        if (st1) *reinterpret_cast<float2*>(p + 8 * W) = make_float2(acc[b][2], acc[b][3]);
       }
     }
     __syncwarp();
