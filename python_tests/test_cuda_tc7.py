@@ -12,9 +12,9 @@ from test_cuda import DEV, poison  # noqa: E402
 
 # (N, C, size, bias): ConvNeXt's 56 x 56 with several channels per block range; heights 49 (the
 # last warp stores one row) and 64 (every warp full); a width of 52 (fp32 only); ConvNeXt's 14 x 14
-# (a warp per plane, partial steps of 4 planes), height 16, 9 x 20 (16-bit only); batch 0. Sizes the
-# kernel declines (16-bit off1 placements, the widths of the other dtype) run on the other
-# kernels and must be as correct.
+# (16-bit: a warp per plane, partial steps of 4 planes), height 16, 9 x 20; batch 0. Sizes the
+# kernel declines (16-bit off1 placements, fp32 small planes, the widths of the other dtype) run
+# on the other kernels and must be as correct.
 TC7_CASES = [
     (2, 8, (56, 56), True),
     (3, 5, (49, 56), False),
@@ -28,11 +28,10 @@ TC7_CASES = [
 
 
 def _tf32_taken(N, size):
-    """Whether fp32 takes tc7_nc on this size (its plan: heights 49-64 with 7 N-blocks of 8, or up
-    to 16 with 2; even widths)."""
+    """Whether fp32 takes tc7_nc on this size (heights 49-64, even widths of 7 N-blocks of 8; the
+    14 x 14 planes stay on the exact nc_small_planes, faster there)."""
     H, W = size
-    blocks = (W + 7) // 8
-    return N > 0 and W % 2 == 0 and ((49 <= H <= 64 and blocks == 7) or (H <= 16 and blocks == 2))
+    return N > 0 and W % 2 == 0 and 49 <= H <= 64 and (W + 7) // 8 == 7
 
 
 @pytest.mark.parametrize("placement", ["nchw", "nchw_off1", "strided"])

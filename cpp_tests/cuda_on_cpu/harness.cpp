@@ -2322,7 +2322,7 @@ void plane_cases() {
 // channels mid-way; with a warp per plane, partial steps) and one block per step; the input as
 // allocated and moved by 4 bytes (copies of 4 bytes instead of 16 / 8).
 static int tc7_taken = 0;
-template <typename T, int NB, int WPP, bool V8 = false>
+template <typename T, int NB, int WPP>
 void tc7_check(const char* what, const Plan& P, bool flip, const Tensor& src, const Tensor& w, const Tensor& bias,
                const Tensor& ref, const std::string& name, double tol) {
   const T* bp = bias.defined() ? bias.data_ptr<T>() : nullptr;
@@ -2341,9 +2341,9 @@ void tc7_check(const char* what, const Plan& P, bool flip, const Tensor& src, co
     const unsigned steps = static_cast<unsigned>(ceil_div(L.planes, kTc7Warps / WPP));
     for (unsigned blocks : {1u, 4u, steps}) {
       o.fill_(NAN);
-      g_smem_bytes = static_cast<size_t>(tc7_smem_bytes<T, V8>(NB, WPP, L.W));
+      g_smem_bytes = static_cast<size_t>(tc7_smem_bytes<T>(NB, WPP, L.W));
       launch(dim3{blocks}, dim3{unsigned(32 * kTc7Warps)},
-             [&] { tc7_nc<T, NB, WPP, V8>(ip, w.data_ptr<T>(), bp, o.data_ptr<T>(), L); });
+             [&] { tc7_nc<T, NB, WPP>(ip, w.data_ptr<T>(), bp, o.data_ptr<T>(), L); });
       ++tc7_taken;
       check((std::string(what) + " tc7 unit" + std::to_string(L.unit) + " blocks" + std::to_string(blocks)).c_str(), o,
             ref, name, tol);
@@ -2371,12 +2371,10 @@ void tc7_case(int64_t N, int64_t C, int64_t H, int64_t W, double tol) {
     Plan P{}; Prep Q{};
     forward_plan(g, P, Q);
     tc7_check<T, NB, WPP>("fwd", P, false, x, w, b, y, name, tol);
-    if constexpr (sizeof(T) == 2) tc7_check<T, NB, WPP, true>("fwd v8", P, false, x, w, b, y, name, tol);
   }
   Plan P{}; Prep Q{};
   if (!data_grad_plan(g, P, Q)) { ++failures; return; }
   tc7_check<T, NB, WPP>("dgrad", P, true, gy, w, Tensor(), gx, name, tol);
-  if constexpr (sizeof(T) == 2) tc7_check<T, NB, WPP, true>("dgrad v8", P, true, gy, w, Tensor(), gx, name, tol);
 }
 // Plans the kernel must decline: padding 2, heights outside the warps' tiles, widths of another
 // N-block count or odd, an input 2 bytes off (16-bit: no 4-byte copies).
@@ -2403,19 +2401,17 @@ void tc7_cases() {
   tc7_case<at::Half, 8, 4>(1, 2, 49, 56, 2e-3);
   tc7_case<at::BFloat16, 8, 4>(3, 1, 64, 56, 1e-2);
   tc7_case<float, 7, 4>(1, 2, 50, 52, 1e-3);
-  // A warp per plane: ConvNeXt's 14 x 14 (N3 C3: 9 planes, a partial last step of 4), height 16
-  // (the tile full), 9 and width 20 (16-bit: 8-byte copies; fp32 width 16: 16-byte copies).
+  // A warp per plane (16-bit, as the launcher): ConvNeXt's 14 x 14 (N3 C3: 9 planes, a partial
+  // last step of 4), height 16 (the tile full), 9 and width 20 (8-byte copies).
   tc7_case<at::Half, 3, 1>(3, 3, 14, 14, 2e-3);
   tc7_case<at::BFloat16, 3, 1>(2, 3, 16, 14, 1e-2);
-  tc7_case<float, 2, 1>(3, 3, 14, 14, 1e-3);
   tc7_case<at::Half, 3, 1>(1, 5, 9, 20, 2e-3);
-  tc7_case<float, 2, 1>(2, 1, 9, 16, 1e-3);
   const bool dec = tc7_declines<at::Half>(56, 56, 2, 0, 8, 4) && tc7_declines<at::Half>(48, 56, 3, 0, 8, 4) &&
                    tc7_declines<at::Half>(65, 56, 3, 0, 8, 4) && tc7_declines<at::Half>(56, 48, 3, 0, 8, 4) &&
                    tc7_declines<at::Half>(56, 56, 3, 1, 8, 4) && tc7_declines<float>(56, 51, 3, 0, 7, 4) &&
                    tc7_declines<float>(56, 60, 3, 0, 7, 4) && !tc7_declines<float>(56, 56, 3, 1, 7, 4) &&
                    tc7_declines<at::Half>(17, 14, 3, 0, 3, 1) && tc7_declines<at::Half>(14, 13, 3, 0, 3, 1) &&
-                   tc7_declines<float>(14, 18, 3, 0, 2, 1) && !tc7_declines<at::Half>(14, 14, 3, 0, 3, 1);
+                   tc7_declines<at::Half>(14, 22, 3, 0, 3, 1) && !tc7_declines<at::Half>(14, 14, 3, 0, 3, 1);
   std::printf("%-44s %-34s %s\n", "tc7 limits", "pad/height/width/offset", dec ? "ok" : "FAIL");
   if (!dec) ++failures;
   std::printf("tc7_nc launches checked: %d\n", tc7_taken);

@@ -1,7 +1,13 @@
 // Launcher of the tensor-core 7 x 7 NCHW kernel (tc7_nc.cuh), forward and stride-1 data-grad at
 // padding 3: ConvNeXt's 56 x 56 planes (heights 49-64, four warps per plane; widths of 8 N-blocks
-// for 16-bit, 7 for fp32) and 14 x 14 planes (heights up to 16, a warp per plane; 3 N-blocks for
-// 16-bit, 2 for fp32); fp32 as TF32 where the caller found torch.backends.cudnn.allow_tf32 true.
+// for 16-bit, 7 for fp32 as TF32 where the caller found torch.backends.cudnn.allow_tf32 true) and,
+// 16-bit only, 14 x 14 planes (heights up to 16, a warp per plane, 3 N-blocks).
+//
+// Measured on the H100 (session 13, bench/results/h100/session13/tc7n_call2_ab.log; ms, forward /
+// data-grad, main's kernels -> this one, N64, the kernels alternating in one process):
+//   ConvNeXt 56 x 56 C96: fp16 0.084 / 0.084 (nc_plane) -> 0.039 / 0.039, bf16 0.084 / 0.083 ->
+//   0.039 / 0.039, fp32 (TF32) 0.090 / 0.090 -> 0.078 / 0.078;
+//   ConvNeXt 14 x 14 C384: fp16 / bf16 0.033 / 0.033 (nc_small_planes) -> 0.030 / 0.029.
 #include "ops/depthwise_conv/cuda/launch.h"
 #include "ops/depthwise_conv/cuda/tc7_nc.cuh"
 
@@ -11,19 +17,18 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 #include <type_traits>
 
 namespace convx::cuda {
 
 namespace {
 
-template <typename T, int NB, int WPP, bool V8 = false>
+template <typename T, int NB, int WPP>
 bool run(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, cudaStream_t stream) {
   Tc7Nc L{};
   if (!tc7_nc_plan<T>(L, P, flip, in, out, NB, WPP)) return false;
-  auto kernel = tc7_nc<T, NB, WPP, V8>;
-  const int64_t bytes = tc7_smem_bytes<T, V8>(NB, WPP, L.W);
+  auto kernel = tc7_nc<T, NB, WPP>;
+  const int64_t bytes = tc7_smem_bytes<T>(NB, WPP, L.W);
   if (bytes > 48 * 1024) {  // above the default limit: opt in once per size reached
     static std::atomic<int64_t> opted{0};
     if (opted.load(std::memory_order_relaxed) < bytes) {
@@ -45,13 +50,12 @@ bool run(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& 
 
 template <typename T>
 bool launch_tc7_nc(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, cudaStream_t stream) {
-  if (const char* e = std::getenv("CONVX_TC7_AB"); e && e[0] == '0') return false;  // temporary A/B knob
   if (!mma16_supported()) return false;
   if constexpr (std::is_same_v<T, float>) {
-    return run<T, 7, 4>(in, w, flip, bias, out, P, stream) || run<T, 2, 1>(in, w, flip, bias, out, P, stream);
+    // 56 x 56 only: on 14 x 14 planes the TF32 kernel lost to nc_small_planes (0.046 against
+    // 0.035 ms, tc7n_call2_ab.log).
+    return run<T, 7, 4>(in, w, flip, bias, out, P, stream);
   } else {
-    if (const char* e = std::getenv("CONVX_TC7_AB"); e && e[0] == '2')  // temporary A/B variant
-      return run<T, 8, 4, true>(in, w, flip, bias, out, P, stream) || run<T, 3, 1, true>(in, w, flip, bias, out, P, stream);
     return run<T, 8, 4>(in, w, flip, bias, out, P, stream) || run<T, 3, 1>(in, w, flip, bias, out, P, stream);
   }
 }

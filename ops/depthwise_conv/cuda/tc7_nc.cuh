@@ -1,5 +1,5 @@
 // Tensor-core 7 x 7 depthwise forward and stride-1 data-grad (the forward with the filter rotated)
-// for NCHW planes of ConvNeXt's first stage (heights 49-64, padding 3, output as large as the
+// for NCHW planes of ConvNeXt's 56 x 56 and 14 x 14 stages (padding 3, output as large as the
 // input, multiplier 1): fp16 / bf16 on m16n8k16 (products exact, fp32 sums) and fp32 as TF32 on
 // m16n8k8 (only where torch.backends.cudnn.allow_tf32 allows it; the caller checks).
 //
@@ -8,17 +8,19 @@
 // block barrier, a staging loop of divisions and bounds tests per vector, a full ldmatrix.x4 per
 // MMA (each input value read from shared memory twice per filter row), 4-byte global stores
 // scattered over 8 rows, and 77% of its MMA slots real outputs. Here:
-//   - a block of 4 warps owns whole planes of one channel after another (channel-major order, so
-//     the B fragments -- the filter's Toeplitz slices -- stay in registers, rebuilt only when the
-//     block's range crosses into the next channel); warp w computes output rows 16w .. 16w + 15;
-//   - the plane is staged by 16-byte cp.async (each input byte read once, no halo re-reads), a
-//     ring of tc7_stages planes so that the next planes load while this one computes: one block
-//     barrier per plane;
+//   - a block of 4 warps owns whole planes after another in channel-major order (so the B
+//     fragments -- the filter's Toeplitz slices -- stay in registers, rebuilt only when a warp's
+//     plane moves to the next channel); WPP warps per plane, warp w computing output rows
+//     16 (w % WPP) .. + 15 of the step's plane w / WPP (WPP 4: heights 49-64, a plane per step;
+//     WPP 1: heights up to 16, four planes per step);
+//   - planes are staged by cp.async in copies as wide as the rows allow (16, 8 or 4 bytes; each
+//     input byte read once, no halo re-reads), a ring of tc7_stages steps so that the next
+//     planes load while this one computes: one block barrier per step;
 //   - along a row a warp walks its N-blocks of 8 outputs: the K window of block b (16 inputs) is
 //     the 8-column halves b and b + 1, so each half is loaded once per filter row (ldmatrix.x4 =
 //     two halves for 16-bit, one half for fp32) and feeds two MMAs;
-//   - the accumulators go through a per-warp shared tile to 16-byte stores of the warp's 16
-//     output rows, which are one contiguous span of the plane.
+//   - the accumulators (started at the bias) go through a per-warp shared tile to wide stores of
+//     the warp's output rows, which are one contiguous span of the plane.
 //
 // Toeplitz form (as tc_rows_nc.cuh): for filter row kh and N-block b, D[m][n] += sum_j
 // X[h0 + m + kh - 3][wb + j] * w[kh][j - n - 1], j < 16, where the window starts at staged column
@@ -26,6 +28,10 @@
 // that staged rows stay 16-byte aligned for cp.async; outputs 8b - 4 .. 8b + 3: 8 blocks for 56
 // outputs), 4 for fp32 (outputs 8b .. 8b + 7: 7 blocks for 56). Staged row pitch: an odd number of
 // 16-byte units, so ldmatrix's 8 rows fall in 8 different bank groups.
+//
+// Measured (H100, session 13, docs/performance.md "Session 13: tc7n"): ConvNeXt 56 x 56 16-bit
+// 0.039 ms (66% of the copy bandwidth), TF32 0.078; per warp and plane ~650 instructions of which
+// ~180 are the MMAs and their ldmatrix: staging and the output copies are most of the rest.
 #pragma once
 
 #include "ops/depthwise_conv/cuda/cp_async.cuh"
@@ -50,9 +56,13 @@ __host__ __device__ constexpr int tc7_rows(int wpp) { return 16 * wpp + 6; }
 template <typename T>
 __host__ __device__ constexpr int tc7_lead() { return sizeof(T) == 2 ? 8 : 4; }
 // Planes in the ring (one computing, the rest loading); fp32's are twice as large.
-// (V8: temporary A/B variant, 2 stages and 8 blocks per SM for 16-bit.)
-template <typename T, bool V8 = false>
-__host__ __device__ constexpr int tc7_stages() { return V8 ? 2 : sizeof(T) == 2 ? 3 : 2; }
+// A warp per plane (wpp 1, 16-bit only): 2 stages, 8 blocks per SM (ConvNeXt 14 x 14: 0.0300 /
+// 0.0286 ms forward / data-grad against 0.0306 / 0.0296 with 3 stages at 6 blocks; 56 x 56 lost
+// with it, 0.048 against 0.039; H100, bench/results/h100/session13/tc7n_call2_ab.log).
+template <typename T>
+__host__ __device__ constexpr int tc7_stages(int wpp) { return wpp == 1 || sizeof(T) == 4 ? 2 : 3; }
+template <typename T, int WPP>
+__host__ __device__ constexpr int tc7_min_blocks() { return WPP == 1 ? 8 : sizeof(T) == 2 ? 6 : 4; }
 // N-blocks of 8 outputs for a row of w outputs.
 template <typename T>
 __host__ __device__ constexpr int tc7_blocks(int w) { return (w + tc7_lead<T>() - 4 + 7) / 8; }
@@ -64,9 +74,9 @@ __host__ __device__ constexpr int tc7_pitch(int nb) {
   return V * (units | 1);
 }
 // A slot holds the kTc7Warps / wpp planes of a step; then a 16-row output tile per warp.
-template <typename T, bool V8 = false>
+template <typename T>
 __host__ __device__ constexpr int64_t tc7_smem_bytes(int nb, int wpp, int w) {
-  return int64_t(sizeof(T)) * (int64_t(tc7_stages<T, V8>()) * (kTc7Warps / wpp) * tc7_rows(wpp) * tc7_pitch<T>(nb) +
+  return int64_t(sizeof(T)) * (int64_t(tc7_stages<T>(wpp)) * (kTc7Warps / wpp) * tc7_rows(wpp) * tc7_pitch<T>(nb) +
                                int64_t(kTc7Warps) * 16 * w);
 }
 
@@ -108,12 +118,12 @@ __device__ __forceinline__ void tc7_copy(void* dst, const void* src, int bytes) 
 // the channel-major order, kTc7Warps / WPP planes per step: warp w computes M-tile w % WPP of the
 // step's plane w / WPP (WPP = 4: heights 49-64, one plane per step; WPP = 1: heights up to 16,
 // four planes per step, a warp each).
-template <typename T, int NB, int WPP, bool V8 = false>
-__global__ void __launch_bounds__(32 * kTc7Warps, V8 ? 8 : sizeof(T) == 2 ? 6 : 4)
+template <typename T, int NB, int WPP>
+__global__ void __launch_bounds__(32 * kTc7Warps, tc7_min_blocks<T, WPP>())
 tc7_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
        const Tc7Nc L) {
   using Bits = std::conditional_t<sizeof(T) == 2, uint16_t, uint32_t>;
-  constexpr int LEAD = tc7_lead<T>(), ST = tc7_stages<T, V8>(), THREADS = 32 * kTc7Warps;
+  constexpr int LEAD = tc7_lead<T>(), ST = tc7_stages<T>(WPP), THREADS = 32 * kTc7Warps;
   constexpr int PPS = kTc7Warps / WPP, SR = tc7_rows(WPP), V = 16 / sizeof(T);
   constexpr bool k16 = sizeof(T) == 2;
   extern __shared__ __align__(16) unsigned char smem_raw[];
