@@ -55,10 +55,11 @@ constexpr int kTc7Warps = 4;
 __host__ __device__ constexpr int tc7_rows(int wpp) { return 16 * wpp + 6; }
 template <typename T>
 __host__ __device__ constexpr int tc7_lead() { return sizeof(T) == 2 ? 8 : 4; }
-// Planes in the ring (one computing, the rest loading); fp32's are twice as large.
-// A warp per plane (wpp 1, 16-bit only): 2 stages, 8 blocks per SM (ConvNeXt 14 x 14: 0.0300 /
-// 0.0286 ms forward / data-grad against 0.0306 / 0.0296 with 3 stages at 6 blocks; 56 x 56 lost
-// with it, 0.048 against 0.039; H100, bench/results/h100/session13/tc7n_call2_ab.log).
+// Steps in the ring (one computing, the rest loading) and blocks per SM: 16-bit 56 x 56 3 at 6
+// (80 registers), fp32 2 at 4 (its planes are twice as large; 128 registers); a warp per plane
+// (wpp 1, 16-bit only) 2 at 8 (64 registers: ConvNeXt 14 x 14 0.0300 / 0.0286 ms forward /
+// data-grad against 0.0306 / 0.0296 with 3 at 6; on 56 x 56 2 at 8 spilled and lost, 0.048 against
+// 0.039; H100, bench/results/h100/session13/tc7n_call2_ab.log).
 template <typename T>
 __host__ __device__ constexpr int tc7_stages(int wpp) { return wpp == 1 || sizeof(T) == 4 ? 2 : 3; }
 template <typename T, int WPP>
