@@ -918,12 +918,13 @@ def test_depthwise_nc_small_planes(cfg, dtype, offset):
         torch.testing.assert_close(out.double() / scale, want / scale, rtol=tol, atol=tol,
                                    msg=lambda msg: f"{cfg} {what}\n{msg}")
 
+    # fp32 exact: allow_tf32 off (ConvNeXt's 56 x 56 would take tc7_nc's TF32: test_cuda_tc7.py)
     poison()
-    with deterministic():
+    with deterministic(), torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
         y = torch.ops.convx.depthwise_conv2d(x, w, b, [s, s], [p, p], [1, 1])
     close(y, ref, "forward")
     poison()
-    with deterministic():
+    with deterministic(), torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
         gx = torch.ops.convx.conv2d_input_grad(list(x.shape), w, gy, [s, s], [p, p], [1, 1], C)
     close(gx, gx_ref, "input-grad")
 
@@ -1906,9 +1907,11 @@ def test_depthwise_walk_conv2d(dtype, placement):
         gx_ref = torch.nn.grad.conv2d_input(x.shape, w.double(), gy.double(), 1, p, 1, C)
         what = f"case {i} {dtype} {placement}"
         poison()
-        y = ops.depthwise_conv2d(x, w, b, [1, 1], list(p), [1, 1])
-        poison()
-        gx = ops.conv2d_input_grad(list(x.shape), w, gy, [1, 1], list(p), [1, 1], C)
+        # fp32 exact: allow_tf32 off (ConvNeXt's 56 x 56 would take tc7_nc's TF32: test_cuda_tc7.py)
+        with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
+            y = ops.depthwise_conv2d(x, w, b, [1, 1], list(p), [1, 1])
+            poison()
+            gx = ops.conv2d_input_grad(list(x.shape), w, gy, [1, 1], list(p), [1, 1], C)
         for name, out, r in (("forward", y, ref), ("input-grad", gx, gx_ref)):
             scale = max(1.0, float(r.abs().max())) if r.numel() else 1.0
             assert not torch.isnan(out).any(), f"{what} {name}: NaN (unwritten element)"

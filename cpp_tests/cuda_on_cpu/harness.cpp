@@ -29,6 +29,7 @@
 #include "tc_row1d.cuh"
 #include "tc_wgrad1d.cuh"
 #include "tc_rows_nc.cuh"
+#include "tc7_nc.cuh"  // tc7n
 #include "tc_wgrad3d.cuh"
 #include "tc_wgrad2d.cuh"
 #include "walk2d.cuh"
@@ -2314,14 +2315,124 @@ void plane_cases() {
   if (cp_runs == 0 || cp_staged == 0 || cp_staged == cp_runs) ++failures;
 }
 
+// ---- tc7n (session 13): tensor-core 7x7 NCHW planes (tc7_nc.cuh) ----
+// Forward and data-grad of one problem against float64 on the same rounded data (fp32: the data
+// as fp32, so the error includes TF32's 10-bit operands), on poisoned outputs, on 1 block (every
+// plane in one block: the B fragments rebuilt at each channel change), 4 blocks (ranges crossing
+// channels mid-way; with a warp per plane, partial steps) and one block per step; the input as
+// allocated and moved by 4 bytes (copies of 4 bytes instead of 16 / 8).
+static int tc7_taken = 0;
+template <typename T, int NB, int WPP>
+void tc7_check(const char* what, const Plan& P, bool flip, const Tensor& src, const Tensor& w, const Tensor& bias,
+               const Tensor& ref, const std::string& name, double tol) {
+  const T* bp = bias.defined() ? bias.data_ptr<T>() : nullptr;
+  Tensor src1 = at::full({src.numel() + 4}, NAN, src.options());
+  constexpr int off = 4 / sizeof(T);
+  src1.narrow(0, off, src.numel()).copy_(src.flatten());
+  for (int moved = 0; moved < 2; ++moved) {
+    const T* ip = moved ? src1.data_ptr<T>() + off : src.data_ptr<T>();
+    Tc7Nc L{};
+    Tensor o = at::full(ref.sizes(), NAN, src.options());
+    if (!tc7_nc_plan<T>(L, P, flip, ip, o.data_ptr<T>(), NB, WPP)) {
+      std::printf("%-44s %-34s declined FAIL\n", name.c_str(), what);
+      ++failures;
+      return;
+    }
+    const unsigned steps = static_cast<unsigned>(ceil_div(L.planes, kTc7Warps / WPP));
+    for (unsigned blocks : {1u, 4u, steps}) {
+      o.fill_(NAN);
+      g_smem_bytes = static_cast<size_t>(tc7_smem_bytes<T>(NB, WPP, L.W));
+      launch(dim3{blocks}, dim3{unsigned(32 * kTc7Warps)},
+             [&] { tc7_nc<T, NB, WPP>(ip, w.data_ptr<T>(), bp, o.data_ptr<T>(), L); });
+      ++tc7_taken;
+      check((std::string(what) + " tc7 unit" + std::to_string(L.unit) + " blocks" + std::to_string(blocks)).c_str(), o,
+            ref, name, tol);
+    }
+  }
+}
+template <typename T, int NB, int WPP>
+void tc7_case(int64_t N, int64_t C, int64_t H, int64_t W, double tol) {
+  at::manual_seed(13);
+  const auto dt = c10::CppTypeToScalarType<T>::value;
+  Tensor x = at::randn({N, C, H, W}).to(dt), w = at::randn({C, 1, 7, 7}).to(dt), b = at::randn({C}).to(dt);
+  Tensor y = at::conv2d(x.to(at::kDouble), w.to(at::kDouble), b.to(at::kDouble), 1, {3, 3}, 1, C);
+  Tensor gy = at::randn(y.sizes()).to(dt);
+  Tensor gx = std::get<0>(at::convolution_backward(gy.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble), std::nullopt,
+                                                   {1, 1}, {3, 3}, {1, 1}, false, {0, 0}, C, {true, false, false}));
+  Geometry g;
+  g.batch = N, g.in_channels = C, g.out_channels = C, g.groups = C;
+  g.input[0] = g.output[0] = g.kernel[0] = g.stride[0] = 1, g.padding[0] = 0;
+  g.input[1] = H, g.input[2] = W, g.output[1] = H, g.output[2] = W;
+  g.kernel[1] = g.kernel[2] = 7, g.padding[1] = g.padding[2] = 3, g.stride[1] = g.stride[2] = 1;
+  char name[96];
+  std::snprintf(name, sizeof name, "tc7 %s N%ld C%ld %ldx%ld",
+                dt == at::kHalf ? "fp16" : dt == at::kBFloat16 ? "bf16" : "tf32", long(N), long(C), long(H), long(W));
+  {
+    Plan P{}; Prep Q{};
+    forward_plan(g, P, Q);
+    tc7_check<T, NB, WPP>("fwd", P, false, x, w, b, y, name, tol);
+  }
+  Plan P{}; Prep Q{};
+  if (!data_grad_plan(g, P, Q)) { ++failures; return; }
+  tc7_check<T, NB, WPP>("dgrad", P, true, gy, w, Tensor(), gx, name, tol);
+}
+// Plans the kernel must decline: padding 2, heights outside the warps' tiles, widths of another
+// N-block count or odd, an input 2 bytes off (16-bit: no 4-byte copies).
+template <typename T>
+bool tc7_declines(int64_t H, int64_t W, int64_t pad, int off, int nb, int wpp) {
+  Geometry g;
+  g.batch = 2, g.in_channels = g.out_channels = g.groups = 3;
+  g.input[0] = g.output[0] = g.kernel[0] = g.stride[0] = 1, g.padding[0] = 0;
+  g.input[1] = H, g.input[2] = W, g.output[1] = H + 2 * pad - 6, g.output[2] = W + 2 * pad - 6;
+  g.kernel[1] = g.kernel[2] = 7, g.padding[1] = g.padding[2] = pad, g.stride[1] = g.stride[2] = 1;
+  Plan P{}; Prep Q{};
+  forward_plan(g, P, Q);
+  alignas(16) static T buf[16];
+  Tc7Nc L{};
+  return !tc7_nc_plan<T>(L, P, false, buf + off, buf, nb, wpp);
+}
+void tc7_cases() {
+  // Four warps per plane: ConvNeXt's 56 x 56 (N2 C3: 6 planes, channels changing inside a
+  // block's range); heights 49 (the last warp one row), 50 and 64 (every warp full); fp32 width
+  // 52 (7 N-blocks, the last half empty).
+  tc7_case<at::Half, 8, 4>(2, 3, 56, 56, 2e-3);
+  tc7_case<at::BFloat16, 8, 4>(2, 3, 56, 56, 1e-2);
+  tc7_case<float, 7, 4>(2, 3, 56, 56, 1e-3);
+  tc7_case<at::Half, 8, 4>(1, 2, 49, 56, 2e-3);
+  tc7_case<at::BFloat16, 8, 4>(3, 1, 64, 56, 1e-2);
+  tc7_case<float, 7, 4>(1, 2, 50, 52, 1e-3);
+  // A warp per plane (16-bit, as the launcher): ConvNeXt's 14 x 14 (N3 C3: 9 planes, a partial
+  // last step of 4), height 16 (the tile full), 9 and width 20 (8-byte copies).
+  tc7_case<at::Half, 3, 1>(3, 3, 14, 14, 2e-3);
+  tc7_case<at::BFloat16, 3, 1>(2, 3, 16, 14, 1e-2);
+  tc7_case<at::Half, 3, 1>(1, 5, 9, 20, 2e-3);
+  const bool dec = tc7_declines<at::Half>(56, 56, 2, 0, 8, 4) && tc7_declines<at::Half>(48, 56, 3, 0, 8, 4) &&
+                   tc7_declines<at::Half>(65, 56, 3, 0, 8, 4) && tc7_declines<at::Half>(56, 48, 3, 0, 8, 4) &&
+                   tc7_declines<at::Half>(56, 56, 3, 1, 8, 4) && tc7_declines<float>(56, 51, 3, 0, 7, 4) &&
+                   tc7_declines<float>(56, 60, 3, 0, 7, 4) && !tc7_declines<float>(56, 56, 3, 1, 7, 4) &&
+                   tc7_declines<at::Half>(17, 14, 3, 0, 3, 1) && tc7_declines<at::Half>(14, 13, 3, 0, 3, 1) &&
+                   tc7_declines<at::Half>(14, 22, 3, 0, 3, 1) && !tc7_declines<at::Half>(14, 14, 3, 0, 3, 1);
+  std::printf("%-44s %-34s %s\n", "tc7 limits", "pad/height/width/offset", dec ? "ok" : "FAIL");
+  if (!dec) ++failures;
+  std::printf("tc7_nc launches checked: %d\n", tc7_taken);
+  if (tc7_taken == 0) ++failures;
+}
+// ---- end tc7n ----
+
 // HARNESS_ONLY=tcn runs tcn_cases alone (the tensor-core rows kernel; minutes less on 2 cores);
 // HARNESS_ONLY=rows the 1-D run_case entries alone (row_warp, cl_row1d, row1d, the 1-D weight-grads).
 // HARNESS_ONLY=d3r runs d3r_cases alone (depth3d_regs.cuh, cl_wgrad_d3r / cl_wgrad_d3s).
 // HARNESS_ONLY=planes runs plane_cases alone (the whole-plane NCHW kernels).
 // HARNESS_ONLY=walk runs the walk2d cases alone (walk_conv2d, walk_wgrad2d).
+// HARNESS_ONLY=tc7 runs tc7_cases alone (tc7_nc.cuh, session 13).
 int main() {
   if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "rows2d") {
     clwr2_cases();
+    std::printf("failures: %d\n", failures);
+    return failures != 0;
+  }
+  if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "tc7") {  // tc7n
+    tc7_cases();
     std::printf("failures: %d\n", failures);
     return failures != 0;
   }
@@ -2370,6 +2481,7 @@ int main() {
     clwr2_cases();
     walkc_cases();
     walk_cases();
+    tc7_cases();  // tc7n
     check_fast_div();
   }
   run_case(2, 2, 8, 1, {13, 17}, {3, 3}, {1, 1}, {1, 1});

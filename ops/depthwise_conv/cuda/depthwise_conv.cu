@@ -499,6 +499,13 @@ bool launch_tiled(const Tensor& in, const Tensor& weight, const Tensor& bias, co
   // Channels-last 7 x 7 on outputs 14-27 wide: the column walk (walk_conv2d.cu says where it won).
   if ((tc_fwd || tc_rot) && launch_walk_conv2d<T>(ip, w.const_data_ptr<T>(), !tc_fwd, bp, op, P, cl, stream))
     return true;
+  // ConvNeXt's NCHW 7 x 7 on 49-64-high planes on tensor cores (tc7_nc.cu); fp32 as TF32 only where
+  // torch.backends.cudnn.allow_tf32 allows it.
+  if constexpr (!std::is_same_v<T, double>) {
+    if (!cl && (tc_fwd || tc_rot) && (sizeof(T) == 2 || tf32_allowed_for_conv()) &&
+        launch_tc7_nc<T>(ip, w.const_data_ptr<T>(), !tc_fwd, bp, op, P, stream))
+      return true;
+  }
   // NCHW output planes above 14 x 14 up to what a block's prefetch holds (nc_plane.cu), before the
   // tensor cores: faster than tc_rows_nc's 7 x 7 on 56 x 56 planes (0.083 against 0.099 ms, session 11).
   // 16-bit 3x3 planes on 16-byte rows first (nc_plane_cp: MobileNetV2 56x56 0.050 against 0.060 ms,

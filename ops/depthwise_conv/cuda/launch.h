@@ -92,6 +92,13 @@ bool launch_tc_rows_nc(const T* in, const T* w, bool flip, const T* bias, T* out
                        cudaStream_t stream);
 // The filters launch_tc_rows_nc<float> takes (before its plan's checks).
 bool tc_rows_nc_f32_takes(const Plan& P);
+// NCHW 7 x 7 forward and stride-1 data-grad (flip: the filter rotated 180 degrees) at padding 3,
+// multiplier 1, on tensor cores (tc7_nc.cuh): planes 49-64 high whose width gives 8 N-blocks
+// (16-bit: even widths 53-60) or 7 (fp32 as TF32; the caller checks torch.backends.cudnn.allow_tf32:
+// even widths 49-56), and 16-bit planes up to 16 high of even widths 13-20; tensors aligned to
+// 4 bytes at least, sm >= 80; w is the layer's filter [C][7][7]. false when not covered.
+template <typename T>
+bool launch_tc7_nc(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, cudaStream_t stream);
 
 // fp16 / bf16 5 x 3 x 3 forward and stride-1 data-grad (flip: the filter rotated 180 degrees),
 // NCDHW or (cl) NDHWC, multiplier 1, width padding 1 and widths a multiple of 8, 16-byte aligned
