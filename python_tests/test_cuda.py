@@ -1807,7 +1807,7 @@ def test_depthwise_tc_wgrad2d(dtype, placement):
         ref = F.conv2d(xr, wr, None, s, p, 1, C)
         gy = place(torch.randn(ref.shape, generator=gen))
         (gw_ref,) = torch.autograd.grad(ref, (wr,), gy.double())
-        what = f"case {i} {dtype} {placement}"
+        what = f"case {i} k{k} {dtype} {placement}"
         op = torch.ops.convx.conv2d_weight_grad
         poison()
         with deterministic():
@@ -1830,12 +1830,25 @@ WALK_WGRAD2D_CASES = [  # (N, C, size, padding): 7 x 7 at stride 1
     (1, 2, (3, 4), (3, 3)),
     (0, 8, (8, 8), (3, 3)),
 ]
+# 5 x 5 (EfficientNet's 28 x 28 'same' plane; the same kinds of edge cases, paddings 0 to 4)
+WALK5_CASES = [
+    (2, 40, (28, 28), (2, 2)),
+    (3, 40, (14, 14), (2, 2)),
+    (2, 40, (17, 22), (2, 2)),
+    (1, 3, (12, 10), (0, 0)),
+    (1, 2, (9, 11), (4, 4)),
+    (2, 2, (8, 13), (1, 3)),
+    (1, 2, (3, 4), (2, 2)),
+    (0, 8, (8, 8), (2, 2)),
+]
+WALK_CASES = {7: WALK_WGRAD2D_CASES, 5: WALK5_CASES}
 
 
 @pytest.mark.parametrize("placement", ["nchw", "nchw_off1", "strided", "nhwc"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["fp32", "fp16", "bf16"])
-def test_depthwise_walk_wgrad2d(dtype, placement):
-    """Weight-grad of 7 x 7 filters at stride 1 (walk2d.cuh where routed) against float64 on
+@pytest.mark.parametrize("k", [7, 5], ids=["k7", "k5"])
+def test_depthwise_walk_wgrad2d(dtype, placement, k):
+    """Weight-grad of 7 x 7 and 5 x 5 filters at stride 1 (walk2d.cuh where routed) against float64 on
     the same rounded data, on poisoned memory, bitwise repeatable; odd sizes, padding 0 to 6,
     a plane smaller than the filter, batch 0, a partial 32-channel group (NHWC)."""
     import torch.nn.functional as F
@@ -1853,15 +1866,15 @@ def test_depthwise_walk_wgrad2d(dtype, placement):
             return wide.copy_(t)
         return t.to(DEV, dtype).contiguous(memory_format=torch.channels_last)
 
-    for i, (N, C, size, p) in enumerate(WALK_WGRAD2D_CASES):
+    for i, (N, C, size, p) in enumerate(WALK_CASES[k]):
         gen = torch.Generator().manual_seed(530 + i)
         x = place(torch.randn(N, C, *size, generator=gen))
-        w = torch.randn(C, 1, 7, 7, generator=gen).to(DEV, dtype)
+        w = torch.randn(C, 1, k, k, generator=gen).to(DEV, dtype)
         xr, wr = x.double(), w.double().requires_grad_()
         ref = F.conv2d(xr, wr, None, 1, p, 1, C)
         gy = place(torch.randn(ref.shape, generator=gen))
         (gw_ref,) = torch.autograd.grad(ref, (wr,), gy.double())
-        what = f"case {i} {dtype} {placement}"
+        what = f"case {i} k{k} {dtype} {placement}"
         op = torch.ops.convx.conv2d_weight_grad
         poison()
         with deterministic():
@@ -1876,10 +1889,11 @@ def test_depthwise_walk_wgrad2d(dtype, placement):
 
 @pytest.mark.parametrize("placement", ["nchw", "nchw_off1", "strided", "nhwc"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["fp32", "fp16", "bf16"])
-def test_depthwise_walk_conv2d(dtype, placement):
-    """Forward (with bias) and input-grad of 7 x 7 filters at stride 1 (walk2d.cuh's walk_conv2d
+@pytest.mark.parametrize("k", [7, 5], ids=["k7", "k5"])
+def test_depthwise_walk_conv2d(dtype, placement, k):
+    """Forward (with bias) and input-grad of 7 x 7 and 5 x 5 filters at stride 1 (walk2d.cuh's walk_conv2d
     where routed) against float64 on the same rounded data, on poisoned memory; the cases of
-    WALK_WGRAD2D_CASES (odd sizes, padding 0 to 6, batch 0, a partial 32-channel group)."""
+    WALK_CASES (odd sizes, padding 0 to 6, batch 0, a partial 32-channel group)."""
     import torch.nn.functional as F
 
     tol = {torch.float32: 1e-5, torch.float16: 4e-3, torch.bfloat16: 2e-2}[dtype]
@@ -1896,15 +1910,15 @@ def test_depthwise_walk_conv2d(dtype, placement):
         return t.to(DEV, dtype).contiguous(memory_format=torch.channels_last)
 
     ops = torch.ops.convx
-    for i, (N, C, size, p) in enumerate(WALK_WGRAD2D_CASES):
+    for i, (N, C, size, p) in enumerate(WALK_CASES[k]):
         gen = torch.Generator().manual_seed(560 + i)
         x = place(torch.randn(N, C, *size, generator=gen))
-        w = torch.randn(C, 1, 7, 7, generator=gen).to(DEV, dtype)
+        w = torch.randn(C, 1, k, k, generator=gen).to(DEV, dtype)
         b = torch.randn(C, generator=gen).to(DEV, dtype)
         ref = F.conv2d(x.double(), w.double(), b.double(), 1, p, 1, C)
         gy = place(torch.randn(ref.shape, generator=gen))
         gx_ref = torch.nn.grad.conv2d_input(x.shape, w.double(), gy.double(), 1, p, 1, C)
-        what = f"case {i} {dtype} {placement}"
+        what = f"case {i} k{k} {dtype} {placement}"
         poison()
         y = ops.depthwise_conv2d(x, w, b, [1, 1], list(p), [1, 1])
         poison()

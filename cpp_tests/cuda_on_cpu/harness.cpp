@@ -2314,14 +2314,104 @@ void plane_cases() {
   if (cp_runs == 0 || cp_staged == 0 || cp_staged == cp_runs) ++failures;
 }
 
+// ---- eff5 (session 13): the column-walking kernels of walk2d.cuh at 5 x 5 in fp32, both layouts
+// (walk_wgrad2d.cu / walk_conv2d.cu's 5 x 5 cases), against float64 on the same data: the
+// weight-grad on NaN-poisoned partials, the forward (bias) and stride-1 data-grad (rotated filter)
+// on NaN-poisoned outputs, with one block per channel (group) and as many chunks as the items
+// allow, bands of 16 and of 4 rows.
+static int eff5_taken = 0;
+template <bool CL>
+void eff5_walk_one(const Plan& P, const Tensor& xm, const Tensor& gm, const Tensor& ref, bool wgrad, bool flip,
+                   const Tensor& b, const std::string& name, const char* what) {
+  for (int64_t target : {int64_t(1), int64_t(1) << 30}) for (int rows : {kWalkBandRows, 4}) {
+    Walk2d L{};
+    const std::string tag = std::string(what) + " walk5 " + (CL ? "nhwc" : "nchw") + " rows " + std::to_string(rows) +
+                            (target == 1 ? " 1 chunk" : " chunks");
+    if (!walk2d_plan(L, P, 5, CL, target, rows)) {
+      ++failures;
+      std::printf("%-44s %-34s declined FAIL\n", name.c_str(), tag.c_str());
+      continue;
+    }
+    Tensor r;
+    if (wgrad) {
+      Tensor part = at::full({P.in_c, int64_t(L.chunks), 25}, NAN, at::kFloat);
+      r = at::full({P.in_c * 25}, NAN, at::kFloat);
+      float* pp = part.data_ptr<float>();
+      launch(dim3{unsigned(L.groups * L.chunks)}, dim3{unsigned(kWalkThreads)},
+             [&] { walk_wgrad2d<float, 5, CL>(xm.data_ptr<float>(), gm.data_ptr<float>(), pp, L); });
+      const int64_t n = P.in_c * 25;
+      launch(dim3{unsigned((n + 255) / 256)}, dim3{256u}, [&] { sum_slots<float>(pp, r.data_ptr<float>(), P.in_c, L.chunks, 25); });
+    } else {
+      Tensor o = at::full(ref.sizes(), NAN, at::kFloat);
+      if (CL) o = to_cl(o);
+      const float* bp = b.defined() ? b.data_ptr<float>() : nullptr;
+      launch(dim3{unsigned(L.groups * L.chunks)}, dim3{unsigned(kWalkThreads)},
+             [&] { walk_conv2d<float, 5, CL>(xm.data_ptr<float>(), gm.data_ptr<float>(), flip, bp, o.data_ptr<float>(), L); });
+      r = CL ? from_cl(o) : o;
+    }
+    ++eff5_taken;
+    check(tag.c_str(), r.to(at::kDouble), ref, name, 1e-5);
+  }
+}
+void eff5_walk_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t pw) {
+  at::manual_seed(15);
+  Tensor x = at::randn({N, C, H, W}), w = at::randn({C, 1, 5, 5}), b = at::randn({C});
+  Tensor y = at::conv2d(x.to(at::kDouble), w.to(at::kDouble), b.to(at::kDouble), 1, {ph, pw}, 1, C);
+  Tensor gy = at::randn(y.sizes());
+  auto [gx, gw, gb] = at::convolution_backward(gy.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble), std::nullopt,
+                                               {1, 1}, {ph, pw}, {1, 1}, false, {0, 0}, C, {true, true, false});
+  Geometry g;
+  g.batch = N, g.in_channels = C, g.out_channels = C, g.groups = C;
+  g.input[0] = g.output[0] = g.kernel[0] = g.stride[0] = 1, g.padding[0] = 0;
+  g.input[1] = H, g.input[2] = W, g.output[1] = y.size(2), g.output[2] = y.size(3);
+  g.kernel[1] = g.kernel[2] = 5, g.padding[1] = ph, g.padding[2] = pw, g.stride[1] = g.stride[2] = 1;
+  char name[96];
+  std::snprintf(name, sizeof name, "fp32 N%ld C%ld %ldx%ld k5 p%ld,%ld", long(N), long(C), long(H), long(W), long(ph),
+                long(pw));
+  Plan P{}; Prep Q{};
+  forward_plan(g, P, Q);
+  const Tensor gwv = gw.view({-1});
+  eff5_walk_one<false>(P, x.contiguous(), gy.contiguous(), gwv, true, false, Tensor(), name, "wgrad");
+  eff5_walk_one<true>(P, to_cl(x), to_cl(gy), gwv, true, false, Tensor(), name, "wgrad");
+  // forward: x with the filter as stored; the weight pointer rides in gm's slot
+  eff5_walk_one<false>(P, x.contiguous(), w.contiguous(), y, false, false, b, name, "fwd");
+  eff5_walk_one<true>(P, to_cl(x), w.contiguous(), y, false, false, b, name, "fwd");
+  Plan D{}; Prep DQ{};
+  if (!data_grad_plan(g, D, DQ)) { ++failures; return; }
+  eff5_walk_one<false>(D, gy.contiguous(), w.contiguous(), gx, false, true, Tensor(), name, "dgrad");
+  eff5_walk_one<true>(D, to_cl(gy), w.contiguous(), gx, false, true, Tensor(), name, "dgrad");
+}
+void eff5_cases() {
+  // EfficientNet's 'same' 28 x 28 plane (2 bands of 14 rows; NHWC: 40 channels, a full and a
+  // partial group of 32), strips cut by the row's end (W 22, 10), padding 0 (output smaller than
+  // the input; the data-grad's padding 4), 4 (output wider), unequal paddings, one output row, a
+  // plane smaller than the filter's reach, 20 samples (several chunks)
+  eff5_walk_case(2, 40, 28, 28, 2, 2);
+  eff5_walk_case(1, 3, 12, 10, 0, 0);
+  eff5_walk_case(1, 2, 9, 11, 4, 4);
+  eff5_walk_case(2, 2, 8, 13, 1, 3);
+  eff5_walk_case(3, 2, 5, 22, 0, 2);
+  eff5_walk_case(1, 2, 3, 4, 2, 2);
+  eff5_walk_case(20, 2, 17, 22, 2, 2);
+  std::printf("eff5 walk2d 5x5: %d launches checked\n", eff5_taken);
+  if (eff5_taken == 0) ++failures;
+}
+// ---- end eff5
+
 // HARNESS_ONLY=tcn runs tcn_cases alone (the tensor-core rows kernel; minutes less on 2 cores);
 // HARNESS_ONLY=rows the 1-D run_case entries alone (row_warp, cl_row1d, row1d, the 1-D weight-grads).
 // HARNESS_ONLY=d3r runs d3r_cases alone (depth3d_regs.cuh, cl_wgrad_d3r / cl_wgrad_d3s).
 // HARNESS_ONLY=planes runs plane_cases alone (the whole-plane NCHW kernels).
 // HARNESS_ONLY=walk runs the walk2d cases alone (walk_conv2d, walk_wgrad2d).
+// HARNESS_ONLY=eff5 runs eff5_cases alone (walk2d at 5 x 5, fp32).
 int main() {
   if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "rows2d") {
     clwr2_cases();
+    std::printf("failures: %d\n", failures);
+    return failures != 0;
+  }
+  if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "eff5") {
+    eff5_cases();
     std::printf("failures: %d\n", failures);
     return failures != 0;
   }
@@ -2370,6 +2460,7 @@ int main() {
     clwr2_cases();
     walkc_cases();
     walk_cases();
+    eff5_cases();
     check_fast_div();
   }
   run_case(2, 2, 8, 1, {13, 17}, {3, 3}, {1, 1}, {1, 1});

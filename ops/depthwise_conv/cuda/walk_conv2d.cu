@@ -14,6 +14,8 @@
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <type_traits>
 
 namespace convx::cuda {
@@ -24,6 +26,21 @@ bool launch_walk_conv2d(const T* in, const T* w, bool flip, const T* bias, T* ou
   if constexpr (std::is_same_v<T, double>) {
     return false;
   } else {
+    if constexpr (std::is_same_v<T, float>) {
+      // TEMPORARY A/B (session 13, eff5): CONVX_EFF5_FW=walk8 / walk16 takes fp32 5x5, both layouts.
+      if (const char* k = std::getenv("CONVX_EFF5_FW"); k && std::strncmp(k, "walk", 4) == 0 && P.k[1] == 5) {
+        Walk2d L{};
+        if (!walk2d_plan(L, P, 5, channels_last, std::atoi(k + 4) * sm_count())) return false;
+        const unsigned blocks = static_cast<unsigned>(int64_t(L.groups) * L.chunks);
+        if (channels_last) {
+          walk_conv2d<T, 5, true><<<blocks, kWalkThreads, 0, stream>>>(in, w, flip, bias, out, L);
+        } else {
+          walk_conv2d<T, 5, false><<<blocks, kWalkThreads, 0, stream>>>(in, w, flip, bias, out, L);
+        }
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+        return true;
+      }
+    }
     if (!channels_last || P.k[1] != 7 || P.q[2] < 14 || P.q[2] >= 28) return false;
     Walk2d L{};
     // About two waves of 3 blocks per SM; blocks of whole rounds even out across the SMs.

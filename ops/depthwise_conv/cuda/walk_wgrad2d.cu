@@ -17,17 +17,20 @@
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <type_traits>
 
 namespace convx::cuda {
 namespace {
 
 template <typename T, int K, bool CL>
-bool run(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
+bool run(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream,
+         int waves = 8) {
   using acc_t = at::opmath_type<T>;
   Walk2d L{};
   // About two waves of 3 blocks per SM; blocks of whole rounds even out across the SMs.
-  if (!walk2d_plan(L, P, K, CL, 8 * sm_count())) return false;
+  if (!walk2d_plan(L, P, K, CL, waves * sm_count())) return false;
   const int64_t taps = K * K;
   const at::Tensor part = at::empty({P.in_c, int64_t(L.chunks), taps},
                                     like.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
@@ -46,6 +49,14 @@ bool launch_walk_wgrad2d(const T* x, const T* gy, T* gw, const Plan& P, bool cha
   if constexpr (std::is_same_v<T, double>) {
     return false;
   } else {
+    if constexpr (std::is_same_v<T, float>) {
+      // TEMPORARY A/B (session 13, eff5): CONVX_EFF5_WG=walk8 / walk16 / walk24 takes fp32 5x5.
+      if (const char* k = std::getenv("CONVX_EFF5_WG"); k && std::strncmp(k, "walk", 4) == 0 && P.k[1] == 5) {
+        const int waves = std::atoi(k + 4);
+        return channels_last ? run<T, 5, true>(x, gy, gw, P, like, stream, waves)
+                             : run<T, 5, false>(x, gy, gw, P, like, stream, waves);
+      }
+    }
     if (P.k[1] != 7 || P.q[2] < 14) return false;
     if constexpr (std::is_same_v<T, float>) {
       return channels_last ? run<T, 7, true>(x, gy, gw, P, like, stream) : run<T, 7, false>(x, gy, gw, P, like, stream);
