@@ -1930,6 +1930,67 @@ def test_depthwise_walk_conv2d(dtype, placement, k):
                                        msg=lambda m: f"{what} {name}\n{m}")
 
 
+# eff5 (session 13): NCHW 5 x 5 at stride 1 with padding 2 -- forward and input-grad on
+# nc_plane_cp (fp32 and 16-bit, 8-byte copies), fp32 weight-grad on nc_wgrad_cp: (N, C, size).
+# EfficientNet's 28 x 28 plane (partial last group and unit), an odd height on 24-wide rows,
+# 20-wide rows (16-bit outputs end mid-strip: staged), 56 x 56 (one plane per group), 22-wide
+# rows (16-bit: 44-byte rows decline to nc_plane; fp32 dy rows not whole vectors: the weight-grad
+# declines), batch 0.
+NC_CP5 = [(11, 24, (28, 28)), (3, 5, (17, 24)), (2, 3, (30, 20)), (1, 2, (56, 56)), (2, 3, (16, 22)), (0, 4, (28, 28))]
+
+
+@pytest.mark.parametrize("offset", [0, 1], ids=["aligned", "off1"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["fp32", "fp16", "bf16"])
+@pytest.mark.parametrize("cfg", NC_CP5, ids=[f"n{c[0]}_c{c[1]}_{c[2][0]}x{c[2][1]}" for c in NC_CP5])
+def test_depthwise_nc_plane_cp_k5(cfg, dtype, offset):
+    """Forward (bias), input-grad and weight-grad of NCHW 5 x 5 'same' depthwise against float64
+    on the same rounded data, on poisoned memory; the weight-grad bitwise repeatable; `offset`
+    starts input and gradient one element past the allocation."""
+    import torch.nn.functional as F
+
+    N, C, size = cfg
+    gen = torch.Generator().manual_seed(NC_CP5.index(cfg))
+
+    def held(t):  # t on the device, `offset` elements into its storage, contiguous
+        buf = torch.empty(t.numel() + offset, device=DEV, dtype=dtype)
+        out = buf[offset:].view(t.shape)
+        out.copy_(t)
+        return out
+
+    x = held(torch.randn(N, C, *size, generator=gen))
+    w = torch.randn(C, 1, 5, 5, generator=gen).to(DEV, dtype)
+    b = torch.randn(C, generator=gen).to(DEV, dtype)
+    xr, wr = x.double().requires_grad_(), w.double().requires_grad_()
+    ref = F.conv2d(xr, wr, b.double(), 1, 2, 1, C)
+    gy = held(torch.randn(ref.shape, generator=gen))
+    gx_ref, gw_ref = torch.autograd.grad(ref, (xr, wr), gy.double()) if N else (xr * 0, wr * 0)
+    tol = LOW[dtype] if dtype != torch.float32 else 1e-5
+    ops = torch.ops.convx
+
+    def close(out, want, what):
+        want = want.detach()
+        scale = max(1.0, float(want.abs().max())) if want.numel() else 1.0
+        assert not torch.isnan(out).any(), f"{cfg} {what}: NaN (unwritten element)"
+        torch.testing.assert_close(out.double() / scale, want / scale, rtol=tol, atol=tol,
+                                   msg=lambda msg: f"{cfg} {what}\n{msg}")
+
+    poison()
+    with deterministic():
+        y = ops.depthwise_conv2d(x, w, b, [1, 1], [2, 2], [1, 1])
+    close(y, ref, "forward")
+    poison()
+    with deterministic():
+        gx = ops.conv2d_input_grad(list(x.shape), w, gy, [1, 1], [2, 2], [1, 1], C)
+    close(gx, gx_ref, "input-grad")
+    poison()
+    with deterministic():
+        gw = ops.conv2d_weight_grad(x, list(w.shape), gy, [1, 1], [2, 2], [1, 1], C)
+        poison()
+        gw2 = ops.conv2d_weight_grad(x, list(w.shape), gy, [1, 1], [2, 2], [1, 1], C)
+    close(gw, gw_ref, "weight-grad")
+    assert torch.equal(gw, gw2), f"{cfg}: weight-grad not bitwise repeatable"
+
+
 def test_depthwise_tc_wgrad2d_beyond_2_pow_31_elements():
     """The tensor-core 2-D weight-grad on NCHW tensors of more than 2^31 elements (64-bit plane
     offsets): the first and last channels' weight-grads against aten in float32."""

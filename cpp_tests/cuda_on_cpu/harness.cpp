@@ -32,6 +32,7 @@
 #include "tc_wgrad3d.cuh"
 #include "tc_wgrad2d.cuh"
 #include "walk2d.cuh"
+#include "nc_wgrad_cp.cuh"
 #include "depth3d_regs.cuh"
 #include "ops/depthwise_conv/cuda/wgrad_sum.cuh"
 namespace convx::cuda {
@@ -778,29 +779,40 @@ void np_check(const char* what, const Plan& P, bool flip, const Tensor& src, con
   }
 }
 
-// nc_plane_cp.cu's specialisations (16-bit 3x3 at stride 1 / 2, TH 4) on `blocks` blocks (0: one
-// per group) of the launcher's size, at any plane size. false when choose_nc_plane_cp declines.
-static int cp_runs = 0, cp_staged = 0;
-template <typename T, int K, int S, int TH>
-bool cp_run(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, unsigned blocks) {
+// nc_plane_cp.cu's specialisations (16-bit 3x3 at stride 1 / 2, TH 4, 16-byte chunks; fp32 and
+// 16-bit 5x5 at stride 1, 8-byte chunks, TH 4 / 2 and the other row count too) on `blocks` blocks
+// (0: one per group) of the launcher's size, at any plane size, bands skewed or not. false when
+// choose_nc_plane_cp declines; *out the layout.
+static int cp_runs = 0, cp_staged = 0, cp_skewed = 0;
+template <typename T, int K, int S, int TH, int CH>
+bool cp_run(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, unsigned blocks, bool skew,
+            NcPlaneCp* lo) {
   NcPlaneCp L{};
-  if (!choose_nc_plane_cp(L, P, K, K, S, TH, sizeof(T), in, out, flip)) return false;
+  if (!choose_nc_plane_cp(L, P, K, K, S, TH, sizeof(T), CH, in, out, flip, skew)) return false;
   g_smem_bytes = size_t(L.smem);
   const unsigned threads = unsigned(std::min<int64_t>(kCpThreads, ceil_div(int64_t(L.pb) * L.items.d, 32) * 32));
   launch(dim3{blocks ? std::min(blocks, L.groups) : L.groups}, dim3{threads},
-         [&] { nc_plane_cp<T, K, K, S, TH>(in, w, bias, out, L); });
+         [&] { nc_plane_cp<T, K, K, S, TH, CH>(in, w, bias, out, L); });
   ++cp_runs;
   cp_staged += !L.direct;
+  cp_skewed += L.bs != TH * L.pitch;
+  *lo = L;
   return true;
 }
 template <typename T>
-bool cp_dispatch(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, unsigned blocks) {
+bool cp_dispatch(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, unsigned blocks, bool skew,
+                 bool alt, NcPlaneCp* lo) {
+  if (P.k[1] != P.k[2] || P.S[1] != P.S[2]) return false;
+  if (P.k[1] == 5 && P.S[1] == 1) {
+    return (sizeof(T) == 4) != alt ? cp_run<T, 5, 1, 4, 8>(in, w, flip, bias, out, P, blocks, skew, lo)
+                                   : cp_run<T, 5, 1, 2, 8>(in, w, flip, bias, out, P, blocks, skew, lo);
+  }
   if constexpr (sizeof(T) != 2) {
     return false;
   } else {
-    if (P.k[1] != 3 || P.k[2] != 3 || P.S[1] != P.S[2]) return false;
-    if (P.S[1] == 1) return cp_run<T, 3, 1, 4>(in, w, flip, bias, out, P, blocks);
-    if (P.S[1] == 2) return cp_run<T, 3, 2, 4>(in, w, flip, bias, out, P, blocks);
+    if (P.k[1] != 3 || alt) return false;
+    if (P.S[1] == 1) return cp_run<T, 3, 1, 4, 16>(in, w, flip, bias, out, P, blocks, skew, lo);
+    if (P.S[1] == 2) return cp_run<T, 3, 2, 4, 16>(in, w, flip, bias, out, P, blocks, skew, lo);
     return false;
   }
 }
@@ -814,17 +826,17 @@ void cp_check(const char* what, const Plan& P, bool flip, const Tensor& src, con
   Tensor src1 = at::full({src.numel() + 1}, NAN, opts), out1 = at::full({ref.numel() + 1}, NAN, opts);
   src1.narrow(0, 1, src.numel()).copy_(src.flatten());
   for (int off : {0, 1, 2, 3}) {
-    for (unsigned blocks : {0u, 3u}) {
+    for (unsigned blocks : {0u, 3u}) for (int v : {0, 1, 2}) {  // v: skewed, unskewed, the other row count
       const T* ip = off & 1 ? src1.data_ptr<T>() + 1 : src.data_ptr<T>();
       Tensor o = off & 2 ? out1.narrow(0, 1, ref.numel()).view(ref.sizes()) : at::full(ref.sizes(), NAN, opts);
       o.fill_(NAN);
+      NcPlaneCp L{};
       if (cp_dispatch<T>(ip, wt.data_ptr<T>(), flip, bias.defined() ? bias.data_ptr<T>() : nullptr, o.data_ptr<T>(), P,
-                         blocks)) {
-        NcPlaneCp L{};
-        choose_nc_plane_cp(L, P, P.k[1], P.k[2], P.S[1], 4, sizeof(T), ip, o.data_ptr<T>(), flip);
+                         blocks, v != 1, v == 2, &L)) {
         const std::string tag = std::string(what) + " cp pb" + std::to_string(L.pb) + " pitch" +
-                                std::to_string(L.pitch) + (L.direct ? " direct" : " staged") + " g" +
-                                std::to_string(L.groups) + (blocks ? " b3" : "") + (off & 1 ? " in+1" : "") +
+                                std::to_string(L.pitch) + " bs" + std::to_string(L.bs) +
+                                (L.direct ? " direct" : " staged") + " g" + std::to_string(L.groups) +
+                                (blocks ? " b3" : "") + (v == 2 ? " alt-th" : "") + (off & 1 ? " in+1" : "") +
                                 (off & 2 ? " out+1" : "");
         check(tag.c_str(), o, ref, name, tol);
       }
@@ -2310,7 +2322,7 @@ void plane_cases() {
   run_case(2, 1, 7, 1, {20, 32}, {3, 3}, {1, 1}, {0, 0});
   run_case(2, 1, 7, 1, {17, 32}, {3, 3}, {1, 1}, {2, 2});
   std::printf("nc_plane runs: %d, nc_small_planes runs: %d\n", np_runs, sp_runs);
-  std::printf("nc_plane_cp runs: %d (staged outputs: %d)\n", cp_runs, cp_staged);
+  std::printf("nc_plane_cp runs: %d (staged outputs: %d, skewed bands: %d)\n", cp_runs, cp_staged, cp_skewed);
   if (cp_runs == 0 || cp_staged == 0 || cp_staged == cp_runs) ++failures;
 }
 
@@ -2395,6 +2407,83 @@ void eff5_cases() {
   eff5_walk_case(20, 2, 17, 22, 2, 2);
   std::printf("eff5 walk2d 5x5: %d launches checked\n", eff5_taken);
   if (eff5_taken == 0) ++failures;
+  // nc_plane_cp at 5x5 (stride 1, 'same' padding 2; fp32 and 16-bit, 8-byte chunks): EfficientNet's
+  // 28x28 plane (14 planes: a partial last group), an odd height on 24-wide rows, 20-wide rows (16
+  // bits: outputs end mid-strip, staged), 56x56 (one plane per group), 22-wide rows (16 bits: 44-byte
+  // rows decline; fp32 takes them), padding 1 (declines)
+  const int cp0 = cp_runs, sk0 = cp_skewed;
+  run_case(2, 2, 7, 1, {28, 28}, {5, 5}, {1, 1}, {2, 2});
+  run_case(2, 1, 5, 1, {17, 24}, {5, 5}, {1, 1}, {2, 2});
+  run_case(2, 1, 3, 1, {30, 20}, {5, 5}, {1, 1}, {2, 2});
+  run_case(2, 1, 2, 1, {56, 56}, {5, 5}, {1, 1}, {2, 2});
+  run_case(2, 1, 3, 1, {16, 22}, {5, 5}, {1, 1}, {2, 2});
+  run_case(2, 1, 3, 1, {16, 24}, {5, 5}, {1, 1}, {1, 1});
+  std::printf("eff5 nc_plane_cp 5x5: %d runs (skewed bands: %d)\n", cp_runs - cp0, cp_skewed - sk0);
+  if (cp_runs == cp0 || cp_skewed == sk0) ++failures;
+}
+// nc_wgrad_cp (fp32 5x5, stride 1, padding 2) on x / dy as allocated and on copies past a 16-byte
+// boundary (x by 2 elements: 8-byte chunks still fit; x by 1 and dy by 1: declines), NaN-poisoned partials, one
+// block per unit and 3 blocks walking the units, units of 1 and 2 groups, then the ordered sum.
+static int eff5_wg_runs = 0;
+void eff5_wgrad_case(int64_t N, int64_t C, int64_t H, int64_t W) {
+  at::manual_seed(16);
+  Tensor x = at::randn({N, C, H, W}), w = at::randn({C, 1, 5, 5});
+  Tensor y = at::conv2d(x.to(at::kDouble), w.to(at::kDouble), Tensor(), 1, {2, 2}, 1, C);
+  Tensor gy = at::randn(y.sizes());
+  const Tensor ref = std::get<1>(at::convolution_backward(gy.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble),
+                                                          std::nullopt, {1, 1}, {2, 2}, {1, 1}, false, {0, 0}, C,
+                                                          {false, true, false})).view({-1});
+  Geometry g;
+  g.batch = N, g.in_channels = C, g.out_channels = C, g.groups = C;
+  g.input[0] = g.output[0] = g.kernel[0] = g.stride[0] = 1, g.padding[0] = 0;
+  g.input[1] = H, g.input[2] = W, g.output[1] = y.size(2), g.output[2] = y.size(3);
+  g.kernel[1] = g.kernel[2] = 5, g.padding[1] = g.padding[2] = 2, g.stride[1] = g.stride[2] = 1;
+  Plan P{}; Prep Q{};
+  forward_plan(g, P, Q);
+  char name[96];
+  std::snprintf(name, sizeof name, "fp32 N%ld C%ld %ldx%ld k5 p2", long(N), long(C), long(H), long(W));
+  Tensor x1 = at::full({x.numel() + 2}, NAN), x2 = at::full({x.numel() + 2}, NAN), g1 = at::full({gy.numel() + 1}, NAN);
+  x1.narrow(0, 2, x.numel()).copy_(x.flatten());
+  x2.narrow(0, 1, x.numel()).copy_(x.flatten());
+  g1.narrow(0, 1, gy.numel()).copy_(gy.flatten());
+  for (int off : {0, 1, 2, 3}) for (int gpu : {1, 2}) for (unsigned blocks : {0u, 3u}) {
+    const float* xp = off == 1 ? x1.data_ptr<float>() + 2 : off == 3 ? x2.data_ptr<float>() + 1 : x.data_ptr<float>();
+    const float* gp = off == 2 ? g1.data_ptr<float>() + 1 : gy.data_ptr<float>();
+    NcPlaneCp L{};
+    NcWgradCp Wc{};
+    const std::string tag = std::string("wgrad cp") + (off == 1 ? " x+2" : off == 2 ? " dy+1" : off == 3 ? " x+1" : "") +
+                            " gpu" + std::to_string(gpu) + (blocks ? " b3" : "");
+    if (!choose_nc_wgrad_cp(L, Wc, P, 5, 4, xp, gp, gpu)) {
+      const bool expected = off >= 2 || W % 4 != 0;  // x not in 8-byte chunks, dy rows not whole aligned vectors
+      if (!expected) ++failures;
+      std::printf("%-44s %-34s declined%s\n", name, tag.c_str(), expected ? "" : " FAIL");
+      continue;
+    }
+    Tensor part = at::full({int64_t(Wc.units), 25}, NAN);
+    Tensor r = at::full({C * 25}, NAN);
+    g_smem_bytes = size_t(L.smem);
+    const unsigned threads = unsigned(std::min<int64_t>(kCpThreads, ceil_div(int64_t(L.pb) * L.items.d, 32) * 32));
+    float* pp = part.data_ptr<float>();
+    launch(dim3{blocks ? std::min<unsigned>(blocks, Wc.units) : unsigned(Wc.units)}, dim3{threads},
+           [&] { nc_wgrad_cp<5, 4>(xp, gp, pp, L, Wc); });
+    launch(dim3{unsigned((C * 25 + 255) / 256)}, dim3{256u}, [&] { sum_slots<float>(pp, r.data_ptr<float>(), C, Wc.chunks, 25); });
+    ++eff5_wg_runs;
+    check((tag + " pb" + std::to_string(L.pb) + " chunk" + std::to_string(Wc.chunk)).c_str(), r.to(at::kDouble), ref,
+          name, 1e-5);
+  }
+}
+void eff5_wgrad_cases() {
+  // EfficientNet's 28x28 plane (11 samples: units of 5 / 10 samples, a partial last unit; 2
+  // channels), an odd height on 24-wide rows, 56x56 (one plane per group), 20-wide rows, 22-wide
+  // rows (dy rows not whole vectors: declines), one sample
+  eff5_wgrad_case(11, 2, 28, 28);
+  eff5_wgrad_case(3, 3, 17, 24);
+  eff5_wgrad_case(2, 2, 56, 56);
+  eff5_wgrad_case(4, 2, 9, 20);
+  eff5_wgrad_case(2, 2, 8, 22);
+  eff5_wgrad_case(1, 1, 28, 28);
+  std::printf("eff5 nc_wgrad_cp: %d runs\n", eff5_wg_runs);
+  if (eff5_wg_runs == 0) ++failures;
 }
 // ---- end eff5
 
@@ -2403,15 +2492,22 @@ void eff5_cases() {
 // HARNESS_ONLY=d3r runs d3r_cases alone (depth3d_regs.cuh, cl_wgrad_d3r / cl_wgrad_d3s).
 // HARNESS_ONLY=planes runs plane_cases alone (the whole-plane NCHW kernels).
 // HARNESS_ONLY=walk runs the walk2d cases alone (walk_conv2d, walk_wgrad2d).
-// HARNESS_ONLY=eff5 runs eff5_cases alone (walk2d at 5 x 5, fp32).
+// HARNESS_ONLY=eff5 runs eff5_cases and eff5_wgrad_cases alone (walk2d at 5 x 5 in fp32,
+// nc_plane_cp at 5 x 5, nc_wgrad_cp); HARNESS_ONLY=eff5wg nc_wgrad_cp alone.
 int main() {
   if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "rows2d") {
     clwr2_cases();
     std::printf("failures: %d\n", failures);
     return failures != 0;
   }
+  if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "eff5wg") {
+    eff5_wgrad_cases();
+    std::printf("failures: %d\n", failures);
+    return failures != 0;
+  }
   if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "eff5") {
     eff5_cases();
+    eff5_wgrad_cases();
     std::printf("failures: %d\n", failures);
     return failures != 0;
   }
@@ -2461,6 +2557,7 @@ int main() {
     walkc_cases();
     walk_cases();
     eff5_cases();
+    eff5_wgrad_cases();
     check_fast_div();
   }
   run_case(2, 2, 8, 1, {13, 17}, {3, 3}, {1, 1}, {1, 1});

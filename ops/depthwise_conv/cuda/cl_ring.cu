@@ -9,8 +9,6 @@
 #include <c10/util/Half.h>
 
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <type_traits>
 
 namespace convx::cuda {
@@ -53,17 +51,11 @@ bool launch_cl_ring(const T* in, const T* w, bool flip, const T* bias, T* out, c
     //    block is a few strips of many channels and its halo columns cost more than the
     //    staging saves (MobileNetV2 7x7 planes 0.0137 -> 0.0149, ConvNeXt 14x14 0.043 -> 0.064).
     const int k = P.k[1], s = P.S[1];
-    // TEMPORARY A/B (session 13, eff5): CONVX_EFF5_FW=ring0 / ring1 takes fp32 5x5 (lookahead 0 / 1).
-    const char* knob = std::getenv("CONVX_EFF5_FW");
-    const int ring5 = sizeof(T) == 4 && k == 5 && s == 1 && knob && std::strncmp(knob, "ring", 4) == 0 ? 1 + std::atoi(knob + 4) : 0;
-    if (sizeof(T) == 4 ? !(k == 3 && s == 1) && !ring5 : P.out[2] < 28) return false;
+    if (sizeof(T) == 4 ? !(k == 3 && s == 1) : P.out[2] < 28) return false;
     if (!mma16_supported()) return false;  // cp.async: sm_80 and newer
     ClRing L{};
-    if (!ring_plan(L, P, flip, ring5 ? ring5 - 1 : sizeof(T) == 4 ? 0 : 1, sizeof(T))) return false;
+    if (!ring_plan(L, P, flip, sizeof(T) == 4 ? 0 : 1, sizeof(T))) return false;
     if (k == 3 && s == 1) return run<T, 3, 1>(in, w, bias, out, L, stream);
-    if constexpr (sizeof(T) == 4) {
-      if (ring5) return run<T, 5, 1>(in, w, bias, out, L, stream);
-    }
     if constexpr (sizeof(T) == 2) {
       if (k == 3 && s == 2) return run<T, 3, 2>(in, w, bias, out, L, stream);
       if (k == 5 && s == 1) return run<T, 5, 1>(in, w, bias, out, L, stream);

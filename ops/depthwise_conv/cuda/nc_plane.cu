@@ -19,37 +19,27 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <type_traits>
 
 namespace convx::cuda {
 namespace {
 
-template <typename T, int KH, int KW, int S, int TH0 = 0, int MINB = 4, int PF = kPlanePrefetch>
+template <typename T, int KH, int KW, int S>
 bool run(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, cudaStream_t stream) {
   // Two output rows per thread share KH - 1 staged rows' loads (one row per thread: MobileNetV2
   // 56x56 bf16 0.072 against 0.060 ms, EfficientNet fp32 0.056 against 0.047); one for 5x5 and
   // 7x7 at stride 2, which spill at two (ptxas, sm_90).
-  constexpr int TH = TH0 ? TH0 : KH >= 5 && S == 2 ? 1 : 2;
-  if constexpr (std::is_same_v<T, float> && KH == 5 && S == 1 && TH0 == 0) {
-    // TEMPORARY A/B (session 13, eff5): CONVX_EFF5_FW=th3 / th4 (rows per thread; 3 / 2 blocks per SM, prefetch 5 / 8).
-    if (const char* k = std::getenv("CONVX_EFF5_FW"); k && std::strcmp(k, "th4") == 0)
-      return run<T, KH, KW, S, 4, 2, 8>(in, w, flip, bias, out, P, stream);
-    if (const char* k = std::getenv("CONVX_EFF5_FW"); k && std::strcmp(k, "th3") == 0)
-      return run<T, KH, KW, S, 3, 3, 5>(in, w, flip, bias, out, P, stream);
-  }
+  constexpr int TH = KH >= 5 && S == 2 ? 1 : 2;
   NcPlane L{};
-  if (!choose_nc_plane(L, P, KH, KW, S, TH, sizeof(T), flip, PF)) return false;
+  if (!choose_nc_plane(L, P, KH, KW, S, TH, sizeof(T), flip)) return false;
   // Small planes: nc_small_planes measured faster (its header).
   if (int64_t(L.oh) * L.ow <= kSmallPlaneMaxOutputs) return false;
-  auto kernel = nc_plane<T, KH, KW, S, kPlaneStrip, TH, MINB, PF>;
+  auto kernel = nc_plane<T, KH, KW, S, kPlaneStrip, TH>;
   // A block walks groups blockIdx.x, + gridDim.x, ...: as many blocks as run at once, except for
   // fp32 7x7, where a block per group measured 5% faster (ConvNeXt 56x56: 0.090 against 0.095 ms;
   // MobileNetV2 fp32 0.086 against 0.085, bf16 0.063 against 0.060).
   int64_t blocks = L.groups;
-  const char* knob = std::getenv("CONVX_EFF5_FW");  // TEMPORARY A/B: oneblk = a block per group
-  if (!(KH == 7 && std::is_same_v<T, float>) && !(KH == 5 && knob && std::strcmp(knob, "oneblk") == 0)) {
+  if (!(KH == 7 && std::is_same_v<T, float>)) {
     int per_sm = 0;
     C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kPlaneThreads, static_cast<size_t>(L.smem)));
     blocks = std::min<int64_t>(blocks, std::max(per_sm, 1) * sm_count());

@@ -90,8 +90,7 @@ inline int plane_bank_conflicts(int64_t pitch, int64_t tile, int64_t items, int6
 // elements of esz bytes; flip: the data-grad's rotated filter. false when the plan is not a
 // one-phase 2-D multiplier-1 correlation, when one plane does not fit shared memory or the
 // prefetch (then nc_stream), or when the counts do not fit the 32-bit split.
-inline bool choose_nc_plane(NcPlane& L, const Plan& P, int kh, int kw, int s, int th, int esz, bool flip,
-                            int pf = kPlanePrefetch) {
+inline bool choose_nc_plane(NcPlane& L, const Plan& P, int kh, int kw, int s, int th, int esz, bool flip) {
   if (P.phases != 1 || P.J != 1 || P.in_div != 1 || P.in_c != P.out_c || P.in[0] != 1 || P.k[0] != 1 ||
       P.q[0] != 1 || P.k[1] != kh || P.k[2] != kw || P.S[1] != s || P.S[2] != s)
     return false;
@@ -104,7 +103,7 @@ inline bool choose_nc_plane(NcPlane& L, const Plan& P, int kh, int kw, int s, in
   // A thread's TH rows may run past the plane's last one (their outputs are not stored).
   const int64_t sh = (bands * th - 1) * s + kh;
   const int V = 16 / esz, taps = kh * kw;
-  const int64_t vec_cap = int64_t(pf) * kPlaneThreads * V - (V - 1);  // span elements the prefetch holds
+  const int64_t vec_cap = int64_t(kPlanePrefetch) * kPlaneThreads * V - (V - 1);  // span elements the prefetch holds
   const int64_t ipp = bands * strips;  // items per plane
   auto tile_of = [&](int64_t pitch) { return ceil_div(sh * pitch, 4) * 4; };
   int64_t pitch = ceil_div(need_w, 4) * 4, best = 33;
@@ -140,8 +139,8 @@ inline bool choose_nc_plane(NcPlane& L, const Plan& P, int kh, int kw, int s, in
 // w: the layer's filter [channel][KH][KW] in T (flip: read rotated); bias per channel or null.
 // Four blocks per SM (at most 64 registers; ptxas, sm_90: no spills in the launcher's
 // specialisations; TH 2 would spill 16-144 bytes for 5x5 and 7x7 at stride 2).
-template <typename T, int KH, int KW, int S, int R, int TH, int MINB = 4, int PF = kPlanePrefetch>
-__global__ void __launch_bounds__(kPlaneThreads, MINB)
+template <typename T, int KH, int KW, int S, int R, int TH>
+__global__ void __launch_bounds__(kPlaneThreads, 4)
 nc_plane(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
          const NcPlane L) {
   using acc_t = at::opmath_type<T>;
@@ -150,7 +149,7 @@ nc_plane(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict_
   constexpr int NX = (R - 1) * S + KW;   // staged columns of a strip
   constexpr int NR = (TH - 1) * S + KH;  // staged rows of a strip
   constexpr int TAPS = KH * KW;
-  constexpr int WPF = kPlaneTapPrefetch;
+  constexpr int PF = kPlanePrefetch, WPF = kPlaneTapPrefetch;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   acc_t* const xs = reinterpret_cast<acc_t*>(smem_raw);  // [pb][sh][pitch] (+ rounding)
   acc_t* const ws = xs + L.pb * L.tile;                    // [pb][TAPS]

@@ -21,18 +21,22 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <type_traits>
 
 namespace convx::cuda {
 namespace {
 
-template <typename T, int K, int S>
+template <typename T, int K, int S, int TH, int CH>
 bool run(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, cudaStream_t stream) {
-  constexpr int TH = 4;
   NcPlaneCp L{};
-  if (!choose_nc_plane_cp(L, P, K, K, S, TH, sizeof(T), in, out, flip)) return false;
+  // TEMPORARY A/B (session 13, eff5): CONVX_EFF5_SKEW=0 keeps the bands unskewed.
+  const char* sk = std::getenv("CONVX_EFF5_SKEW");
+  if (!choose_nc_plane_cp(L, P, K, K, S, TH, sizeof(T), CH, in, out, flip, !(sk && std::strcmp(sk, "0") == 0)))
+    return false;
   if (int64_t(L.oh) * L.ow <= kSmallPlaneMaxOutputs) return false;
-  auto kernel = nc_plane_cp<T, K, K, S, TH>;
+  auto kernel = nc_plane_cp<T, K, K, S, TH, CH>;
   // A block of the group's items (whole warps), walking groups blockIdx.x, + gridDim.x, ...: as
   // many blocks as run at once.
   const int threads = static_cast<int>(std::min<int64_t>(kCpThreads, ceil_div(int64_t(L.pb) * L.items.d, 32) * 32));
@@ -51,13 +55,28 @@ bool run(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& 
 
 template <typename T>
 bool launch_nc_plane_cp(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, cudaStream_t stream) {
-  if constexpr (sizeof(T) != 2) {
-    return false;  // fp32: nc_plane measured faster (above); float64: nc_gather
+  if constexpr (std::is_same_v<T, double>) {
+    return false;  // float64: nc_gather
   } else {
     if (!mma16_supported()) return false;  // cp.async: sm_80 and newer
-    if (P.k[1] != 3 || P.k[2] != 3 || P.S[1] != P.S[2]) return false;
-    if (P.S[1] == 1) return run<T, 3, 1>(in, w, flip, bias, out, P, stream);
-    if (P.S[1] == 2) return run<T, 3, 2>(in, w, flip, bias, out, P, stream);
+    if (P.k[1] != P.k[2] || P.S[1] != P.S[2]) return false;
+    if (P.k[1] == 5 && P.S[1] == 1) {
+      // TEMPORARY A/B (session 13, eff5): CONVX_EFF5_FW=main leaves 5x5 to nc_plane; th2 / th4.
+      const char* fw = std::getenv("CONVX_EFF5_FW");
+      if (fw && std::strcmp(fw, "main") == 0) return false;
+      if constexpr (sizeof(T) == 4) {
+        if (fw && std::strcmp(fw, "th2") == 0) return run<T, 5, 1, 2, 8>(in, w, flip, bias, out, P, stream);
+        return run<T, 5, 1, 4, 8>(in, w, flip, bias, out, P, stream);
+      } else {
+        if (fw && std::strcmp(fw, "th4") == 0) return run<T, 5, 1, 4, 8>(in, w, flip, bias, out, P, stream);
+        return run<T, 5, 1, 2, 8>(in, w, flip, bias, out, P, stream);
+      }
+    }
+    if constexpr (sizeof(T) == 2) {
+      if (P.k[1] != 3) return false;
+      if (P.S[1] == 1) return run<T, 3, 1, 4, 16>(in, w, flip, bias, out, P, stream);
+      if (P.S[1] == 2) return run<T, 3, 2, 4, 16>(in, w, flip, bias, out, P, stream);
+    }
     return false;
   }
 }
