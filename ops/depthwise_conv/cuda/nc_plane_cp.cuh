@@ -329,16 +329,7 @@ nc_plane_cp(const T* __restrict__ in, const T* __restrict__ w, const T* __restri
         }
       } else {
         // Staged as T, shifted by the output span's misalignment (store_span moves aligned vectors).
-        T* const ys = ys_raw + mo;
-#pragma unroll
-        for (int bb = 0; bb < TH; ++bb) {
-          if (y0 + bb >= L.oh) break;
-          T* const yr = ys + pl * ohw + (y0 + bb) * L.ow + x0;
-#pragma unroll
-          for (int o = 0; o < R; ++o) {
-            if (x0 + o < L.ow) yr[o] = static_cast<T>(acc[bb][o]);
-          }
-        }
+        stage_outputs<T>(ys_raw + mo, acc, acc_t(0), pl, L.oh, L.ow, y0, x0);
       }
     }
     // Every thread is done with buffer b (the next iteration copies into it) and with ys.
