@@ -1931,11 +1931,11 @@ def test_depthwise_walk_conv2d(dtype, placement, k):
 
 
 # eff5 (session 13): NCHW 5 x 5 at stride 1 with padding 2 -- forward and input-grad on
-# nc_plane_cp (fp32 and 16-bit, 8-byte copies), fp32 weight-grad on nc_wgrad_cp: (N, C, size).
-# EfficientNet's 28 x 28 plane (partial last group and unit), an odd height on 24-wide rows,
-# 20-wide rows (16-bit outputs end mid-strip: staged), 56 x 56 (one plane per group), 22-wide
-# rows (16-bit: 44-byte rows decline to nc_plane; fp32 dy rows not whole vectors: the weight-grad
-# declines), batch 0.
+# nc_plane_cp (fp32 and 16-bit, 8-byte copies, outputs up to 28 wide; else nc_plane), the fp32
+# weight-grad on nc_wgrad_cp (rows of whole vectors at least 28 wide; else walk_wgrad2d from 14):
+# (N, C, size). EfficientNet's 28 x 28 plane (partial last group and unit), an odd height on
+# 24-wide rows, 20-wide rows (16-bit outputs end mid-strip: staged), 56 x 56 (forward: nc_plane;
+# weight-grad: one plane per group), 22-wide rows (16-bit: 44-byte rows go to nc_plane), batch 0.
 NC_CP5 = [(11, 24, (28, 28)), (3, 5, (17, 24)), (2, 3, (30, 20)), (1, 2, (56, 56)), (2, 3, (16, 22)), (0, 4, (28, 28))]
 
 

@@ -780,9 +780,9 @@ void np_check(const char* what, const Plan& P, bool flip, const Tensor& src, con
 }
 
 // nc_plane_cp.cu's specialisations (16-bit 3x3 at stride 1 / 2, TH 4, 16-byte chunks; fp32 and
-// 16-bit 5x5 at stride 1, 8-byte chunks, TH 4 / 2 and the other row count too) on `blocks` blocks
-// (0: one per group) of the launcher's size, at any plane size, bands skewed or not. false when
-// choose_nc_plane_cp declines; *out the layout.
+// 16-bit 5x5 at stride 1, TH 4, 8-byte chunks) on `blocks` blocks (0: one per group) of the
+// launcher's size, at any plane size, bands skewed as the launcher does (5x5) or the other way.
+// false when choose_nc_plane_cp declines; *lo the layout.
 static int cp_runs = 0, cp_staged = 0, cp_skewed = 0;
 template <typename T, int K, int S, int TH, int CH>
 bool cp_run(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, unsigned blocks, bool skew,
@@ -800,17 +800,15 @@ bool cp_run(const T* in, const T* w, bool flip, const T* bias, T* out, const Pla
   return true;
 }
 template <typename T>
-bool cp_dispatch(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, unsigned blocks, bool skew,
-                 bool alt, NcPlaneCp* lo) {
+bool cp_dispatch(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, unsigned blocks,
+                 bool other_skew, NcPlaneCp* lo) {
   if (P.k[1] != P.k[2] || P.S[1] != P.S[2]) return false;
-  if (P.k[1] == 5 && P.S[1] == 1) {
-    return (sizeof(T) == 4) != alt ? cp_run<T, 5, 1, 4, 8>(in, w, flip, bias, out, P, blocks, skew, lo)
-                                   : cp_run<T, 5, 1, 2, 8>(in, w, flip, bias, out, P, blocks, skew, lo);
-  }
+  const bool skew = (P.k[1] == 5) != other_skew;
+  if (P.k[1] == 5 && P.S[1] == 1) return cp_run<T, 5, 1, 4, 8>(in, w, flip, bias, out, P, blocks, skew, lo);
   if constexpr (sizeof(T) != 2) {
     return false;
   } else {
-    if (P.k[1] != 3 || alt) return false;
+    if (P.k[1] != 3) return false;
     if (P.S[1] == 1) return cp_run<T, 3, 1, 4, 16>(in, w, flip, bias, out, P, blocks, skew, lo);
     if (P.S[1] == 2) return cp_run<T, 3, 2, 4, 16>(in, w, flip, bias, out, P, blocks, skew, lo);
     return false;
@@ -826,17 +824,17 @@ void cp_check(const char* what, const Plan& P, bool flip, const Tensor& src, con
   Tensor src1 = at::full({src.numel() + 1}, NAN, opts), out1 = at::full({ref.numel() + 1}, NAN, opts);
   src1.narrow(0, 1, src.numel()).copy_(src.flatten());
   for (int off : {0, 1, 2, 3}) {
-    for (unsigned blocks : {0u, 3u}) for (int v : {0, 1, 2}) {  // v: skewed, unskewed, the other row count
+    for (unsigned blocks : {0u, 3u}) for (int v : {0, 1}) {  // v: bands as the launcher skews them, the other way
       const T* ip = off & 1 ? src1.data_ptr<T>() + 1 : src.data_ptr<T>();
       Tensor o = off & 2 ? out1.narrow(0, 1, ref.numel()).view(ref.sizes()) : at::full(ref.sizes(), NAN, opts);
       o.fill_(NAN);
       NcPlaneCp L{};
       if (cp_dispatch<T>(ip, wt.data_ptr<T>(), flip, bias.defined() ? bias.data_ptr<T>() : nullptr, o.data_ptr<T>(), P,
-                         blocks, v != 1, v == 2, &L)) {
+                         blocks, v == 1, &L)) {
         const std::string tag = std::string(what) + " cp pb" + std::to_string(L.pb) + " pitch" +
                                 std::to_string(L.pitch) + " bs" + std::to_string(L.bs) +
                                 (L.direct ? " direct" : " staged") + " g" + std::to_string(L.groups) +
-                                (blocks ? " b3" : "") + (v == 2 ? " alt-th" : "") + (off & 1 ? " in+1" : "") +
+                                (blocks ? " b3" : "") + (off & 1 ? " in+1" : "") +
                                 (off & 2 ? " out+1" : "");
         check(tag.c_str(), o, ref, name, tol);
       }
@@ -2409,8 +2407,9 @@ void eff5_cases() {
   if (eff5_taken == 0) ++failures;
   // nc_plane_cp at 5x5 (stride 1, 'same' padding 2; fp32 and 16-bit, 8-byte chunks): EfficientNet's
   // 28x28 plane (14 planes: a partial last group), an odd height on 24-wide rows, 20-wide rows (16
-  // bits: outputs end mid-strip, staged), 56x56 (one plane per group), 22-wide rows (16 bits: 44-byte
-  // rows decline; fp32 takes them), padding 1 (declines)
+  // bits: outputs end mid-strip, staged), 56x56 (one plane per group; dispatch leaves it to
+  // nc_plane, measured faster), 22-wide rows (16 bits: 44-byte rows decline; fp32 takes them),
+  // padding 1 (declines)
   const int cp0 = cp_runs, sk0 = cp_skewed;
   run_case(2, 2, 7, 1, {28, 28}, {5, 5}, {1, 1}, {2, 2});
   run_case(2, 1, 5, 1, {17, 24}, {5, 5}, {1, 1}, {2, 2});

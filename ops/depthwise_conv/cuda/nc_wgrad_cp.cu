@@ -1,5 +1,11 @@
 // Launcher of the staged NCHW fp32 weight-grad (nc_wgrad_cp.cuh): 5x5 at stride 1 with padding 2,
-// output rows of whole 16-byte vectors, sm_80 and newer; the ordered sum of its per-unit partials.
+// output rows at least 28 wide of whole 16-byte vectors, sm_80 and newer; the ordered sum of its
+// per-unit partials. Tried before walk_wgrad2d.
+//
+// Measured on the H100 (session 13, bench/results/h100/session13/eff5_call2_ab.log; weight-grad
+// alone, ms, nc_wgrad_stream -> walk_wgrad2d -> this): EfficientNet 28x28 (N64 C240) 0.090 -> 0.062
+// -> 0.056; 56x56 (N64 C96) 0.132 -> 0.099 -> 0.094. Rows narrower than 28 (not measured here)
+// stay on walk_wgrad2d. Units of two groups of samples (a unit's partial is one block sum).
 #include "ops/depthwise_conv/cuda/launch.h"
 #include "ops/depthwise_conv/cuda/nc_wgrad_cp.cuh"
 #include "ops/depthwise_conv/cuda/wgrad_sum.cuh"
@@ -11,8 +17,6 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <type_traits>
 
 namespace convx::cuda {
@@ -22,10 +26,8 @@ bool launch_nc_wgrad_cp(const T* x, const T* gy, T* gw, const Plan& P, const at:
   if constexpr (!std::is_same_v<T, float>) {
     return false;
   } else {
-    // TEMPORARY A/B (session 13, eff5): CONVX_EFF5_WG=main / walk leaves the call to the others.
-    if (const char* k = std::getenv("CONVX_EFF5_WG"); k && std::strcmp(k, "cp") != 0) return false;
     if (!mma16_supported()) return false;  // cp.async: sm_80 and newer
-    if (P.k[1] != 5 || P.k[2] != 5 || P.S[1] != 1 || P.S[2] != 1) return false;
+    if (P.k[1] != 5 || P.k[2] != 5 || P.S[1] != 1 || P.S[2] != 1 || P.q[2] < 28) return false;
     constexpr int K = 5, TH = 4;
     NcPlaneCp L{};
     NcWgradCp W{};

@@ -3,10 +3,12 @@
 // main's kernel against this one, ms; bench/results/h100/session12/cnx_call2_ab.log):
 //   NHWC outputs 14 wide (ConvNeXt-14), forward / data-grad: fp32 0.045 -> 0.036, fp16 0.043 ->
 //   0.039, bf16 0.045 -> 0.039 (main: cl_gather).
-// 5 x 5 (session 13, bench/results/h100/session13/eff5_call1_ab.log, cl_gather -> this):
-//   fp32 NHWC forward / data-grad: EfficientNet 28x28 0.068 -> 0.062 (16 waves; 8: 0.073).
-// Left to the others: 5 x 5 NCHW (nc_plane: 0.048 against 0.063 here) and 16-bit NHWC (not
-// measured); 7 x 7 NHWC outputs 28 wide and more, where cl_ring / cl_gather were faster
+// 5 x 5 (session 13, bench/results/h100/session13/eff5_call*_ab.log, cl_gather -> this):
+//   fp32 NHWC forward / data-grad, outputs 14-28 wide: EfficientNet 28x28 0.068 -> 0.062 (16
+//   waves; 8: 0.073), 14x14 (N64 C672) 0.054 -> 0.047.
+// Left to the others: 5 x 5 NHWC outputs wider than 28 (56x56 N64 C96: 0.103 against cl_gather's
+// 0.094), 5 x 5 NCHW (nc_plane: 0.048 against 0.063 here) and 16-bit NHWC (not measured); 7 x 7
+// NHWC outputs 28 wide and more, where cl_ring / cl_gather were faster
 // (ConvNeXt-56: fp32 0.139 against 0.146 here, 16-bit 0.110 against 0.215), outputs narrower than
 // 14 (not measured) and NCHW (nc_plane / nc_small_planes faster on every row: ConvNeXt-56 fp32
 // 0.091 against 0.115, ConvNeXt-14 0.035 against 0.040).
@@ -17,8 +19,6 @@
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
-#include <cstdlib>
-#include <cstring>
 #include <type_traits>
 
 namespace convx::cuda {
@@ -30,9 +30,7 @@ bool launch_walk_conv2d(const T* in, const T* w, bool flip, const T* bias, T* ou
     return false;
   } else {
     if constexpr (std::is_same_v<T, float>) {
-      // TEMPORARY A/B (session 13, eff5): CONVX_EFF5_FW=main leaves 5 x 5 to cl_gather.
-      const char* k = std::getenv("CONVX_EFF5_FW");
-      if (channels_last && P.k[1] == 5 && P.q[2] >= 14 && !(k && std::strcmp(k, "main") == 0)) {
+      if (channels_last && P.k[1] == 5 && P.q[2] >= 14 && P.q[2] <= 28) {
         Walk2d L{};
         // 96 registers, 5 blocks per SM: 16 blocks per SM measured faster than 8 (above).
         if (!walk2d_plan(L, P, 5, true, 16 * sm_count())) return false;

@@ -5,8 +5,9 @@
 //   fp32 NCHW: ConvNeXt-56 0.252 -> 0.136, ConvNeXt-14 0.086 -> 0.039;
 //   fp32 NHWC: ConvNeXt-56 0.267 -> 0.197, ConvNeXt-14 0.084 -> 0.059;
 //   fp16 / bf16 NCHW rows 14 wide (tc_wgrad2d declines rows up to 32): ConvNeXt-14 0.075 -> 0.039.
-// 5 x 5 (session 13, bench/results/h100/session13/eff5_call1_ab.log, nc_wgrad_stream -> this):
-//   fp32 NCHW: EfficientNet 28x28 0.090 -> 0.062 (16 waves; 8: 0.068).
+// 5 x 5 (session 13, bench/results/h100/session13/eff5_call*_ab.log, nc_wgrad_stream -> this):
+//   fp32 NCHW rows at least 14 wide that nc_wgrad_cp declines: 14x14 (N64 C672) 0.078 -> 0.057;
+//   EfficientNet 28x28 0.090 -> 0.062 (16 waves; 8: 0.068), where nc_wgrad_cp is faster (0.056).
 // Left to cl_wgrad_partial: 5 x 5 NHWC (EfficientNet 0.093 against 0.101 here).
 // Left to the others: 16-bit rows tc_wgrad2d takes (ConvNeXt-56 NCHW 0.075 against 0.202 here,
 // NHWC 0.107 against 0.347 and ConvNeXt-14 NHWC 0.039 against 0.068) and rows narrower than 14
@@ -20,8 +21,6 @@
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
-#include <cstdlib>
-#include <cstring>
 #include <type_traits>
 
 namespace convx::cuda {
@@ -53,10 +52,7 @@ bool launch_walk_wgrad2d(const T* x, const T* gy, T* gw, const Plan& P, bool cha
     return false;
   } else {
     if constexpr (std::is_same_v<T, float>) {
-      // TEMPORARY A/B (session 13, eff5): CONVX_EFF5_WG=main leaves 5 x 5 to nc_wgrad_stream.
-      const char* k = std::getenv("CONVX_EFF5_WG");
-      if (P.k[1] == 5 && P.q[2] >= 14 && !channels_last && !(k && std::strcmp(k, "main") == 0))
-        return run<T, 5, false>(x, gy, gw, P, like, stream);
+      if (P.k[1] == 5 && P.q[2] >= 14 && !channels_last) return run<T, 5, false>(x, gy, gw, P, like, stream);
     }
     if (P.k[1] != 7 || P.q[2] < 14) return false;
     if constexpr (std::is_same_v<T, float>) {
