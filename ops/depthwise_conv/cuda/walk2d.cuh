@@ -1,7 +1,8 @@
-// 7 x 7-class (and 5 x 5, session 13) depthwise filters at stride 1 on CUDA cores, a thread walking down a column strip
-// of R = 4 output columns with a ring of K rows in registers: the weight-grad (walk_wgrad2d: a
-// ring of the last K dy rows, the K * K tap sums in registers) and the forward / stride-1
-// data-grad (walk_conv2d: a ring of K output rows being summed, the filter in registers).
+// 7 x 7-class (and 5 x 5, session 13) depthwise filters at stride 1 on CUDA cores, a thread
+// walking down a column strip of R = 4 output columns with a ring of K rows in registers: the
+// weight-grad (walk_wgrad2d: a ring of the last K dy rows, the K * K tap sums in registers) and the
+// forward / stride-1 data-grad (walk_conv2d: a ring of K output rows being summed, the filter in
+// registers).
 //
 // Why: per input row segment of R + K - 1 values loaded, both do K * K * R FMAs (7 x 7: 10 loads
 // for 196 FMAs), where nc_wgrad_stream reloads 8 input rows of 10 per 2 x 4 outputs (80 loads
