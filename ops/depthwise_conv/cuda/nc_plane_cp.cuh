@@ -31,10 +31,12 @@
 // loads each window element and filter tap by a 4-byte load, 8 wavefronts per output and warp.
 // Here a strip is one 16-byte vector, so consecutive lanes read consecutive vectors, and staged
 // rows go in bands of TH rows `bs` elements apart (bs = TH * pitch + a skew chosen on the host where
-// the launcher asks for it: 5x5), so that the lanes of the next band continue the bank groups where
-// the band's last strip ended instead of meeting the band's first ones. Copies go in CH-byte chunks: 16 for the 16-bit 3x3
-// rows, 8 for 5x5 (EfficientNet's 28-wide rows are 56 bytes in 16 bits; in fp32 8-byte chunks put
-// a row's input at the 2-element padding, so that the windows are whole aligned vectors).
+// the launcher asks for it), so that the lanes of the next band continue the bank groups where the
+// band's last strip ended instead of meeting the band's first ones (measured: the same within 1% on
+// fp32 5x5, kept for 5x5; 4% slower on the 16-bit 3x3 rows, which stay unskewed). Copies go in
+// CH-byte chunks: 16 for the 16-bit 3x3 rows, 8 for 5x5 (EfficientNet's 28-wide rows are 56 bytes
+// in 16 bits; in fp32 8-byte chunks put a row's input at the 2-element padding, so that the windows
+// are whole aligned vectors).
 //
 // Filter: the layer's own weights ([C][KH][KW] in T, rotated 180 degrees for the data-grad).
 #pragma once
