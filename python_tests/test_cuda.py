@@ -1808,7 +1808,7 @@ def test_depthwise_tc_wgrad2d(dtype, placement):
         ref = F.conv2d(xr, wr, None, s, p, 1, C)
         gy = place(torch.randn(ref.shape, generator=gen))
         (gw_ref,) = torch.autograd.grad(ref, (wr,), gy.double())
-        what = f"case {i} {dtype} {placement}"
+        what = f"case {i} k{k} {dtype} {placement}"
         op = torch.ops.convx.conv2d_weight_grad
         poison()
         with deterministic():
@@ -1831,12 +1831,25 @@ WALK_WGRAD2D_CASES = [  # (N, C, size, padding): 7 x 7 at stride 1
     (1, 2, (3, 4), (3, 3)),
     (0, 8, (8, 8), (3, 3)),
 ]
+# 5 x 5 (EfficientNet's 28 x 28 'same' plane; the same kinds of edge cases, paddings 0 to 4)
+WALK5_CASES = [
+    (2, 40, (28, 28), (2, 2)),
+    (3, 40, (14, 14), (2, 2)),
+    (2, 40, (17, 22), (2, 2)),
+    (1, 3, (12, 10), (0, 0)),
+    (1, 2, (9, 11), (4, 4)),
+    (2, 2, (8, 13), (1, 3)),
+    (1, 2, (3, 4), (2, 2)),
+    (0, 8, (8, 8), (2, 2)),
+]
+WALK_CASES = {7: WALK_WGRAD2D_CASES, 5: WALK5_CASES}
 
 
 @pytest.mark.parametrize("placement", ["nchw", "nchw_off1", "strided", "nhwc"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["fp32", "fp16", "bf16"])
-def test_depthwise_walk_wgrad2d(dtype, placement):
-    """Weight-grad of 7 x 7 filters at stride 1 (walk2d.cuh where routed) against float64 on
+@pytest.mark.parametrize("k", [7, 5], ids=["k7", "k5"])
+def test_depthwise_walk_wgrad2d(dtype, placement, k):
+    """Weight-grad of 7 x 7 and 5 x 5 filters at stride 1 (walk2d.cuh where routed) against float64 on
     the same rounded data, on poisoned memory, bitwise repeatable; odd sizes, padding 0 to 6,
     a plane smaller than the filter, batch 0, a partial 32-channel group (NHWC)."""
     import torch.nn.functional as F
@@ -1854,15 +1867,15 @@ def test_depthwise_walk_wgrad2d(dtype, placement):
             return wide.copy_(t)
         return t.to(DEV, dtype).contiguous(memory_format=torch.channels_last)
 
-    for i, (N, C, size, p) in enumerate(WALK_WGRAD2D_CASES):
+    for i, (N, C, size, p) in enumerate(WALK_CASES[k]):
         gen = torch.Generator().manual_seed(530 + i)
         x = place(torch.randn(N, C, *size, generator=gen))
-        w = torch.randn(C, 1, 7, 7, generator=gen).to(DEV, dtype)
+        w = torch.randn(C, 1, k, k, generator=gen).to(DEV, dtype)
         xr, wr = x.double(), w.double().requires_grad_()
         ref = F.conv2d(xr, wr, None, 1, p, 1, C)
         gy = place(torch.randn(ref.shape, generator=gen))
         (gw_ref,) = torch.autograd.grad(ref, (wr,), gy.double())
-        what = f"case {i} {dtype} {placement}"
+        what = f"case {i} k{k} {dtype} {placement}"
         op = torch.ops.convx.conv2d_weight_grad
         poison()
         with deterministic():
@@ -1877,10 +1890,11 @@ def test_depthwise_walk_wgrad2d(dtype, placement):
 
 @pytest.mark.parametrize("placement", ["nchw", "nchw_off1", "strided", "nhwc"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["fp32", "fp16", "bf16"])
-def test_depthwise_walk_conv2d(dtype, placement):
-    """Forward (with bias) and input-grad of 7 x 7 filters at stride 1 (walk2d.cuh's walk_conv2d
+@pytest.mark.parametrize("k", [7, 5], ids=["k7", "k5"])
+def test_depthwise_walk_conv2d(dtype, placement, k):
+    """Forward (with bias) and input-grad of 7 x 7 and 5 x 5 filters at stride 1 (walk2d.cuh's walk_conv2d
     where routed) against float64 on the same rounded data, on poisoned memory; the cases of
-    WALK_WGRAD2D_CASES (odd sizes, padding 0 to 6, batch 0, a partial 32-channel group)."""
+    WALK_CASES (odd sizes, padding 0 to 6, batch 0, a partial 32-channel group)."""
     import torch.nn.functional as F
 
     tol = {torch.float32: 1e-5, torch.float16: 4e-3, torch.bfloat16: 2e-2}[dtype]
@@ -1897,15 +1911,15 @@ def test_depthwise_walk_conv2d(dtype, placement):
         return t.to(DEV, dtype).contiguous(memory_format=torch.channels_last)
 
     ops = torch.ops.convx
-    for i, (N, C, size, p) in enumerate(WALK_WGRAD2D_CASES):
+    for i, (N, C, size, p) in enumerate(WALK_CASES[k]):
         gen = torch.Generator().manual_seed(560 + i)
         x = place(torch.randn(N, C, *size, generator=gen))
-        w = torch.randn(C, 1, 7, 7, generator=gen).to(DEV, dtype)
+        w = torch.randn(C, 1, k, k, generator=gen).to(DEV, dtype)
         b = torch.randn(C, generator=gen).to(DEV, dtype)
         ref = F.conv2d(x.double(), w.double(), b.double(), 1, p, 1, C)
         gy = place(torch.randn(ref.shape, generator=gen))
         gx_ref = torch.nn.grad.conv2d_input(x.shape, w.double(), gy.double(), 1, p, 1, C)
-        what = f"case {i} {dtype} {placement}"
+        what = f"case {i} k{k} {dtype} {placement}"
         poison()
         # fp32 exact: allow_tf32 off (ConvNeXt's 56 x 56 would take tc7_nc's TF32: test_cuda_tc7.py)
         with torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
@@ -1917,6 +1931,67 @@ def test_depthwise_walk_conv2d(dtype, placement):
             assert not torch.isnan(out).any(), f"{what} {name}: NaN (unwritten element)"
             torch.testing.assert_close(out.double() / scale, r / scale, rtol=tol, atol=tol,
                                        msg=lambda m: f"{what} {name}\n{m}")
+
+
+# eff5 (session 13): NCHW 5 x 5 at stride 1 with padding 2 -- forward and input-grad on
+# nc_plane_cp (fp32 and 16-bit, 8-byte copies, outputs up to 28 wide; else nc_plane), the fp32
+# weight-grad on nc_wgrad_cp (rows of whole vectors at least 28 wide; else walk_wgrad2d from 14):
+# (N, C, size). EfficientNet's 28 x 28 plane (partial last group and unit), an odd height on
+# 24-wide rows, 20-wide rows (16-bit outputs end mid-strip: staged), 56 x 56 (forward: nc_plane;
+# weight-grad: one plane per group), 22-wide rows (16-bit: 44-byte rows go to nc_plane), batch 0.
+NC_CP5 = [(11, 24, (28, 28)), (3, 5, (17, 24)), (2, 3, (30, 20)), (1, 2, (56, 56)), (2, 3, (16, 22)), (0, 4, (28, 28))]
+
+
+@pytest.mark.parametrize("offset", [0, 1], ids=["aligned", "off1"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["fp32", "fp16", "bf16"])
+@pytest.mark.parametrize("cfg", NC_CP5, ids=[f"n{c[0]}_c{c[1]}_{c[2][0]}x{c[2][1]}" for c in NC_CP5])
+def test_depthwise_nc_plane_cp_k5(cfg, dtype, offset):
+    """Forward (bias), input-grad and weight-grad of NCHW 5 x 5 'same' depthwise against float64
+    on the same rounded data, on poisoned memory; the weight-grad bitwise repeatable; `offset`
+    starts input and gradient one element past the allocation."""
+    import torch.nn.functional as F
+
+    N, C, size = cfg
+    gen = torch.Generator().manual_seed(NC_CP5.index(cfg))
+
+    def held(t):  # t on the device, `offset` elements into its storage, contiguous
+        buf = torch.empty(t.numel() + offset, device=DEV, dtype=dtype)
+        out = buf[offset:].view(t.shape)
+        out.copy_(t)
+        return out
+
+    x = held(torch.randn(N, C, *size, generator=gen))
+    w = torch.randn(C, 1, 5, 5, generator=gen).to(DEV, dtype)
+    b = torch.randn(C, generator=gen).to(DEV, dtype)
+    xr, wr = x.double().requires_grad_(), w.double().requires_grad_()
+    ref = F.conv2d(xr, wr, b.double(), 1, 2, 1, C)
+    gy = held(torch.randn(ref.shape, generator=gen))
+    gx_ref, gw_ref = torch.autograd.grad(ref, (xr, wr), gy.double()) if N else (xr * 0, wr * 0)
+    tol = LOW[dtype] if dtype != torch.float32 else 1e-5
+    ops = torch.ops.convx
+
+    def close(out, want, what):
+        want = want.detach()
+        scale = max(1.0, float(want.abs().max())) if want.numel() else 1.0
+        assert not torch.isnan(out).any(), f"{cfg} {what}: NaN (unwritten element)"
+        torch.testing.assert_close(out.double() / scale, want / scale, rtol=tol, atol=tol,
+                                   msg=lambda msg: f"{cfg} {what}\n{msg}")
+
+    poison()
+    with deterministic():
+        y = ops.depthwise_conv2d(x, w, b, [1, 1], [2, 2], [1, 1])
+    close(y, ref, "forward")
+    poison()
+    with deterministic():
+        gx = ops.conv2d_input_grad(list(x.shape), w, gy, [1, 1], [2, 2], [1, 1], C)
+    close(gx, gx_ref, "input-grad")
+    poison()
+    with deterministic():
+        gw = ops.conv2d_weight_grad(x, list(w.shape), gy, [1, 1], [2, 2], [1, 1], C)
+        poison()
+        gw2 = ops.conv2d_weight_grad(x, list(w.shape), gy, [1, 1], [2, 2], [1, 1], C)
+    close(gw, gw_ref, "weight-grad")
+    assert torch.equal(gw, gw2), f"{cfg}: weight-grad not bitwise repeatable"
 
 
 def test_depthwise_tc_wgrad2d_beyond_2_pow_31_elements():

@@ -33,6 +33,7 @@
 #include "tc_wgrad3d.cuh"
 #include "tc_wgrad2d.cuh"
 #include "walk2d.cuh"
+#include "nc_wgrad_cp.cuh"
 #include "depth3d_regs.cuh"
 #include "ops/depthwise_conv/cuda/wgrad_sum.cuh"
 namespace convx::cuda {
@@ -779,29 +780,38 @@ void np_check(const char* what, const Plan& P, bool flip, const Tensor& src, con
   }
 }
 
-// nc_plane_cp.cu's specialisations (16-bit 3x3 at stride 1 / 2, TH 4) on `blocks` blocks (0: one
-// per group) of the launcher's size, at any plane size. false when choose_nc_plane_cp declines.
-static int cp_runs = 0, cp_staged = 0;
-template <typename T, int K, int S, int TH>
-bool cp_run(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, unsigned blocks) {
+// nc_plane_cp.cu's specialisations (16-bit 3x3 at stride 1 / 2, TH 4, 16-byte chunks; fp32 and
+// 16-bit 5x5 at stride 1, TH 4, 8-byte chunks) on `blocks` blocks (0: one per group) of the
+// launcher's size, at any plane size, bands skewed as the launcher does (5x5) or the other way.
+// false when choose_nc_plane_cp declines; *lo the layout.
+static int cp_runs = 0, cp_staged = 0, cp_skewed = 0;
+template <typename T, int K, int S, int TH, int CH>
+bool cp_run(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, unsigned blocks, bool skew,
+            NcPlaneCp* lo) {
   NcPlaneCp L{};
-  if (!choose_nc_plane_cp(L, P, K, K, S, TH, sizeof(T), in, out, flip)) return false;
+  if (!choose_nc_plane_cp(L, P, K, K, S, TH, sizeof(T), CH, in, out, flip, skew)) return false;
   g_smem_bytes = size_t(L.smem);
   const unsigned threads = unsigned(std::min<int64_t>(kCpThreads, ceil_div(int64_t(L.pb) * L.items.d, 32) * 32));
   launch(dim3{blocks ? std::min(blocks, L.groups) : L.groups}, dim3{threads},
-         [&] { nc_plane_cp<T, K, K, S, TH>(in, w, bias, out, L); });
+         [&] { nc_plane_cp<T, K, K, S, TH, CH>(in, w, bias, out, L); });
   ++cp_runs;
   cp_staged += !L.direct;
+  cp_skewed += L.bs != TH * L.pitch;
+  *lo = L;
   return true;
 }
 template <typename T>
-bool cp_dispatch(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, unsigned blocks) {
+bool cp_dispatch(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, unsigned blocks,
+                 bool other_skew, NcPlaneCp* lo) {
+  if (P.k[1] != P.k[2] || P.S[1] != P.S[2]) return false;
+  const bool skew = (P.k[1] == 5) != other_skew;
+  if (P.k[1] == 5 && P.S[1] == 1) return cp_run<T, 5, 1, 4, 8>(in, w, flip, bias, out, P, blocks, skew, lo);
   if constexpr (sizeof(T) != 2) {
     return false;
   } else {
-    if (P.k[1] != 3 || P.k[2] != 3 || P.S[1] != P.S[2]) return false;
-    if (P.S[1] == 1) return cp_run<T, 3, 1, 4>(in, w, flip, bias, out, P, blocks);
-    if (P.S[1] == 2) return cp_run<T, 3, 2, 4>(in, w, flip, bias, out, P, blocks);
+    if (P.k[1] != 3) return false;
+    if (P.S[1] == 1) return cp_run<T, 3, 1, 4, 16>(in, w, flip, bias, out, P, blocks, skew, lo);
+    if (P.S[1] == 2) return cp_run<T, 3, 2, 4, 16>(in, w, flip, bias, out, P, blocks, skew, lo);
     return false;
   }
 }
@@ -815,17 +825,17 @@ void cp_check(const char* what, const Plan& P, bool flip, const Tensor& src, con
   Tensor src1 = at::full({src.numel() + 1}, NAN, opts), out1 = at::full({ref.numel() + 1}, NAN, opts);
   src1.narrow(0, 1, src.numel()).copy_(src.flatten());
   for (int off : {0, 1, 2, 3}) {
-    for (unsigned blocks : {0u, 3u}) {
+    for (unsigned blocks : {0u, 3u}) for (int v : {0, 1}) {  // v: bands as the launcher skews them, the other way
       const T* ip = off & 1 ? src1.data_ptr<T>() + 1 : src.data_ptr<T>();
       Tensor o = off & 2 ? out1.narrow(0, 1, ref.numel()).view(ref.sizes()) : at::full(ref.sizes(), NAN, opts);
       o.fill_(NAN);
+      NcPlaneCp L{};
       if (cp_dispatch<T>(ip, wt.data_ptr<T>(), flip, bias.defined() ? bias.data_ptr<T>() : nullptr, o.data_ptr<T>(), P,
-                         blocks)) {
-        NcPlaneCp L{};
-        choose_nc_plane_cp(L, P, P.k[1], P.k[2], P.S[1], 4, sizeof(T), ip, o.data_ptr<T>(), flip);
+                         blocks, v == 1, &L)) {
         const std::string tag = std::string(what) + " cp pb" + std::to_string(L.pb) + " pitch" +
-                                std::to_string(L.pitch) + (L.direct ? " direct" : " staged") + " g" +
-                                std::to_string(L.groups) + (blocks ? " b3" : "") + (off & 1 ? " in+1" : "") +
+                                std::to_string(L.pitch) + " bs" + std::to_string(L.bs) +
+                                (L.direct ? " direct" : " staged") + " g" + std::to_string(L.groups) +
+                                (blocks ? " b3" : "") + (off & 1 ? " in+1" : "") +
                                 (off & 2 ? " out+1" : "");
         check(tag.c_str(), o, ref, name, tol);
       }
@@ -2311,7 +2321,7 @@ void plane_cases() {
   run_case(2, 1, 7, 1, {20, 32}, {3, 3}, {1, 1}, {0, 0});
   run_case(2, 1, 7, 1, {17, 32}, {3, 3}, {1, 1}, {2, 2});
   std::printf("nc_plane runs: %d, nc_small_planes runs: %d\n", np_runs, sp_runs);
-  std::printf("nc_plane_cp runs: %d (staged outputs: %d)\n", cp_runs, cp_staged);
+  std::printf("nc_plane_cp runs: %d (staged outputs: %d, skewed bands: %d)\n", cp_runs, cp_staged, cp_skewed);
   if (cp_runs == 0 || cp_staged == 0 || cp_staged == cp_runs) ++failures;
 }
 
@@ -2418,6 +2428,167 @@ void tc7_cases() {
   if (tc7_taken == 0) ++failures;
 }
 // ---- end tc7n ----
+// ---- eff5 (session 13): the column-walking kernels of walk2d.cuh at 5 x 5 in fp32, both layouts
+// (walk_wgrad2d.cu / walk_conv2d.cu's 5 x 5 cases), against float64 on the same data: the
+// weight-grad on NaN-poisoned partials, the forward (bias) and stride-1 data-grad (rotated filter)
+// on NaN-poisoned outputs, with one block per channel (group) and as many chunks as the items
+// allow, bands of 16 and of 4 rows.
+static int eff5_taken = 0;
+template <bool CL>
+void eff5_walk_one(const Plan& P, const Tensor& xm, const Tensor& gm, const Tensor& ref, bool wgrad, bool flip,
+                   const Tensor& b, const std::string& name, const char* what) {
+  for (int64_t target : {int64_t(1), int64_t(1) << 30}) for (int rows : {kWalkBandRows, 4}) {
+    Walk2d L{};
+    const std::string tag = std::string(what) + " walk5 " + (CL ? "nhwc" : "nchw") + " rows " + std::to_string(rows) +
+                            (target == 1 ? " 1 chunk" : " chunks");
+    if (!walk2d_plan(L, P, 5, CL, target, rows)) {
+      ++failures;
+      std::printf("%-44s %-34s declined FAIL\n", name.c_str(), tag.c_str());
+      continue;
+    }
+    Tensor r;
+    if (wgrad) {
+      Tensor part = at::full({P.in_c, int64_t(L.chunks), 25}, NAN, at::kFloat);
+      r = at::full({P.in_c * 25}, NAN, at::kFloat);
+      float* pp = part.data_ptr<float>();
+      launch(dim3{unsigned(L.groups * L.chunks)}, dim3{unsigned(kWalkThreads)},
+             [&] { walk_wgrad2d<float, 5, CL>(xm.data_ptr<float>(), gm.data_ptr<float>(), pp, L); });
+      const int64_t n = P.in_c * 25;
+      launch(dim3{unsigned((n + 255) / 256)}, dim3{256u}, [&] { sum_slots<float>(pp, r.data_ptr<float>(), P.in_c, L.chunks, 25); });
+    } else {
+      Tensor o = at::full(ref.sizes(), NAN, at::kFloat);
+      if (CL) o = to_cl(o);
+      const float* bp = b.defined() ? b.data_ptr<float>() : nullptr;
+      launch(dim3{unsigned(L.groups * L.chunks)}, dim3{unsigned(kWalkThreads)},
+             [&] { walk_conv2d<float, 5, CL>(xm.data_ptr<float>(), gm.data_ptr<float>(), flip, bp, o.data_ptr<float>(), L); });
+      r = CL ? from_cl(o) : o;
+    }
+    ++eff5_taken;
+    check(tag.c_str(), r.to(at::kDouble), ref, name, 1e-5);
+  }
+}
+void eff5_walk_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t pw) {
+  at::manual_seed(15);
+  Tensor x = at::randn({N, C, H, W}), w = at::randn({C, 1, 5, 5}), b = at::randn({C});
+  Tensor y = at::conv2d(x.to(at::kDouble), w.to(at::kDouble), b.to(at::kDouble), 1, {ph, pw}, 1, C);
+  Tensor gy = at::randn(y.sizes());
+  auto [gx, gw, gb] = at::convolution_backward(gy.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble), std::nullopt,
+                                               {1, 1}, {ph, pw}, {1, 1}, false, {0, 0}, C, {true, true, false});
+  Geometry g;
+  g.batch = N, g.in_channels = C, g.out_channels = C, g.groups = C;
+  g.input[0] = g.output[0] = g.kernel[0] = g.stride[0] = 1, g.padding[0] = 0;
+  g.input[1] = H, g.input[2] = W, g.output[1] = y.size(2), g.output[2] = y.size(3);
+  g.kernel[1] = g.kernel[2] = 5, g.padding[1] = ph, g.padding[2] = pw, g.stride[1] = g.stride[2] = 1;
+  char name[96];
+  std::snprintf(name, sizeof name, "fp32 N%ld C%ld %ldx%ld k5 p%ld,%ld", long(N), long(C), long(H), long(W), long(ph),
+                long(pw));
+  Plan P{}; Prep Q{};
+  forward_plan(g, P, Q);
+  const Tensor gwv = gw.view({-1});
+  eff5_walk_one<false>(P, x.contiguous(), gy.contiguous(), gwv, true, false, Tensor(), name, "wgrad");
+  eff5_walk_one<true>(P, to_cl(x), to_cl(gy), gwv, true, false, Tensor(), name, "wgrad");
+  // forward: x with the filter as stored; the weight pointer rides in gm's slot
+  eff5_walk_one<false>(P, x.contiguous(), w.contiguous(), y, false, false, b, name, "fwd");
+  eff5_walk_one<true>(P, to_cl(x), w.contiguous(), y, false, false, b, name, "fwd");
+  Plan D{}; Prep DQ{};
+  if (!data_grad_plan(g, D, DQ)) { ++failures; return; }
+  eff5_walk_one<false>(D, gy.contiguous(), w.contiguous(), gx, false, true, Tensor(), name, "dgrad");
+  eff5_walk_one<true>(D, to_cl(gy), w.contiguous(), gx, false, true, Tensor(), name, "dgrad");
+}
+void eff5_cases() {
+  // EfficientNet's 'same' 28 x 28 plane (2 bands of 14 rows; NHWC: 40 channels, a full and a
+  // partial group of 32), strips cut by the row's end (W 22, 10), padding 0 (output smaller than
+  // the input; the data-grad's padding 4), 4 (output wider), unequal paddings, one output row, a
+  // plane smaller than the filter's reach, 20 samples (several chunks)
+  eff5_walk_case(2, 40, 28, 28, 2, 2);
+  eff5_walk_case(1, 3, 12, 10, 0, 0);
+  eff5_walk_case(1, 2, 9, 11, 4, 4);
+  eff5_walk_case(2, 2, 8, 13, 1, 3);
+  eff5_walk_case(3, 2, 5, 22, 0, 2);
+  eff5_walk_case(1, 2, 3, 4, 2, 2);
+  eff5_walk_case(20, 2, 17, 22, 2, 2);
+  std::printf("eff5 walk2d 5x5: %d launches checked\n", eff5_taken);
+  if (eff5_taken == 0) ++failures;
+  // nc_plane_cp at 5x5 (stride 1, 'same' padding 2; fp32 and 16-bit, 8-byte chunks): EfficientNet's
+  // 28x28 plane (14 planes: a partial last group), an odd height on 24-wide rows, 20-wide rows (16
+  // bits: outputs end mid-strip, staged), 56x56 (one plane per group; dispatch leaves it to
+  // nc_plane, measured faster), 22-wide rows (16 bits: 44-byte rows decline; fp32 takes them),
+  // padding 1 (declines)
+  const int cp0 = cp_runs, sk0 = cp_skewed;
+  run_case(2, 2, 7, 1, {28, 28}, {5, 5}, {1, 1}, {2, 2});
+  run_case(2, 1, 5, 1, {17, 24}, {5, 5}, {1, 1}, {2, 2});
+  run_case(2, 1, 3, 1, {30, 20}, {5, 5}, {1, 1}, {2, 2});
+  run_case(2, 1, 2, 1, {56, 56}, {5, 5}, {1, 1}, {2, 2});
+  run_case(2, 1, 3, 1, {16, 22}, {5, 5}, {1, 1}, {2, 2});
+  run_case(2, 1, 3, 1, {16, 24}, {5, 5}, {1, 1}, {1, 1});
+  std::printf("eff5 nc_plane_cp 5x5: %d runs (skewed bands: %d)\n", cp_runs - cp0, cp_skewed - sk0);
+  if (cp_runs == cp0 || cp_skewed == sk0) ++failures;
+}
+// nc_wgrad_cp (fp32 5x5, stride 1, padding 2) on x / dy as allocated and on copies past a 16-byte
+// boundary (x by 2 elements: 8-byte chunks still fit; x by 1 and dy by 1: declines), NaN-poisoned partials, one
+// block per unit and 3 blocks walking the units, units of 1 and 2 groups, then the ordered sum.
+static int eff5_wg_runs = 0;
+void eff5_wgrad_case(int64_t N, int64_t C, int64_t H, int64_t W) {
+  at::manual_seed(16);
+  Tensor x = at::randn({N, C, H, W}), w = at::randn({C, 1, 5, 5});
+  Tensor y = at::conv2d(x.to(at::kDouble), w.to(at::kDouble), Tensor(), 1, {2, 2}, 1, C);
+  Tensor gy = at::randn(y.sizes());
+  const Tensor ref = std::get<1>(at::convolution_backward(gy.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble),
+                                                          std::nullopt, {1, 1}, {2, 2}, {1, 1}, false, {0, 0}, C,
+                                                          {false, true, false})).view({-1});
+  Geometry g;
+  g.batch = N, g.in_channels = C, g.out_channels = C, g.groups = C;
+  g.input[0] = g.output[0] = g.kernel[0] = g.stride[0] = 1, g.padding[0] = 0;
+  g.input[1] = H, g.input[2] = W, g.output[1] = y.size(2), g.output[2] = y.size(3);
+  g.kernel[1] = g.kernel[2] = 5, g.padding[1] = g.padding[2] = 2, g.stride[1] = g.stride[2] = 1;
+  Plan P{}; Prep Q{};
+  forward_plan(g, P, Q);
+  char name[96];
+  std::snprintf(name, sizeof name, "fp32 N%ld C%ld %ldx%ld k5 p2", long(N), long(C), long(H), long(W));
+  Tensor x1 = at::full({x.numel() + 2}, NAN), x2 = at::full({x.numel() + 2}, NAN), g1 = at::full({gy.numel() + 1}, NAN);
+  x1.narrow(0, 2, x.numel()).copy_(x.flatten());
+  x2.narrow(0, 1, x.numel()).copy_(x.flatten());
+  g1.narrow(0, 1, gy.numel()).copy_(gy.flatten());
+  for (int off : {0, 1, 2, 3}) for (int gpu : {1, 2}) for (unsigned blocks : {0u, 3u}) {
+    const float* xp = off == 1 ? x1.data_ptr<float>() + 2 : off == 3 ? x2.data_ptr<float>() + 1 : x.data_ptr<float>();
+    const float* gp = off == 2 ? g1.data_ptr<float>() + 1 : gy.data_ptr<float>();
+    NcPlaneCp L{};
+    NcWgradCp Wc{};
+    const std::string tag = std::string("wgrad cp") + (off == 1 ? " x+2" : off == 2 ? " dy+1" : off == 3 ? " x+1" : "") +
+                            " gpu" + std::to_string(gpu) + (blocks ? " b3" : "");
+    if (!choose_nc_wgrad_cp(L, Wc, P, 5, 4, xp, gp, gpu)) {
+      const bool expected = off >= 2 || W % 4 != 0;  // x not in 8-byte chunks, dy rows not whole aligned vectors
+      if (!expected) ++failures;
+      std::printf("%-44s %-34s declined%s\n", name, tag.c_str(), expected ? "" : " FAIL");
+      continue;
+    }
+    Tensor part = at::full({int64_t(Wc.units), 25}, NAN);
+    Tensor r = at::full({C * 25}, NAN);
+    g_smem_bytes = size_t(L.smem);
+    const unsigned threads = unsigned(std::min<int64_t>(kCpThreads, ceil_div(int64_t(L.pb) * L.items.d, 32) * 32));
+    float* pp = part.data_ptr<float>();
+    launch(dim3{blocks ? std::min<unsigned>(blocks, Wc.units) : unsigned(Wc.units)}, dim3{threads},
+           [&] { nc_wgrad_cp<5, 4>(xp, gp, pp, L, Wc); });
+    launch(dim3{unsigned((C * 25 + 255) / 256)}, dim3{256u}, [&] { sum_slots<float>(pp, r.data_ptr<float>(), C, Wc.chunks, 25); });
+    ++eff5_wg_runs;
+    check((tag + " pb" + std::to_string(L.pb) + " chunk" + std::to_string(Wc.chunk)).c_str(), r.to(at::kDouble), ref,
+          name, 1e-5);
+  }
+}
+void eff5_wgrad_cases() {
+  // EfficientNet's 28x28 plane (11 samples: units of 5 / 10 samples, a partial last unit; 2
+  // channels), an odd height on 24-wide rows, 56x56 (one plane per group), 20-wide rows, 22-wide
+  // rows (dy rows not whole vectors: declines), one sample
+  eff5_wgrad_case(11, 2, 28, 28);
+  eff5_wgrad_case(3, 3, 17, 24);
+  eff5_wgrad_case(2, 2, 56, 56);
+  eff5_wgrad_case(4, 2, 9, 20);
+  eff5_wgrad_case(2, 2, 8, 22);
+  eff5_wgrad_case(1, 1, 28, 28);
+  std::printf("eff5 nc_wgrad_cp: %d runs\n", eff5_wg_runs);
+  if (eff5_wg_runs == 0) ++failures;
+}
+// ---- end eff5
 
 // HARNESS_ONLY=tcn runs tcn_cases alone (the tensor-core rows kernel; minutes less on 2 cores);
 // HARNESS_ONLY=rows the 1-D run_case entries alone (row_warp, cl_row1d, row1d, the 1-D weight-grads).
@@ -2425,6 +2596,8 @@ void tc7_cases() {
 // HARNESS_ONLY=planes runs plane_cases alone (the whole-plane NCHW kernels).
 // HARNESS_ONLY=walk runs the walk2d cases alone (walk_conv2d, walk_wgrad2d).
 // HARNESS_ONLY=tc7 runs tc7_cases alone (tc7_nc.cuh, session 13).
+// HARNESS_ONLY=eff5 runs eff5_cases and eff5_wgrad_cases alone (walk2d at 5 x 5 in fp32,
+// nc_plane_cp at 5 x 5, nc_wgrad_cp); HARNESS_ONLY=eff5wg nc_wgrad_cp alone.
 int main() {
   if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "rows2d") {
     clwr2_cases();
@@ -2433,6 +2606,17 @@ int main() {
   }
   if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "tc7") {  // tc7n
     tc7_cases();
+    std::printf("failures: %d\n", failures);
+    return failures != 0;
+  }
+  if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "eff5wg") {
+    eff5_wgrad_cases();
+    std::printf("failures: %d\n", failures);
+    return failures != 0;
+  }
+  if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "eff5") {
+    eff5_cases();
+    eff5_wgrad_cases();
     std::printf("failures: %d\n", failures);
     return failures != 0;
   }
@@ -2482,6 +2666,8 @@ int main() {
     walkc_cases();
     walk_cases();
     tc7_cases();  // tc7n
+    eff5_cases();
+    eff5_wgrad_cases();
     check_fast_div();
   }
   run_case(2, 2, 8, 1, {13, 17}, {3, 3}, {1, 1}, {1, 1});

@@ -23,6 +23,11 @@ sed -e 's/__shared__ acc_t red/static acc_t red/' "$src/nc_wgrad_stream.cuh" >"$
 sed -e 's/__shared__ acc_t red/static acc_t red/' -e 's#"ops/depthwise_conv/cuda/nc_wgrad_stream.cuh"#"nc_wgrad_stream.cuh"#' \
   "$src/walk2d.cuh" >"$tmp/walk2d.cuh"
 cp "$src/nc_stream.cuh" "$tmp/nc_stream.cuh"
+# the staged NCHW weight-grad (eff5): its includes point at the copies, its shared memory as above
+sed -e 's#"ops/depthwise_conv/cuda/nc_plane_cp.cuh"#"nc_plane_cp.cuh"#' \
+    -e 's#"ops/depthwise_conv/cuda/nc_wgrad_stream.cuh"#"nc_wgrad_stream.cuh"#' \
+    -e 's/extern __shared__ __align__(16) unsigned char smem_raw\[\];/unsigned char* smem_raw = g_smem;/' \
+    -e 's/__shared__ float red/static float red/' "$src/nc_wgrad_cp.cuh" >"$tmp/nc_wgrad_cp.cuh"
 # the stride-2 data-grad kernel: its include of nc_stream.cuh (FastDiv) points at the copy
 sed -e 's#"ops/depthwise_conv/cuda/nc_stream.cuh"#"nc_stream.cuh"#' "$src/nc_stride2_dgrad.cuh" >"$tmp/nc_stride2_dgrad.cuh"
 # the depth-streaming NCDHW kernels: its includes of the two files above point at the copies

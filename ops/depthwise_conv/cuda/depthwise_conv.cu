@@ -509,7 +509,8 @@ bool launch_tiled(const Tensor& in, const Tensor& weight, const Tensor& bias, co
   // NCHW output planes above 14 x 14 up to what a block's prefetch holds (nc_plane.cu), before the
   // tensor cores: faster than tc_rows_nc's 7 x 7 on 56 x 56 planes (0.083 against 0.099 ms, session 11).
   // 16-bit 3x3 planes on 16-byte rows first (nc_plane_cp: MobileNetV2 56x56 0.050 against 0.060 ms,
-  // stride 2 0.077 against nc_stream_vec's 0.134; session 12); planes up to 14 x 14
+  // stride 2 0.077 against nc_stream_vec's 0.134; session 12), and 5 x 5 outputs up to 28 wide in
+  // every dtype (EfficientNet fp32 0.045 against nc_plane's 0.047, session 13); planes up to 14 x 14
   // (nc_small_planes) from the layer's own filter too.
   if (!cl && (tc_fwd || tc_rot) &&
       (launch_nc_plane_cp<T>(ip, w.const_data_ptr<T>(), !tc_fwd, bp, op, P, stream) ||
@@ -734,6 +735,7 @@ void depthwise_weight_grad(const ConvArgs& a, const Tensor& input, const Tensor&
       done = launch_tc_wgrad1d<scalar_t>(xp, gp, wp, P, cl, x, stream) ||
              (cl && launch_cl_wgrad_d3r<scalar_t>(xp, gp, wp, P, x, stream)) ||
              launch_tc_wgrad3d<scalar_t>(xp, gp, wp, P, cl, x, stream) ||
+             (!cl && launch_nc_wgrad_cp<scalar_t>(xp, gp, wp, P, x, stream)) ||
              launch_walk_wgrad2d<scalar_t>(xp, gp, wp, P, cl, x, stream) ||
              launch_tc_wgrad2d<scalar_t>(xp, gp, wp, P, cl, x, stream) || launch3d(xp, gp, wp, P, x, stream) ||
              launch(xp, gp, wp, P, x, stream);

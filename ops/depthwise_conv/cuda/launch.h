@@ -212,6 +212,11 @@ template <typename T>
 bool launch_walk_wgrad2d(const T* x, const T* gy, T* gw, const Plan& P, bool channels_last, const at::TensorBase& like,
                          cudaStream_t stream);
 
+// NCHW fp32 weight-grad of 5 x 5 filters at stride 1 with padding 2, output rows of whole 16-byte
+// vectors, the input planes staged by cp.async (nc_wgrad_cp.cuh), deterministic; false otherwise.
+template <typename T>
+bool launch_nc_wgrad_cp(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream);
+
 // Channels-last weight-grad, channel multiplier 1, one pass + ordered sum (cl_wgrad.cu).
 template <typename T>
 bool launch_cl_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like,

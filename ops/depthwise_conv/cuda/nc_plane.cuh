@@ -306,15 +306,7 @@ nc_plane(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict_
         }
       }
       const acc_t b0 = bias ? static_cast<acc_t>(bias[channel(L, p0 + pl)]) : acc_t(0);
-#pragma unroll
-      for (int b = 0; b < TH; ++b) {
-        if (y0 + b >= L.oh) break;
-        T* const yr = ys + pl * ohw + (y0 + b) * L.ow + x0;
-#pragma unroll
-        for (int o = 0; o < R; ++o) {
-          if (x0 + o < L.ow) yr[o] = static_cast<T>(acc[b][o] + b0);
-        }
-      }
+      stage_outputs<T>(ys, acc, b0, pl, L.oh, L.ow, y0, x0);
     }
     __syncthreads();
 

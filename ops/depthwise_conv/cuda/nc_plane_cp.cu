@@ -1,16 +1,23 @@
-// Launcher of the cp.async whole-plane NCHW kernel (nc_plane_cp.cuh) for 16-bit output planes
-// larger than 14 x 14 (smaller ones: nc_small_planes.cu): 3x3 filters at stride 1 and 2 padded by
-// one, input rows of whole 16-byte vectors, the layer's own filter (forward as stored, data-grad
-// rotated), sm_80 and newer.
+// Launcher of the cp.async whole-plane NCHW kernel (nc_plane_cp.cuh) for output planes larger than
+// 14 x 14 (smaller ones: nc_small_planes.cu): 16-bit 3x3 filters at stride 1 and 2 padded by one,
+// input rows of whole 16-byte vectors; fp32 and 16-bit 5x5 at stride 1 padded by two, output rows
+// at most 28 wide, input rows of whole 8-byte chunks; the layer's own filter (forward as stored,
+// data-grad rotated), sm_80 and newer.
 //
 // Measured on the H100 (session 12, bench/results/h100/session12/nc16_call2_ab.log; ms, 16-bit,
 // nc_plane / nc_stream_vec -> nc_plane_cp, % of copy bandwidth after):
 //   MobileNetV2 56x56 3x3: forward 0.060 -> 0.050 (77%), data-grad 0.060 -> 0.050;
 //   MobileNetV2 112x112 -> 56x56 3x3 stride 2: forward 0.134 -> 0.077 (83%).
 // Four output rows per thread: two measured 0.051 on 56x56, the same on stride 2. Not taken: fp32
-// (slower than nc_plane: 0.100 against 0.086 ms on 56x56, 0.050 against 0.048 on EfficientNet
-// 5x5; the kernel is 16-bit only) and 5x5 (no 16-bit row of the benchmark has 16-byte input
-// rows: EfficientNet's 28-wide rows are 56 bytes).
+// 3x3 (slower than nc_plane with the session-12 strips of 8: 0.100 against 0.086 ms on 56x56).
+//
+// 5x5 (session 13, bench/results/h100/session13/eff5_call2_ab.log; ms, forward / data-grad,
+// nc_plane -> nc_plane_cp, % of copy bandwidth after):
+//   EfficientNet 28x28 fp32 0.047 -> 0.045 (71%, the bench row), fp16 0.051 -> 0.045, bf16 0.052
+//   -> 0.046; four output rows per thread (two: fp32 0.060, 16-bit 0.048-0.050), bands skewed
+//   (unskewed: fp32 the same within 1%; 16-bit four rows not measured unskewed).
+//   Not taken: 56x56 planes (fp32 0.074 against nc_plane's 0.070, bf16 0.070 against 0.058).
+// The 16-bit 3x3 bands stay unskewed: skewed, MobileNetV2 56x56 measured 0.052 against 0.049-0.050.
 #include "ops/depthwise_conv/cuda/launch.h"
 #include "ops/depthwise_conv/cuda/nc_plane_cp.cuh"
 #include "ops/depthwise_conv/cuda/nc_small_planes.cuh"
@@ -26,13 +33,13 @@
 namespace convx::cuda {
 namespace {
 
-template <typename T, int K, int S>
+template <typename T, int K, int S, int TH, int CH>
 bool run(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, cudaStream_t stream) {
-  constexpr int TH = 4;
   NcPlaneCp L{};
-  if (!choose_nc_plane_cp(L, P, K, K, S, TH, sizeof(T), in, out, flip)) return false;
+  // Skewed bands where measured (5x5; above).
+  if (!choose_nc_plane_cp(L, P, K, K, S, TH, sizeof(T), CH, in, out, flip, K == 5)) return false;
   if (int64_t(L.oh) * L.ow <= kSmallPlaneMaxOutputs) return false;
-  auto kernel = nc_plane_cp<T, K, K, S, TH>;
+  auto kernel = nc_plane_cp<T, K, K, S, TH, CH>;
   // A block of the group's items (whole warps), walking groups blockIdx.x, + gridDim.x, ...: as
   // many blocks as run at once.
   const int threads = static_cast<int>(std::min<int64_t>(kCpThreads, ceil_div(int64_t(L.pb) * L.items.d, 32) * 32));
@@ -51,13 +58,20 @@ bool run(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& 
 
 template <typename T>
 bool launch_nc_plane_cp(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, cudaStream_t stream) {
-  if constexpr (sizeof(T) != 2) {
-    return false;  // fp32: nc_plane measured faster (above); float64: nc_gather
+  if constexpr (std::is_same_v<T, double>) {
+    return false;  // float64: nc_gather
   } else {
     if (!mma16_supported()) return false;  // cp.async: sm_80 and newer
-    if (P.k[1] != 3 || P.k[2] != 3 || P.S[1] != P.S[2]) return false;
-    if (P.S[1] == 1) return run<T, 3, 1>(in, w, flip, bias, out, P, stream);
-    if (P.S[1] == 2) return run<T, 3, 2>(in, w, flip, bias, out, P, stream);
+    if (P.k[1] != P.k[2] || P.S[1] != P.S[2]) return false;
+    if (P.k[1] == 5 && P.S[1] == 1) {
+      if (P.q[2] > 28) return false;  // nc_plane (above)
+      return run<T, 5, 1, 4, 8>(in, w, flip, bias, out, P, stream);
+    }
+    if constexpr (sizeof(T) == 2) {
+      if (P.k[1] != 3) return false;
+      if (P.S[1] == 1) return run<T, 3, 1, 4, 16>(in, w, flip, bias, out, P, stream);
+      if (P.S[1] == 2) return run<T, 3, 2, 4, 16>(in, w, flip, bias, out, P, stream);
+    }
     return false;
   }
 }

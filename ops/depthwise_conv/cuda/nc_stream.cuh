@@ -290,6 +290,23 @@ __device__ __forceinline__ void store_span(T* dst, const T* smem, int n, int mo,
   }
 }
 
+// An item's TH x R outputs acc (+ add) staged as T at rows y0 + b, columns x0 + o of plane pl in
+// ys ([plane][oh][ow], as store_span reads them); outputs past the plane's edges are dropped
+// (nc_plane, nc_plane_cp).
+template <typename T, int TH, int R, typename A>
+__device__ __forceinline__ void stage_outputs(T* ys, const A (&acc)[TH][R], A add, int pl, int oh, int ow, int y0,
+                                              int x0) {
+#pragma unroll
+  for (int b = 0; b < TH; ++b) {
+    if (y0 + b >= oh) break;
+    T* const yr = ys + (pl * oh + y0 + b) * ow + x0;
+#pragma unroll
+    for (int o = 0; o < R; ++o) {
+      if (x0 + o < ow) yr[o] = static_cast<T>(acc[b][o] + add);
+    }
+  }
+}
+
 // x[c] = row[ix0 + c] for c < NX, zero outside [0, IW) (see the header: 16-byte vectors + select
 // network). `row` points at the row's first element (maybe outside the tensor when !row_ok: it
 // is then never dereferenced).

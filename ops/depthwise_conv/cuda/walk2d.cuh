@@ -1,7 +1,8 @@
-// 7 x 7-class depthwise filters at stride 1 on CUDA cores, a thread walking down a column strip
-// of R = 4 output columns with a ring of K rows in registers: the weight-grad (walk_wgrad2d: a
-// ring of the last K dy rows, the K * K tap sums in registers) and the forward / stride-1
-// data-grad (walk_conv2d: a ring of K output rows being summed, the filter in registers).
+// 7 x 7-class (and 5 x 5, session 13) depthwise filters at stride 1 on CUDA cores, a thread
+// walking down a column strip of R = 4 output columns with a ring of K rows in registers: the
+// weight-grad (walk_wgrad2d: a ring of the last K dy rows, the K * K tap sums in registers) and the
+// forward / stride-1 data-grad (walk_conv2d: a ring of K output rows being summed, the filter in
+// registers).
 //
 // Why: per input row segment of R + K - 1 values loaded, both do K * K * R FMAs (7 x 7: 10 loads
 // for 196 FMAs), where nc_wgrad_stream reloads 8 input rows of 10 per 2 x 4 outputs (80 loads
@@ -43,7 +44,8 @@
 
 namespace convx::cuda {
 
-// 128 threads, 3 blocks per SM (ptxas, sm_90: 137-144 registers, no spills). Bands of 16 rows:
+// 128 threads, 3 blocks per SM (ptxas, sm_90: 137-144 registers at 7 x 7, 96 at 5 x 5 (5 blocks
+// per SM), no spills). Bands of 16 rows:
 // 8-row bands (K - 1 = 6 re-read input rows per 8) measured slower on every row routed here
 // (cnx_call2_ab.log: ConvNeXt-56 fp32 NHWC weight-grad 0.220 against 0.197 ms).
 constexpr int kWalkThreads = 128, kWalkCols = 4, kWalkBandRows = 16;

@@ -5,6 +5,10 @@
 //   fp32 NCHW: ConvNeXt-56 0.252 -> 0.136, ConvNeXt-14 0.086 -> 0.039;
 //   fp32 NHWC: ConvNeXt-56 0.267 -> 0.197, ConvNeXt-14 0.084 -> 0.059;
 //   fp16 / bf16 NCHW rows 14 wide (tc_wgrad2d declines rows up to 32): ConvNeXt-14 0.075 -> 0.039.
+// 5 x 5 (session 13, bench/results/h100/session13/eff5_call*_ab.log, nc_wgrad_stream -> this):
+//   fp32 NCHW rows at least 14 wide that nc_wgrad_cp declines: 14x14 (N64 C672) 0.078 -> 0.057;
+//   EfficientNet 28x28 0.090 -> 0.062 (16 waves; 8: 0.068), where nc_wgrad_cp is faster (0.056).
+// Left to cl_wgrad_partial: 5 x 5 NHWC (EfficientNet 0.093 against 0.101 here).
 // Left to the others: 16-bit rows tc_wgrad2d takes (ConvNeXt-56 NCHW 0.075 against 0.202 here,
 // NHWC 0.107 against 0.347 and ConvNeXt-14 NHWC 0.039 against 0.068) and rows narrower than 14
 // (not measured).
@@ -26,8 +30,9 @@ template <typename T, int K, bool CL>
 bool run(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
   using acc_t = at::opmath_type<T>;
   Walk2d L{};
-  // About two waves of 3 blocks per SM; blocks of whole rounds even out across the SMs.
-  if (!walk2d_plan(L, P, K, CL, 8 * sm_count())) return false;
+  // 7 x 7: about two waves of 3 blocks per SM; 5 x 5 (96 registers, 5 blocks per SM): 16 blocks per
+  // SM measured faster than 8 (above). Blocks of whole rounds even out across the SMs.
+  if (!walk2d_plan(L, P, K, CL, (K == 5 ? 16 : 8) * sm_count())) return false;
   const int64_t taps = K * K;
   const at::Tensor part = at::empty({P.in_c, int64_t(L.chunks), taps},
                                     like.options().dtype(c10::CppTypeToScalarType<acc_t>::value));
@@ -46,6 +51,9 @@ bool launch_walk_wgrad2d(const T* x, const T* gy, T* gw, const Plan& P, bool cha
   if constexpr (std::is_same_v<T, double>) {
     return false;
   } else {
+    if constexpr (std::is_same_v<T, float>) {
+      if (P.k[1] == 5 && P.q[2] >= 14 && !channels_last) return run<T, 5, false>(x, gy, gw, P, like, stream);
+    }
     if (P.k[1] != 7 || P.q[2] < 14) return false;
     if constexpr (std::is_same_v<T, float>) {
       return channels_last ? run<T, 7, true>(x, gy, gw, P, like, stream) : run<T, 7, false>(x, gy, gw, P, like, stream);
