@@ -43,7 +43,8 @@ sed -e 's#"ops/depthwise_conv/cuda/cl_tiled.cuh"#"cl_tiled.cuh"#' "$src/cl_row1d
 # the kernels of cl_wgrad.cu (up to its '// ---- host launch' line) and the plans of depthwise_conv.cu
 sed -n '/^namespace convx::cuda {/,/^\/\/ ---- host launch/p' "$src/cl_wgrad.cu" | sed '$d' |
   sed -e 's/__shared__ acc_t red/static acc_t red/' \
-      -e 's/__shared__ __align__(16) unsigned char d3w_smem/alignas(16) static unsigned char d3w_smem/' >"$tmp/cl_wgrad_k.inc"
+      -e 's/__shared__ __align__(16) unsigned char d3w_smem/alignas(16) static unsigned char d3w_smem/' \
+      -e 's/__shared__ __align__(16) unsigned char s2d_smem/alignas(16) static unsigned char s2d_smem/' >"$tmp/cl_wgrad_k.inc"
 echo "}}" >>"$tmp/cl_wgrad_k.inc"
 sed -n '/^\/\/ -* tiled fast paths/,/^bool cl_vector_ok/p' "$src/depthwise_conv.cu" | sed '$d' >"$tmp/plans.inc"
 TI=$(${PYTHON:-python3} -c 'import torch, os; print(os.path.dirname(torch.__file__))')
