@@ -18,6 +18,7 @@
 #include "nc_tiled.cuh"
 #include "cl_tiled.cuh"
 #include "nc_wgrad_stream.cuh"
+#include "nc_wgrad_s2d.cuh"  // mb16
 #include "row1d.cuh"
 #include "row_warp.cuh"
 #include <string>
@@ -2080,6 +2081,57 @@ void s2d_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t pw
   check(tag.c_str(), gw, ref, name, tol);
   ++s2d_taken;
 }
+// nc_wgrad.cu's run_s2d: nc_wgrad_s2d on a poisoned buffer, one chunk writing the weight-grad
+// itself, several chunks their partials (summed here); grid capped at `grid` blocks (0: all).
+template <typename T, int K, int NB = 4>
+void ncs2d_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t grid, double tol) {
+  at::manual_seed(17);
+  const int64_t pw = (K - 1) / 2;
+  const auto dt = c10::CppTypeToScalarType<T>::value;
+  Tensor x = at::randn({N, C, H, W}).to(dt), w = at::randn({C, 1, K, K});
+  Tensor y = at::conv2d(x.to(at::kDouble), w.to(at::kDouble), Tensor(), 1, {ph, pw}, 1, C);
+  Tensor gy = at::randn(y.sizes()).to(dt);
+  const Tensor ref = std::get<1>(at::convolution_backward(gy.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble),
+                                                          std::nullopt, {1, 1}, {ph, pw}, {1, 1}, false, {0, 0}, C,
+                                                          {false, true, false})).view({-1});
+  Geometry g;
+  g.batch = N, g.in_channels = C, g.out_channels = C, g.groups = C;
+  g.input[0] = g.output[0] = g.kernel[0] = g.stride[0] = 1, g.padding[0] = 0;
+  g.input[1] = H, g.input[2] = W, g.output[1] = y.size(2), g.output[2] = y.size(3);
+  g.kernel[1] = g.kernel[2] = K, g.padding[1] = ph, g.padding[2] = pw, g.stride[1] = g.stride[2] = 1;
+  Plan P{}; Prep Q{};
+  forward_plan(g, P, Q);
+  char name[128];
+  std::snprintf(name, sizeof name, "%s N%ld C%ld %ldx%ld k%d p%ld,%ld", dt == at::kHalf ? "fp16" : "bf16", long(N),
+                long(C), long(H), long(W), K, long(ph), long(pw));
+  const Tensor xc = x.contiguous(), gc = gy.contiguous();
+  NcS2dTile L{};
+  if (!choose_nc_s2d<K>(L, P, reinterpret_cast<uintptr_t>(xc.data_ptr()), reinterpret_cast<uintptr_t>(gc.data_ptr()),
+                        2)) {
+    std::printf("%-40s wgrad nc s2d declined FAIL\n", name);
+    ++failures;
+    return;
+  }
+  const int64_t blocks = C * L.chunks;
+  const unsigned gx = unsigned(grid > 0 ? std::min(grid, blocks) : blocks);
+  Tensor r;
+  if (L.chunks == 1) {
+    r = at::full({C * K * K}, NAN, dt);
+    T* rp = reinterpret_cast<T*>(r.data_ptr());
+    g_smem_bytes = size_t(NB) * L.slot * 2;
+    launch(dim3{gx}, dim3{unsigned(L.threads)}, [&] { nc_wgrad_s2d<T, K, NB, T>(xc.data_ptr<T>(), gc.data_ptr<T>(), rp, P, L); });
+  } else {
+    Tensor part = at::full({C, int64_t(L.chunks), K * K}, NAN, at::kFloat);
+    float* pp = part.data_ptr<float>();
+    g_smem_bytes = size_t(NB) * L.slot * 2;
+    launch(dim3{gx}, dim3{unsigned(L.threads)}, [&] { nc_wgrad_s2d<T, K, NB>(xc.data_ptr<T>(), gc.data_ptr<T>(), pp, P, L); });
+    r = part.sum(1).view({-1});
+  }
+  const std::string tag = "wgrad nc s2d nb" + std::to_string(NB) + " sp" + std::to_string(L.SP) + " pb" + std::to_string(L.PB) + " chunks" +
+                          std::to_string(L.chunks) + " grid" + std::to_string(gx);
+  check(tag.c_str(), r, ref, name, tol);
+  ++s2d_taken;
+}
 void s2d_cases() {
   // 3x3: odd sizes (a column block cut by the edge), several channel tiles (C 144) and a partial
   // one (C 40: idle lanes, zero pieces), two column blocks (W 60 > 56), padding 0 and 2, the rows
@@ -2095,6 +2147,18 @@ void s2d_cases() {
   s2d_case<at::Half, 5>(2, 16, 14, 13, 2, 2, 0, 2e-3);
   s2d_case<at::Half, 5>(1, 24, 9, 30, 0, 4, 0, 2e-3);
   s2d_case<at::BFloat16, 5>(3, 8, 12, 7, 4, 1, 2, 1e-2);
+  // NCHW (nc_wgrad_s2d): MobileNetV2-like 56x56 (16-byte copies, one sample a step), 28x28 5x5
+  // (8-byte copies, two samples a step, an odd sample count: a half step), odd heights, 4-byte
+  // copies (width 6), padding 0 in height, several chunks (partials), a grid of 3 blocks walking
+  // the (channel, chunk) pairs; a ring of 3
+  ncs2d_case<at::Half, 3>(3, 5, 56, 56, 1, 0, 2e-3);
+  ncs2d_case<at::BFloat16, 5>(5, 4, 28, 28, 2, 0, 1e-2);
+  ncs2d_case<at::Half, 3>(4, 6, 13, 16, 1, 3, 2e-3);
+  ncs2d_case<at::BFloat16, 3>(7, 3, 11, 6, 0, 0, 1e-2);
+  ncs2d_case<at::Half, 5>(6, 2, 9, 12, 4, 3, 2e-3);
+  ncs2d_case<at::Half, 5>(9, 3, 14, 14, 0, 0, 2e-3);
+  ncs2d_case<at::Half, 3>(8, 1, 56, 56, 1, 0, 2e-3);
+  ncs2d_case<at::BFloat16, 3, 3>(9, 2, 20, 24, 1, 3, 1e-2);
   std::printf("s2d: %d launches checked\n", s2d_taken);
   if (s2d_taken == 0) ++failures;
 }

@@ -22,6 +22,11 @@ sed -e 's/__shared__ acc_t red/static acc_t red/' "$src/nc_wgrad_stream.cuh" >"$
 # the column-walking 7x7 kernels: the same, and their include of nc_wgrad_stream.cuh points at the copy
 sed -e 's/__shared__ acc_t red/static acc_t red/' -e 's#"ops/depthwise_conv/cuda/nc_wgrad_stream.cuh"#"nc_wgrad_stream.cuh"#' \
   "$src/walk2d.cuh" >"$tmp/walk2d.cuh"
+# mb16: the staged 16-bit NCHW weight-grad: dynamic shared memory and its scratch as in the loop above,
+# its include of nc_wgrad_stream.cuh points at the copy
+sed -e 's/extern __shared__ __align__(16) unsigned char smem_raw\[\];/unsigned char* smem_raw = g_smem;/' \
+    -e 's/__shared__ float red/static float red/' \
+    -e 's#"ops/depthwise_conv/cuda/nc_wgrad_stream.cuh"#"nc_wgrad_stream.cuh"#' "$src/nc_wgrad_s2d.cuh" >"$tmp/nc_wgrad_s2d.cuh"
 cp "$src/nc_stream.cuh" "$tmp/nc_stream.cuh"
 # the stride-2 data-grad kernel: its include of nc_stream.cuh (FastDiv) points at the copy
 sed -e 's#"ops/depthwise_conv/cuda/nc_stream.cuh"#"nc_stream.cuh"#' "$src/nc_stride2_dgrad.cuh" >"$tmp/nc_stride2_dgrad.cuh"

@@ -2,6 +2,7 @@
 // shared-tile kernel of nc_tiled.cuh) and the ordered sum of their per-block partials.
 #include "ops/depthwise_conv/cuda/launch.h"
 #include "ops/depthwise_conv/cuda/nc_tiled.cuh"
+#include "ops/depthwise_conv/cuda/nc_wgrad_s2d.cuh"
 #include "ops/depthwise_conv/cuda/nc_wgrad_stream.cuh"
 #include "ops/depthwise_conv/cuda/wgrad_sum.cuh"
 
@@ -11,14 +12,46 @@
 #include <c10/util/Half.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <type_traits>
 
 namespace convx::cuda {
 namespace {
 
+// 16-bit K x K planes staged in shared memory (nc_wgrad_s2d.cuh), NB ring slots; one chunk per
+// channel writes gw.
+template <typename T, int K, int NB>
+bool run_s2d(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
+  NcS2dTile L{};
+  if (!mma16_supported() ||  // cp.async: sm_80 and newer
+      !choose_nc_s2d<K>(L, P, reinterpret_cast<uintptr_t>(x), reinterpret_cast<uintptr_t>(gy), 132))
+    return false;
+  const auto blocks = static_cast<unsigned>(P.out_c * L.chunks);
+  const size_t smem = size_t(NB) * L.slot * sizeof(T);
+  const auto go = [&](auto kernel, auto* out) {
+    if (smem > 48 * 1024)
+      C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+    kernel<<<blocks, L.threads, smem, stream>>>(x, gy, out, P, L);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  };
+  if (L.chunks == 1) {
+    go(nc_wgrad_s2d<T, K, NB, T>, gw);
+    return true;
+  }
+  const at::Tensor part = at::empty({P.out_c, int64_t(L.chunks), K * K}, like.options().dtype(at::kFloat));
+  go(nc_wgrad_s2d<T, K, NB>, part.mutable_data_ptr<float>());
+  launch_sum_slots<T>(part.const_data_ptr<float>(), gw, P.out_c, L.chunks, K * K, stream);
+  return true;
+}
+
 template <typename T, int KH, int KW, int S>
 bool run_stream(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
   using acc_t = at::opmath_type<T>;
+  if constexpr (sizeof(T) == 2 && S == 1 && (KH == 3 || KH == 5) && KW == KH) {
+    const char* ab = std::getenv("CONVX_AB_S2D");  // TEMPORARY A/B knob (session 13), removed after it
+    if (ab != nullptr && ab[0] == '1' && run_s2d<T, KH, 4>(x, gy, gw, P, like, stream)) return true;
+    if (ab != nullptr && ab[0] == '3' && run_s2d<T, KH, 3>(x, gy, gw, P, like, stream)) return true;
+  }
   NcWgradTile L{};
   if (!choose_nc_wgrad(L, P, wgrad_cols<KH>(), wgrad_rows<KH>(), S, KH, KW)) return false;
   const int64_t taps = int64_t(P.k[0]) * KH * KW;
