@@ -572,20 +572,20 @@ def test_depthwise_cl_wgrad_rows2d(dtype, placement):
 
 
 # mb16 (session 13): 16-bit channels-last 2-D 3x3 / 5x5 stride-1 weight-grads staged in shared
-# memory (cl_wgrad_s2d: channels a multiple of 8, 16-byte aligned): MobileNetV2 56x56-like C 144
-# (3 channel tiles) on fewer samples, a partial channel tile (C 40), two column blocks (W 60 > 56
-# for 3x3, W 30 > 28 for 5x5), odd planes, no padding, padding K - 1, EfficientNet-like 28x28
-# C 240, rows cut into segments (few samples), batch 0; misaligned / channel-sliced inputs fall
-# back to the row-streaming kernels.
+# memory (cl_wgrad_s2d: channels a multiple of 8, 16-byte aligned, outputs > 28 wide for 3x3, > 14
+# for 5x5): MobileNetV2 56x56-like C 144 (3 channel tiles) on fewer samples, a partial channel tile
+# (C 40), two column blocks (W 60 > 56 for 3x3, W 30 > 28 for 5x5), odd planes, no padding,
+# padding K - 1, EfficientNet-like 28x28 C 240, rows cut into segments (few samples), batch 0;
+# misaligned / channel-sliced inputs fall back to the row-streaming kernels.
 S2D_CASES = [  # (N, C, H, W, k, padding)
     (4, 144, 56, 56, 3, 1),
-    (3, 40, 13, 11, 3, 1),
+    (3, 40, 13, 33, 3, 1),
     (2, 48, 9, 60, 3, 0),
-    (2, 16, 10, 7, 3, 2),
+    (2, 16, 10, 31, 3, 2),
     (4, 240, 28, 28, 5, 2),
     (2, 24, 14, 30, 5, 0),
-    (1, 8, 17, 9, 5, 4),
-    (0, 16, 9, 9, 3, 1),
+    (1, 8, 17, 15, 5, 4),
+    (0, 16, 9, 40, 3, 1),
 ]
 
 
@@ -620,18 +620,19 @@ def test_depthwise_cl_wgrad_s2d(dtype, placement):
 
 
 # mb16 (session 13): 16-bit NCHW 3x3 / 5x5 stride-1 weight-grads with whole planes staged in shared
-# memory (nc_wgrad_s2d, width padding (K - 1) / 2): MobileNetV2 56x56 (16-byte copies, several
-# chunks per channel), EfficientNet 28x28 5x5 (8-byte copies, two samples a step, an odd sample
-# count), 4-byte copies (width 6), height padding 0 and K - 1, many small planes per step; then a
-# misaligned input (2-byte offset: falls back) and an odd width (falls back).
+# memory (nc_wgrad_s2d: width padding (K - 1) / 2, outputs at least 28 wide): MobileNetV2 56x56
+# (16-byte copies, several chunks per channel), EfficientNet 28x28 5x5 (8-byte copies, two samples a
+# step, an odd sample count: a half step), 4-byte copies (width 30, 5x5; the 3x3 one falls back: too
+# many copies a thread), height padding 0 and K - 1, many short planes per step, an odd width (falls
+# back); then a misaligned input (2-byte offset: falls back).
 NC_S2D_CASES = [  # (N, C, H, W, k, height padding)
     (16, 24, 56, 56, 3, 1),
     (9, 40, 28, 28, 5, 2),
-    (5, 8, 11, 6, 3, 0),
-    (7, 16, 13, 20, 5, 4),
-    (64, 4, 7, 8, 3, 2),
-    (3, 8, 9, 9, 3, 1),
-    (0, 8, 8, 8, 3, 1),
+    (5, 8, 11, 30, 3, 0),
+    (7, 16, 13, 30, 5, 4),
+    (64, 4, 7, 32, 3, 2),
+    (3, 8, 9, 41, 3, 1),
+    (0, 8, 8, 32, 3, 1),
 ]
 
 

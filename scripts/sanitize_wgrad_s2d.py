@@ -12,8 +12,8 @@ ops = torch.ops.convx
 g = torch.Generator().manual_seed(13)
 n = 0
 # (N, C, H, W, k, padding)
-CASES = [(2, 144, 20, 18, 3, 1), (3, 40, 9, 60, 3, 0), (2, 16, 7, 7, 3, 2), (2, 240, 14, 14, 5, 2),
-         (1, 24, 13, 30, 5, 0), (1, 8, 9, 9, 5, 4)]
+CASES = [(2, 144, 20, 40, 3, 1), (3, 40, 9, 60, 3, 0), (2, 16, 7, 30, 3, 2), (2, 240, 14, 20, 5, 2),
+         (1, 24, 13, 30, 5, 0), (1, 8, 9, 12, 5, 4)]
 for dt in (torch.float16, torch.bfloat16):
     for N, C, H, W, k, p in CASES:
         x = torch.randn(N, C, H, W, generator=g).to("cuda", dt).contiguous(memory_format=torch.channels_last)
@@ -23,7 +23,7 @@ for dt in (torch.float16, torch.bfloat16):
         n += 1
 # NCHW (N, C, H, W, k, height padding; width padding (k - 1) / 2)
 for dt in (torch.float16, torch.bfloat16):
-    for N, C, H, W, k, ph in [(6, 8, 56, 56, 3, 1), (5, 16, 28, 28, 5, 2), (5, 8, 11, 6, 3, 0), (7, 8, 13, 20, 5, 4)]:
+    for N, C, H, W, k, ph in [(6, 8, 56, 56, 3, 1), (5, 16, 28, 28, 5, 2), (5, 8, 11, 30, 3, 0), (7, 8, 13, 30, 5, 4)]:
         pw = (k - 1) // 2
         x = torch.randn(N, C, H, W, generator=g).to("cuda", dt)
         gy = torch.randn(N, C, H + 2 * ph - k + 1, W + 2 * pw - k + 1, generator=g).to("cuda", dt)

@@ -2083,7 +2083,7 @@ void s2d_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t pw
 }
 // nc_wgrad.cu's run_s2d: nc_wgrad_s2d on a poisoned buffer, one chunk writing the weight-grad
 // itself, several chunks their partials (summed here); grid capped at `grid` blocks (0: all).
-template <typename T, int K, int NB = 4>
+template <typename T, int K>
 void ncs2d_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t grid, double tol) {
   at::manual_seed(17);
   const int64_t pw = (K - 1) / 2;
@@ -2118,16 +2118,16 @@ void ncs2d_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t 
   if (L.chunks == 1) {
     r = at::full({C * K * K}, NAN, dt);
     T* rp = reinterpret_cast<T*>(r.data_ptr());
-    g_smem_bytes = size_t(NB) * L.slot * 2;
-    launch(dim3{gx}, dim3{unsigned(L.threads)}, [&] { nc_wgrad_s2d<T, K, NB, T>(xc.data_ptr<T>(), gc.data_ptr<T>(), rp, P, L); });
+    g_smem_bytes = size_t(kNcS2dRing) * L.slot * 2;
+    launch(dim3{gx}, dim3{unsigned(L.threads)}, [&] { nc_wgrad_s2d<T, K, T>(xc.data_ptr<T>(), gc.data_ptr<T>(), rp, P, L); });
   } else {
     Tensor part = at::full({C, int64_t(L.chunks), K * K}, NAN, at::kFloat);
     float* pp = part.data_ptr<float>();
-    g_smem_bytes = size_t(NB) * L.slot * 2;
-    launch(dim3{gx}, dim3{unsigned(L.threads)}, [&] { nc_wgrad_s2d<T, K, NB>(xc.data_ptr<T>(), gc.data_ptr<T>(), pp, P, L); });
+    g_smem_bytes = size_t(kNcS2dRing) * L.slot * 2;
+    launch(dim3{gx}, dim3{unsigned(L.threads)}, [&] { nc_wgrad_s2d<T, K>(xc.data_ptr<T>(), gc.data_ptr<T>(), pp, P, L); });
     r = part.sum(1).view({-1});
   }
-  const std::string tag = "wgrad nc s2d nb" + std::to_string(NB) + " sp" + std::to_string(L.SP) + " pb" + std::to_string(L.PB) + " chunks" +
+  const std::string tag = "wgrad nc s2d sp" + std::to_string(L.SP) + " pb" + std::to_string(L.PB) + " chunks" +
                           std::to_string(L.chunks) + " grid" + std::to_string(gx);
   check(tag.c_str(), r, ref, name, tol);
   ++s2d_taken;
@@ -2150,7 +2150,7 @@ void s2d_cases() {
   // NCHW (nc_wgrad_s2d): MobileNetV2-like 56x56 (16-byte copies, one sample a step), 28x28 5x5
   // (8-byte copies, two samples a step, an odd sample count: a half step), odd heights, 4-byte
   // copies (width 6), padding 0 in height, several chunks (partials), a grid of 3 blocks walking
-  // the (channel, chunk) pairs; a ring of 3
+  // the (channel, chunk) pairs
   ncs2d_case<at::Half, 3>(3, 5, 56, 56, 1, 0, 2e-3);
   ncs2d_case<at::BFloat16, 5>(5, 4, 28, 28, 2, 0, 1e-2);
   ncs2d_case<at::Half, 3>(4, 6, 13, 16, 1, 3, 2e-3);
@@ -2158,7 +2158,7 @@ void s2d_cases() {
   ncs2d_case<at::Half, 5>(6, 2, 9, 12, 4, 3, 2e-3);
   ncs2d_case<at::Half, 5>(9, 3, 14, 14, 0, 0, 2e-3);
   ncs2d_case<at::Half, 3>(8, 1, 56, 56, 1, 0, 2e-3);
-  ncs2d_case<at::BFloat16, 3, 3>(9, 2, 20, 24, 1, 3, 1e-2);
+  ncs2d_case<at::BFloat16, 3>(9, 2, 20, 24, 1, 3, 1e-2);
   std::printf("s2d: %d launches checked\n", s2d_taken);
   if (s2d_taken == 0) ++failures;
 }

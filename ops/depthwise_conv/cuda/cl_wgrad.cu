@@ -27,7 +27,6 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -974,14 +973,15 @@ cl_wgrad_rows(const T* __restrict__ x, const T* __restrict__ gy, float* __restri
 // row segment, sample), column block fastest, dealt to the blocks in turn; the staging runs on
 // across items. Then the G strips' sums in strip order (block_groups_sum), partials + sum_chunks:
 // deterministic, no atomics.
-template <int K, int RING = 0>
+template <int K>
 struct ClS2dShape {
   static constexpr int VW = K == 3 ? 2 : 1;  // channels per thread: 3x3 32-bit reads; 5x5 16-bit (register room)
   static constexpr int CH = 48, CT = CH / VW, R = 7, G = 192 / CT, BW = G * R;
   static constexpr int XPOS = BW + K - 1, POS = XPOS + BW;  // staged positions per slot: x, then grad_output
-  static constexpr int PIECES = POS * CH / 8, THREADS = CT * G, STAGE = POS * CH;
-  // ring slots: RING, else as many as 44 KB hold (at most 8)
-  static constexpr int NB = RING > 0 ? RING : std::min(8, 45056 / (STAGE * 2));
+  // Ring of 3 slots (2 steps ahead): 4 slots for 3x3 / 7 for 5x5 (3 steps ahead or more, 44 / 40
+  // KB) measured slower (H100, session 13, mb16_call2_ab.log, MobileNetV2 56x56 fp16 0.0568 ->
+  // 0.0597 ms, EfficientNet 28x28 fp16 0.0470 -> 0.0502).
+  static constexpr int PIECES = POS * CH / 8, THREADS = CT * G, NB = 3, STAGE = POS * CH;
   static constexpr int NP = (PIECES + THREADS - 1) / THREADS;  // 16-byte pieces a thread stages per slot
   static constexpr int TAPS = K * K, TB = reduce_taps<TAPS, VW, float>();
   static constexpr size_t SMEM = std::max(size_t(NB) * STAGE * 2, size_t(TB) * kWgradThreads * VW * sizeof(float));
@@ -989,12 +989,12 @@ struct ClS2dShape {
 };
 constexpr int kS2dBlocksPerSm = 3;
 
-template <typename T, int K, int RING = 0>
+template <typename T, int K>
 __global__ void __launch_bounds__(192, kS2dBlocksPerSm)
 cl_wgrad_s2d(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, const Plan P,
              const ClwTile L) {
   static_assert(sizeof(T) == 2, "16-bit storage");
-  using S = ClS2dShape<K, RING>;
+  using S = ClS2dShape<K>;
   constexpr int VW = S::VW, R = S::R, CH = S::CH, NB = S::NB, NP = S::NP;
   __shared__ __align__(16) unsigned char s2d_smem[S::SMEM];
   T* const ring = reinterpret_cast<T*>(s2d_smem);
@@ -1354,7 +1354,8 @@ bool run_rows2d(const T* x, const T* gy, T* gw, const Plan& P2, const at::Tensor
 // on cl_wgrad_rows, 1 channel x strips of 7 (EfficientNet 28x28 C 240: 0.0530 / 0.0544 [0.0744 /
 // 0.0741]). Channel tiles of at most 32 lanes: within 2% of 128 on MobileNetV2 56x56, 10-30%
 // faster on the other two rows.
-template <typename T, int K, int RING = 0>
+// cl_wgrad_s2d, then sum_chunks: channels a multiple of 8, 16-byte aligned x and grad_output, sm >= 80.
+template <typename T, int K>
 bool run_s2d(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
   if (P.k[0] != 1 || P.S[1] != 1 || P.S[2] != 1 || P.out_c % 8 != 0 || !vectors_fit<T, 8>(x, gy, P) ||
       !mma16_supported())
@@ -1365,8 +1366,8 @@ bool run_s2d(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase
   using acc_t = float;
   const int64_t n = P.out_c * K * K;
   const at::Tensor part = at::empty({chunks, n}, like.options().dtype(at::kFloat));
-  cl_wgrad_s2d<T, K, RING><<<dim3(static_cast<unsigned>(ctiles), static_cast<unsigned>(chunks)),
-                             ClS2dShape<K>::THREADS, 0, stream>>>(x, gy, part.mutable_data_ptr<acc_t>(), P, L);
+  cl_wgrad_s2d<T, K><<<dim3(static_cast<unsigned>(ctiles), static_cast<unsigned>(chunks)), ClS2dShape<K>::THREADS, 0,
+                       stream>>>(x, gy, part.mutable_data_ptr<acc_t>(), P, L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   sum_chunks<T><<<static_cast<unsigned>(std::clamp<int64_t>(ceil_div(n, kSumCols), 1, 1 << 30)), kWgradThreads, 0,
                   stream>>>(part.const_data_ptr<acc_t>(), gw, chunks, n);
@@ -1376,9 +1377,12 @@ bool run_s2d(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase
 
 template <typename T, int K>
 bool run_rows16(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
-  const char* ab = std::getenv("CONVX_AB_S2D");  // TEMPORARY A/B knob (session 13), removed after it
-  if (ab != nullptr && ab[0] == '1' && run_s2d<T, K>(x, gy, gw, P, like, stream)) return true;
-  if (ab != nullptr && ab[0] == '3' && run_s2d<T, K, 3>(x, gy, gw, P, like, stream)) return true;
+  // cl_wgrad_s2d first where its column block is more than half used (3x3: outputs > 28 wide, 5x5:
+  // > 14), measured on one row of each class (session 13, mb16_call2_ab.log, weight-grad alone,
+  // ms fp16 / bf16 [the tiles below]: MobileNetV2 56x56 C 144 0.0568 / 0.0570 [0.0632 / 0.0577],
+  // EfficientNet 28x28 C 240 0.0470 / 0.0475 [0.0530 / 0.0545]); narrower planes keep the tiles
+  // below (MobileNetV2 7x7 on cl_wgrad_rows is faster than aten there).
+  if (2 * P.q[2] > ClS2dShape<K>::BW && run_s2d<T, K>(x, gy, gw, P, like, stream)) return true;
   if constexpr (K == 5) {
     return run_rows2d<T, 5, 5, 1, 7, true>(x, gy, gw, P, like, stream);
   } else {

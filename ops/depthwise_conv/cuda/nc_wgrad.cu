@@ -12,22 +12,20 @@
 #include <c10/util/Half.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <type_traits>
 
 namespace convx::cuda {
 namespace {
 
-// 16-bit K x K planes staged in shared memory (nc_wgrad_s2d.cuh), NB ring slots; one chunk per
-// channel writes gw.
-template <typename T, int K, int NB>
+// 16-bit K x K planes staged in shared memory (nc_wgrad_s2d.cuh); one chunk per channel writes gw.
+template <typename T, int K>
 bool run_s2d(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
   NcS2dTile L{};
   if (!mma16_supported() ||  // cp.async: sm_80 and newer
       !choose_nc_s2d<K>(L, P, reinterpret_cast<uintptr_t>(x), reinterpret_cast<uintptr_t>(gy), 132))
     return false;
   const auto blocks = static_cast<unsigned>(P.out_c * L.chunks);
-  const size_t smem = size_t(NB) * L.slot * sizeof(T);
+  const size_t smem = size_t(kNcS2dRing) * L.slot * sizeof(T);
   const auto go = [&](auto kernel, auto* out) {
     if (smem > 48 * 1024)
       C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
@@ -35,11 +33,11 @@ bool run_s2d(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   };
   if (L.chunks == 1) {
-    go(nc_wgrad_s2d<T, K, NB, T>, gw);
+    go(nc_wgrad_s2d<T, K, T>, gw);
     return true;
   }
   const at::Tensor part = at::empty({P.out_c, int64_t(L.chunks), K * K}, like.options().dtype(at::kFloat));
-  go(nc_wgrad_s2d<T, K, NB>, part.mutable_data_ptr<float>());
+  go(nc_wgrad_s2d<T, K>, part.mutable_data_ptr<float>());
   launch_sum_slots<T>(part.const_data_ptr<float>(), gw, P.out_c, L.chunks, K * K, stream);
   return true;
 }
@@ -48,9 +46,12 @@ template <typename T, int KH, int KW, int S>
 bool run_stream(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
   using acc_t = at::opmath_type<T>;
   if constexpr (sizeof(T) == 2 && S == 1 && (KH == 3 || KH == 5) && KW == KH) {
-    const char* ab = std::getenv("CONVX_AB_S2D");  // TEMPORARY A/B knob (session 13), removed after it
-    if (ab != nullptr && ab[0] == '1' && run_s2d<T, KH, 4>(x, gy, gw, P, like, stream)) return true;
-    if (ab != nullptr && ab[0] == '3' && run_s2d<T, KH, 3>(x, gy, gw, P, like, stream)) return true;
+    // Planes staged in shared memory (nc_wgrad_s2d) on outputs at least 28 wide, measured on one row
+    // of each filter (session 13, mb16_call2_ab.log, weight-grad alone, ms fp16 / bf16 [nc_wgrad_stream
+    // + sum_slots]: MobileNetV2 56x56 C 144 0.0649 / 0.0657 [0.0860 / 0.0900], EfficientNet 28x28
+    // C 240 0.0503 / 0.0560 [0.0785 / 0.0784]); smaller planes (MobileNetV2 7x7's one chunk per
+    // channel below) were not measured on it.
+    if (P.q[2] >= 28 && run_s2d<T, KH>(x, gy, gw, P, like, stream)) return true;
   }
   NcWgradTile L{};
   if (!choose_nc_wgrad(L, P, wgrad_cols<KH>(), wgrad_rows<KH>(), S, KH, KW)) return false;
