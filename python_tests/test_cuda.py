@@ -571,6 +571,98 @@ def test_depthwise_cl_wgrad_rows2d(dtype, placement):
         torch.testing.assert_close(a.double() / scale, ref / scale, rtol=2e-2, atol=1e-2, msg=lambda m: f"case {i}: {m}")
 
 
+# mb16 (session 13): 16-bit channels-last 2-D 3x3 / 5x5 stride-1 weight-grads staged in shared
+# memory (cl_wgrad_s2d: channels a multiple of 8, 16-byte aligned, outputs > 28 wide for 3x3, > 14
+# for 5x5): MobileNetV2 56x56-like C 144 (3 channel tiles) on fewer samples, a partial channel tile
+# (C 40), two column blocks (W 60 > 56 for 3x3, W 30 > 28 for 5x5), odd planes, no padding,
+# padding K - 1, EfficientNet-like 28x28 C 240, rows cut into segments (few samples), batch 0;
+# misaligned / channel-sliced inputs fall back to the row-streaming kernels.
+S2D_CASES = [  # (N, C, H, W, k, padding)
+    (4, 144, 56, 56, 3, 1),
+    (3, 40, 13, 33, 3, 1),
+    (2, 48, 9, 60, 3, 0),
+    (2, 16, 10, 31, 3, 2),
+    (4, 240, 28, 28, 5, 2),
+    (2, 24, 14, 30, 5, 0),
+    (1, 8, 17, 15, 5, 4),
+    (0, 16, 9, 40, 3, 1),
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("placement", ["plain", "misaligned", "sliced"])
+def test_depthwise_cl_wgrad_s2d(dtype, placement):
+    """Against float64 on the same 16-bit data, on poisoned memory; same bits twice."""
+    op = torch.ops.convx.conv2d_weight_grad
+    for i, (N, C, H, W, k, p) in enumerate(S2D_CASES):
+        gen = torch.Generator().manual_seed(160 + i)
+        Ho, Wo = H + 2 * p - k + 1, W + 2 * p - k + 1
+        xs = torch.randn(N, H, W, C, generator=gen).to(DEV, dtype)
+        gs = torch.randn(N, Ho, Wo, C, generator=gen).to(DEV, dtype)
+        if placement == "misaligned":  # one element past the 16-byte boundary
+            xb = torch.empty(xs.numel() + 1, device=DEV, dtype=dtype)
+            xb[1:].copy_(xs.flatten())
+            xs = xb[1:].view(xs.shape)
+        elif placement == "sliced":  # channels [0, C) of 2C
+            xs = torch.cat([xs, xs], dim=-1)[..., :C]
+        x, gy = xs.movedim(-1, 1), gs.movedim(-1, 1)
+        args = (x, [C, 1, k, k], gy, [1, 1], [p, p], [1, 1], C)
+        poison()
+        with deterministic():
+            a = op(*args)
+            poison()
+            b = op(*args)
+        assert torch.equal(a, b), f"case {i}: not bitwise repeatable"
+        ref = torch.nn.grad.conv2d_weight(x.double(), (C, 1, k, k), gy.double(), 1, p, 1, C)
+        scale = max(1.0, float(ref.abs().max()))
+        assert not torch.isnan(a).any(), f"case {i}: NaN (unwritten element)"
+        torch.testing.assert_close(a.double() / scale, ref / scale, rtol=2e-2, atol=1e-2, msg=lambda m: f"case {i}: {m}")
+
+
+# mb16 (session 13): 16-bit NCHW 3x3 / 5x5 stride-1 weight-grads with whole planes staged in shared
+# memory (nc_wgrad_s2d: width padding (K - 1) / 2, outputs at least 28 wide): MobileNetV2 56x56
+# (16-byte copies, several chunks per channel), EfficientNet 28x28 5x5 (8-byte copies, two samples a
+# step, an odd sample count: a half step), 4-byte copies (width 30, 5x5; the 3x3 one falls back: too
+# many copies a thread), height padding 0 and K - 1, many short planes per step, an odd width (falls
+# back); then a misaligned input (2-byte offset: falls back).
+NC_S2D_CASES = [  # (N, C, H, W, k, height padding)
+    (16, 24, 56, 56, 3, 1),
+    (9, 40, 28, 28, 5, 2),
+    (5, 8, 11, 30, 3, 0),
+    (7, 16, 13, 30, 5, 4),
+    (64, 4, 7, 32, 3, 2),
+    (3, 8, 9, 41, 3, 1),
+    (0, 8, 8, 32, 3, 1),
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("placement", ["plain", "misaligned"])
+def test_depthwise_nc_wgrad_s2d(dtype, placement):
+    """Against float64 on the same 16-bit data, on poisoned memory; same bits twice."""
+    op = torch.ops.convx.conv2d_weight_grad
+    for i, (N, C, H, W, k, ph) in enumerate(NC_S2D_CASES):
+        gen = torch.Generator().manual_seed(170 + i)
+        pw = (k - 1) // 2
+        x = torch.randn(N, C, H, W, generator=gen).to(DEV, dtype)
+        gy = torch.randn(N, C, H + 2 * ph - k + 1, W + 2 * pw - k + 1, generator=gen).to(DEV, dtype)
+        if placement == "misaligned":  # one element past the 16-byte boundary
+            xb = torch.empty(x.numel() + 1, device=DEV, dtype=dtype)
+            xb[1:].copy_(x.flatten())
+            x = xb[1:].view(x.shape)
+        args = (x, [C, 1, k, k], gy, [1, 1], [ph, pw], [1, 1], C)
+        poison()
+        with deterministic():
+            a = op(*args)
+            poison()
+            b = op(*args)
+        assert torch.equal(a, b), f"case {i}: not bitwise repeatable"
+        ref = torch.nn.grad.conv2d_weight(x.double(), (C, 1, k, k), gy.double(), 1, (ph, pw), 1, C)
+        scale = max(1.0, float(ref.abs().max()))
+        assert not torch.isnan(a).any(), f"case {i}: NaN (unwritten element)"
+        torch.testing.assert_close(a.double() / scale, ref / scale, rtol=2e-2, atol=1e-2, msg=lambda m: f"case {i}: {m}")
+
+
 # 16-bit NCHW 3x3 / 5x5 stride-1 weight-grads with one chunk of planes per channel, which
 # nc_wgrad_stream writes as the weight-grad itself (no partials, no sum launch): MobileNetV2's 7x7
 # planes at C 960, odd planes, no padding, padding K - 1, 64 samples in one block.

@@ -18,6 +18,7 @@
 #include "nc_tiled.cuh"
 #include "cl_tiled.cuh"
 #include "nc_wgrad_stream.cuh"
+#include "nc_wgrad_s2d.cuh"  // mb16
 #include "row1d.cuh"
 #include "row_warp.cuh"
 #include <string>
@@ -2042,6 +2043,138 @@ void clwr2_cases() {
   std::printf("rows2d: %d launches checked\n", clwr2_taken);
 }
 
+// ---- mb16 (session 13): cl_wgrad_s2d, the 16-bit 2-D 3x3 / 5x5 channels-last weight-grad staged
+// in shared memory (cl_wgrad.cu's run_s2d): the partial kernel, then sum_chunks, on poisoned
+// buffers; `chunks` > 0 caps the grid so that a block walks several items (the staging running on
+// from one item into the next). ----
+static int s2d_taken = 0;
+template <typename T, int K>
+void s2d_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t pw, int64_t cap, double tol) {
+  at::manual_seed(16);
+  const auto dt = c10::CppTypeToScalarType<T>::value;
+  Tensor x = at::randn({N, C, H, W}).to(dt), w = at::randn({C, 1, K, K});
+  Tensor y = at::conv2d(x.to(at::kDouble), w.to(at::kDouble), Tensor(), 1, {ph, pw}, 1, C);
+  Tensor gy = at::randn(y.sizes()).to(dt);
+  const Tensor ref = std::get<1>(at::convolution_backward(gy.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble),
+                                                          std::nullopt, {1, 1}, {ph, pw}, {1, 1}, false, {0, 0}, C,
+                                                          {false, true, false})).view({-1});
+  Geometry g;
+  g.batch = N, g.in_channels = C, g.out_channels = C, g.groups = C;
+  g.input[0] = g.output[0] = g.kernel[0] = g.stride[0] = 1, g.padding[0] = 0;
+  g.input[1] = H, g.input[2] = W, g.output[1] = y.size(2), g.output[2] = y.size(3);
+  g.kernel[1] = g.kernel[2] = K, g.padding[1] = ph, g.padding[2] = pw, g.stride[1] = g.stride[2] = 1;
+  Plan P{}; Prep Q{};
+  forward_plan(g, P, Q);
+  char name[128];
+  std::snprintf(name, sizeof name, "%s N%ld C%ld %ldx%ld k%d p%ld,%ld", dt == at::kHalf ? "fp16" : "bf16", long(N),
+                long(C), long(H), long(W), K, long(ph), long(pw));
+  ClwTile L{};
+  int64_t ctiles = 0, chunks = 0;
+  if (!choose_s2d_tile<K>(L, P, ctiles, chunks)) {
+    std::printf("%-40s wgrad s2d declined FAIL\n", name);
+    ++failures;
+    return;
+  }
+  if (cap > 0) chunks = std::min(chunks, cap);
+  const Tensor xc = to_cl(x), gc = to_cl(gy);
+  const int64_t n = C * K * K;
+  Tensor part = at::full({chunks, n}, NAN, at::kFloat);
+  float* pp = part.data_ptr<float>();
+  launch(dim3{unsigned(ctiles), unsigned(chunks)}, dim3{unsigned(ClS2dShape<K>::THREADS)},
+         [&] { cl_wgrad_s2d<T, K>(xc.data_ptr<T>(), gc.data_ptr<T>(), pp, P, L); });
+  Tensor gw = at::full({n}, NAN, dt);
+  T* gp = reinterpret_cast<T*>(gw.data_ptr());
+  dim3 sgrid, sblock;
+  sgrid.x = unsigned(ceil_div(n, kSumCols)), sblock.x = unsigned(kSumCols * kSumSlices);
+  launch(sgrid, sblock, [&] { sum_chunks<T>(pp, gp, chunks, n); });
+  const std::string tag = "wgrad s2d blocks" + std::to_string(L.strips) + " segs" + std::to_string(L.segs) +
+                          " items" + std::to_string(L.items) + " chunks" + std::to_string(chunks);
+  check(tag.c_str(), gw, ref, name, tol);
+  ++s2d_taken;
+}
+// nc_wgrad.cu's run_s2d: nc_wgrad_s2d on a poisoned buffer, one chunk writing the weight-grad
+// itself, several chunks their partials (summed here); grid capped at `grid` blocks (0: all).
+template <typename T, int K>
+void ncs2d_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t grid, double tol) {
+  at::manual_seed(17);
+  const int64_t pw = (K - 1) / 2;
+  const auto dt = c10::CppTypeToScalarType<T>::value;
+  Tensor x = at::randn({N, C, H, W}).to(dt), w = at::randn({C, 1, K, K});
+  Tensor y = at::conv2d(x.to(at::kDouble), w.to(at::kDouble), Tensor(), 1, {ph, pw}, 1, C);
+  Tensor gy = at::randn(y.sizes()).to(dt);
+  const Tensor ref = std::get<1>(at::convolution_backward(gy.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble),
+                                                          std::nullopt, {1, 1}, {ph, pw}, {1, 1}, false, {0, 0}, C,
+                                                          {false, true, false})).view({-1});
+  Geometry g;
+  g.batch = N, g.in_channels = C, g.out_channels = C, g.groups = C;
+  g.input[0] = g.output[0] = g.kernel[0] = g.stride[0] = 1, g.padding[0] = 0;
+  g.input[1] = H, g.input[2] = W, g.output[1] = y.size(2), g.output[2] = y.size(3);
+  g.kernel[1] = g.kernel[2] = K, g.padding[1] = ph, g.padding[2] = pw, g.stride[1] = g.stride[2] = 1;
+  Plan P{}; Prep Q{};
+  forward_plan(g, P, Q);
+  char name[128];
+  std::snprintf(name, sizeof name, "%s N%ld C%ld %ldx%ld k%d p%ld,%ld", dt == at::kHalf ? "fp16" : "bf16", long(N),
+                long(C), long(H), long(W), K, long(ph), long(pw));
+  const Tensor xc = x.contiguous(), gc = gy.contiguous();
+  NcS2dTile L{};
+  if (!choose_nc_s2d<K>(L, P, reinterpret_cast<uintptr_t>(xc.data_ptr()), reinterpret_cast<uintptr_t>(gc.data_ptr()),
+                        2)) {
+    std::printf("%-40s wgrad nc s2d declined FAIL\n", name);
+    ++failures;
+    return;
+  }
+  const int64_t blocks = C * L.chunks;
+  const unsigned gx = unsigned(grid > 0 ? std::min(grid, blocks) : blocks);
+  Tensor r;
+  if (L.chunks == 1) {
+    r = at::full({C * K * K}, NAN, dt);
+    T* rp = reinterpret_cast<T*>(r.data_ptr());
+    g_smem_bytes = size_t(kNcS2dRing) * L.slot * 2;
+    launch(dim3{gx}, dim3{unsigned(L.threads)}, [&] { nc_wgrad_s2d<T, K, T>(xc.data_ptr<T>(), gc.data_ptr<T>(), rp, P, L); });
+  } else {
+    Tensor part = at::full({C, int64_t(L.chunks), K * K}, NAN, at::kFloat);
+    float* pp = part.data_ptr<float>();
+    g_smem_bytes = size_t(kNcS2dRing) * L.slot * 2;
+    launch(dim3{gx}, dim3{unsigned(L.threads)}, [&] { nc_wgrad_s2d<T, K>(xc.data_ptr<T>(), gc.data_ptr<T>(), pp, P, L); });
+    r = part.sum(1).view({-1});
+  }
+  const std::string tag = "wgrad nc s2d sp" + std::to_string(L.SP) + " pb" + std::to_string(L.PB) + " chunks" +
+                          std::to_string(L.chunks) + " grid" + std::to_string(gx);
+  check(tag.c_str(), r, ref, name, tol);
+  ++s2d_taken;
+}
+void s2d_cases() {
+  // 3x3: odd sizes (a column block cut by the edge), several channel tiles (C 144) and a partial
+  // one (C 40: idle lanes, zero pieces), two column blocks (W 60 > 56), padding 0 and 2, the rows
+  // cut into segments, a capped grid (several items per block)
+  s2d_case<at::Half, 3>(2, 48, 13, 11, 1, 1, 0, 2e-3);
+  s2d_case<at::BFloat16, 3>(1, 144, 9, 60, 1, 1, 0, 1e-2);
+  s2d_case<at::Half, 3>(3, 40, 7, 5, 0, 0, 0, 2e-3);
+  s2d_case<at::Half, 3>(2, 56, 6, 9, 2, 2, 3, 2e-3);
+  s2d_case<at::BFloat16, 3>(5, 96, 11, 14, 1, 0, 2, 1e-2);
+  // 5x5: EfficientNet-like 28x28 C 240 (5 tiles), odd sizes, two column blocks (W 30 > 28),
+  // padding 0 and 4, a capped grid
+  s2d_case<at::BFloat16, 5>(2, 240, 28, 28, 2, 2, 0, 1e-2);
+  s2d_case<at::Half, 5>(2, 16, 14, 13, 2, 2, 0, 2e-3);
+  s2d_case<at::Half, 5>(1, 24, 9, 30, 0, 4, 0, 2e-3);
+  s2d_case<at::BFloat16, 5>(3, 8, 12, 7, 4, 1, 2, 1e-2);
+  // NCHW (nc_wgrad_s2d): MobileNetV2-like 56x56 (16-byte copies, one sample a step), 28x28 5x5
+  // (8-byte copies, two samples a step, an odd sample count: a half step), odd heights, 4-byte
+  // copies (width 6), padding 0 in height, several chunks (partials), a grid of 3 blocks walking
+  // the (channel, chunk) pairs
+  ncs2d_case<at::Half, 3>(3, 5, 56, 56, 1, 0, 2e-3);
+  ncs2d_case<at::BFloat16, 5>(5, 4, 28, 28, 2, 0, 1e-2);
+  ncs2d_case<at::Half, 3>(4, 6, 13, 16, 1, 3, 2e-3);
+  ncs2d_case<at::BFloat16, 3>(7, 3, 11, 6, 0, 0, 1e-2);
+  ncs2d_case<at::Half, 5>(6, 2, 9, 12, 4, 3, 2e-3);
+  ncs2d_case<at::Half, 5>(9, 3, 14, 14, 0, 0, 2e-3);
+  ncs2d_case<at::Half, 3>(8, 1, 56, 56, 1, 0, 2e-3);
+  ncs2d_case<at::BFloat16, 3>(9, 2, 20, 24, 1, 3, 1e-2);
+  std::printf("s2d: %d launches checked\n", s2d_taken);
+  if (s2d_taken == 0) ++failures;
+}
+// ---- end mb16 ----
+
 // ---- column-walking 7x7 kernels (walk2d.cuh), mirror walk_wgrad2d.cu / walk_conv2d.cu ----
 static int walk_taken = 0;
 // The kernel on NaN-poisoned partials with `target` blocks and bands of `rows` rows, then the
@@ -2598,7 +2731,13 @@ void eff5_wgrad_cases() {
 // HARNESS_ONLY=tc7 runs tc7_cases alone (tc7_nc.cuh, session 13).
 // HARNESS_ONLY=eff5 runs eff5_cases and eff5_wgrad_cases alone (walk2d at 5 x 5 in fp32,
 // nc_plane_cp at 5 x 5, nc_wgrad_cp); HARNESS_ONLY=eff5wg nc_wgrad_cp alone.
+// HARNESS_ONLY=s2d runs s2d_cases alone (mb16, session 13: cl_wgrad_s2d).
 int main() {
+  if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "s2d") {  // mb16: cl_wgrad_s2d
+    s2d_cases();
+    std::printf("failures: %d\n", failures);
+    return failures != 0;
+  }
   if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "rows2d") {
     clwr2_cases();
     std::printf("failures: %d\n", failures);
@@ -2663,6 +2802,7 @@ int main() {
     tcw3_cases();
     tcw_cases();
     clwr2_cases();
+  s2d_cases();  // mb16
     walkc_cases();
     walk_cases();
     tc7_cases();  // tc7n

@@ -22,6 +22,11 @@ sed -e 's/__shared__ acc_t red/static acc_t red/' "$src/nc_wgrad_stream.cuh" >"$
 # the column-walking 7x7 kernels: the same, and their include of nc_wgrad_stream.cuh points at the copy
 sed -e 's/__shared__ acc_t red/static acc_t red/' -e 's#"ops/depthwise_conv/cuda/nc_wgrad_stream.cuh"#"nc_wgrad_stream.cuh"#' \
   "$src/walk2d.cuh" >"$tmp/walk2d.cuh"
+# mb16: the staged 16-bit NCHW weight-grad: dynamic shared memory and its scratch as in the loop above,
+# its include of nc_wgrad_stream.cuh points at the copy
+sed -e 's/extern __shared__ __align__(16) unsigned char smem_raw\[\];/unsigned char* smem_raw = g_smem;/' \
+    -e 's/__shared__ float red/static float red/' \
+    -e 's#"ops/depthwise_conv/cuda/nc_wgrad_stream.cuh"#"nc_wgrad_stream.cuh"#' "$src/nc_wgrad_s2d.cuh" >"$tmp/nc_wgrad_s2d.cuh"
 cp "$src/nc_stream.cuh" "$tmp/nc_stream.cuh"
 # the staged NCHW weight-grad (eff5): its includes point at the copies, its shared memory as above
 sed -e 's#"ops/depthwise_conv/cuda/nc_plane_cp.cuh"#"nc_plane_cp.cuh"#' \
@@ -48,7 +53,8 @@ sed -e 's#"ops/depthwise_conv/cuda/cl_tiled.cuh"#"cl_tiled.cuh"#' "$src/cl_row1d
 # the kernels of cl_wgrad.cu (up to its '// ---- host launch' line) and the plans of depthwise_conv.cu
 sed -n '/^namespace convx::cuda {/,/^\/\/ ---- host launch/p' "$src/cl_wgrad.cu" | sed '$d' |
   sed -e 's/__shared__ acc_t red/static acc_t red/' \
-      -e 's/__shared__ __align__(16) unsigned char d3w_smem/alignas(16) static unsigned char d3w_smem/' >"$tmp/cl_wgrad_k.inc"
+      -e 's/__shared__ __align__(16) unsigned char d3w_smem/alignas(16) static unsigned char d3w_smem/' \
+      -e 's/__shared__ __align__(16) unsigned char s2d_smem/alignas(16) static unsigned char s2d_smem/' >"$tmp/cl_wgrad_k.inc"
 echo "}}" >>"$tmp/cl_wgrad_k.inc"
 sed -n '/^\/\/ -* tiled fast paths/,/^bool cl_vector_ok/p' "$src/depthwise_conv.cu" | sed '$d' >"$tmp/plans.inc"
 TI=$(${PYTHON:-python3} -c 'import torch, os; print(os.path.dirname(torch.__file__))')

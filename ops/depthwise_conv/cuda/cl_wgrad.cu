@@ -129,33 +129,22 @@ __device__ __forceinline__ const V* held(const V* p) {
   return p;
 }
 
-// out = the VW values at p in the opmath type, or zeros when !ok. On the GPU: one load through the
-// read-only path (held() hides from nvcc that p is global memory) and conversions from the
-// loaded 32-bit words (two 16-bit values each; no repacking into c10::Half / BFloat16 first).
+// The one 16-bit -> fp32 conversion of load_acc and raw_to_acc: the VW values held in the 32-bit
+// words u (two values each; VW == 1: the low half of u[0]), converted from the words themselves
+// (no repacking into c10::Half / BFloat16 first).
 template <typename T, int VW>
-__device__ __forceinline__ void load_acc(const T* p, bool ok, at::opmath_type<T> (&out)[VW]) {
+__device__ __forceinline__ void words_to_acc(const unsigned (&u)[(VW + 1) / 2], float (&out)[VW]) {
 #ifdef __CUDA_ARCH__
-  constexpr int B = int(sizeof(T)) * VW;
-  if constexpr (sizeof(T) == 2 && VW == 1) {
-    const unsigned short u = ok ? __ldg(reinterpret_cast<const unsigned short*>(p)) : 0;
+  if constexpr (VW == 1) {
     if constexpr (std::is_same_v<T, c10::Half>) {
-      out[0] = __half2float(__ushort_as_half(u));
+      out[0] = __half2float(__ushort_as_half(static_cast<unsigned short>(u[0])));
     } else {
-      out[0] = __uint_as_float(unsigned(u) << 16);
+      out[0] = __uint_as_float(u[0] << 16);
     }
   } else {
-    constexpr int NW = B / 4;  // 32-bit words
-    using W = std::conditional_t<NW == 1, unsigned, std::conditional_t<NW == 2, uint2, uint4>>;
-    static_assert(sizeof(W) == B, "vector of 4, 8 or 16 bytes");
-    W w{};
-    if (ok) w = __ldg(reinterpret_cast<const W*>(p));
-    unsigned u[NW];
-    memcpy(u, &w, B);
 #pragma unroll
-    for (int k = 0; k < NW; ++k) {
-      if constexpr (std::is_same_v<T, float>) {
-        out[k] = __uint_as_float(u[k]);
-      } else if constexpr (std::is_same_v<T, c10::Half>) {
+    for (int k = 0; k < VW / 2; ++k) {
+      if constexpr (std::is_same_v<T, c10::Half>) {
         __half2 h;
         memcpy(&h, &u[k], 4);
         const float2 f = __half22float2(h);
@@ -165,10 +154,77 @@ __device__ __forceinline__ void load_acc(const T* p, bool ok, at::opmath_type<T>
       }
     }
   }
+#endif
+}
+
+// out = the VW values at p in the opmath type, or zeros when !ok. On the GPU: one load through the
+// read-only path (held() hides from nvcc that p is global memory); 16-bit values converted by
+// words_to_acc from the loaded words. (Built as load_raw + raw_to_acc instead, nvcc allotted
+// different registers to several kernels and spilled 8 bytes in the bf16 1-D 31-tap pair tile.)
+template <typename T, int VW>
+__device__ __forceinline__ void load_acc(const T* p, bool ok, at::opmath_type<T> (&out)[VW]) {
+#ifdef __CUDA_ARCH__
+  constexpr int B = int(sizeof(T)) * VW;
+  if constexpr (sizeof(T) == 2 && VW == 1) {
+    const unsigned short s = ok ? __ldg(reinterpret_cast<const unsigned short*>(p)) : 0;
+    const unsigned u[1] = {s};
+    words_to_acc<T, 1>(u, out);
+  } else {
+    constexpr int NW = B / 4;  // 32-bit words
+    using W = std::conditional_t<NW == 1, unsigned, std::conditional_t<NW == 2, uint2, uint4>>;
+    static_assert(sizeof(W) == B, "vector of 4, 8 or 16 bytes");
+    W w{};
+    if (ok) w = __ldg(reinterpret_cast<const W*>(p));
+    unsigned u[NW];
+    memcpy(u, &w, B);
+    if constexpr (std::is_same_v<T, float>) {
+      memcpy(out, u, B);
+    } else {
+      words_to_acc<T, VW>(u, out);
+    }
+  }
 #else
   Pack<T, VW> v{};
   if (ok) v = *reinterpret_cast<const Pack<T, VW>*>(p);
   for (int k = 0; k < VW; ++k) out[k] = static_cast<at::opmath_type<T>>(v.v[k]);
+#endif
+}
+
+// VW 16-bit values as loaded (one vector load: 2, 4, 8 or 16 bytes), converted where used by
+// raw_to_acc.
+template <typename T, int VW>
+__device__ __forceinline__ void load_raw(const T* p, bool ok, Pack<T, VW>& out) {
+#ifdef __CUDA_ARCH__
+  if constexpr (VW == 1) {
+    const unsigned short u = ok ? __ldg(reinterpret_cast<const unsigned short*>(p)) : 0;
+    memcpy(&out, &u, 2);
+  } else {
+    using W = std::conditional_t<VW == 2, unsigned, std::conditional_t<VW == 4, uint2, uint4>>;
+    W w{};
+    if (ok) w = __ldg(reinterpret_cast<const W*>(p));
+    memcpy(&out, &w, sizeof(W));
+  }
+#else
+  Pack<T, VW> v{};
+  if (ok) v = *reinterpret_cast<const Pack<T, VW>*>(p);
+  out = v;
+#endif
+}
+
+template <typename T, int VW>
+__device__ __forceinline__ void raw_to_acc(const Pack<T, VW>& in, float (&out)[VW]) {
+#ifdef __CUDA_ARCH__
+  unsigned u[(VW + 1) / 2];
+  if constexpr (VW == 1) {
+    unsigned short s;
+    memcpy(&s, &in, 2);
+    u[0] = s;
+  } else {
+    memcpy(u, &in, 2 * VW);
+  }
+  words_to_acc<T, VW>(u, out);
+#else
+  for (int k = 0; k < VW; ++k) out[k] = static_cast<float>(in.v[k]);
 #endif
 }
 
@@ -798,57 +854,6 @@ inline Plan rows_as_depth(const Plan& P) {
   return Q;
 }
 
-// VW 16-bit values as loaded (one vector load: 2, 4, 8 or 16 bytes), converted where used.
-template <typename T, int VW>
-__device__ __forceinline__ void load_raw(const T* p, bool ok, Pack<T, VW>& out) {
-#ifdef __CUDA_ARCH__
-  if constexpr (VW == 1) {
-    const unsigned short u = ok ? __ldg(reinterpret_cast<const unsigned short*>(p)) : 0;
-    memcpy(&out, &u, 2);
-  } else {
-    using W = std::conditional_t<VW == 2, unsigned, std::conditional_t<VW == 4, uint2, uint4>>;
-    W w{};
-    if (ok) w = __ldg(reinterpret_cast<const W*>(p));
-    memcpy(&out, &w, sizeof(W));
-  }
-#else
-  Pack<T, VW> v{};
-  if (ok) v = *reinterpret_cast<const Pack<T, VW>*>(p);
-  out = v;
-#endif
-}
-
-template <typename T, int VW>
-__device__ __forceinline__ void raw_to_acc(const Pack<T, VW>& in, float (&out)[VW]) {
-#ifdef __CUDA_ARCH__
-  if constexpr (VW == 1) {
-    unsigned short u;
-    memcpy(&u, &in, 2);
-    if constexpr (std::is_same_v<T, c10::Half>) {
-      out[0] = __half2float(__ushort_as_half(u));
-    } else {
-      out[0] = __uint_as_float(unsigned(u) << 16);
-    }
-  } else {
-    unsigned u[VW / 2];
-    memcpy(u, &in, 2 * VW);
-#pragma unroll
-    for (int k = 0; k < VW / 2; ++k) {
-      if constexpr (std::is_same_v<T, c10::Half>) {
-        __half2 h;
-        memcpy(&h, &u[k], 4);
-        const float2 f = __half22float2(h);
-        out[2 * k] = f.x, out[2 * k + 1] = f.y;
-      } else {
-        out[2 * k] = __uint_as_float(u[k] << 16), out[2 * k + 1] = __uint_as_float(u[k] & 0xffff0000u);
-      }
-    }
-  }
-#else
-  for (int k = 0; k < VW; ++k) out[k] = static_cast<float>(in.v[k]);
-#endif
-}
-
 // 2-D 16-bit KH x KW weight-grad at stride 1 on cl_wgrad_depth3d's items, block layout, dealing
 // and ordered sums (the plan is rows_as_depth's: the rows are its depth), streaming each column of
 // output rows with the next input row's loads in flight while the current row's products are
@@ -955,6 +960,198 @@ cl_wgrad_rows(const T* __restrict__ x, const T* __restrict__ gy, float* __restri
   block_groups_sum<TAPS, VW, TB>(acc, red, part, L, C, TAPS, 0, TAPS);
 }
 
+// 16-bit 2-D K x K weight-grads at stride 1 with x and grad_output staged in shared memory
+// (session 13, `cl_wgrad_s2d`). cl_wgrad_rows / cl_wgrad_depth3d load straight from global memory
+// into registers, a few rows ahead at most (MobileNetV2 56x56 C 144 fp16: 65 us, 1.77 TB/s, where
+// cuDNN's weight-grad takes 54). Here a block is 48 channels (six 16-byte pieces a position) x a
+// column block of G strips of R outputs, walking a segment of output rows of one sample: per step
+// it stages one input row (the BW + K - 1 columns the block's strips meet, zeros outside the
+// tensor) and one grad_output row (BW columns) by 16-byte cp.async, two steps ahead in a ring of 3
+// slots, one barrier a step. A thread (VW channels, one strip) keeps the grad_output rows of the K
+// output rows an input row meets in registers (cl_wgrad_rows' window, moved one row a step), reads
+// the input row's R + K - 1 values once and adds every product it meets. Work items (column block,
+// row segment, sample), column block fastest, dealt to the blocks in turn; the staging runs on
+// across items. Then the G strips' sums in strip order (block_groups_sum), partials + sum_chunks:
+// deterministic, no atomics.
+template <int K>
+struct ClS2dShape {
+  static constexpr int VW = K == 3 ? 2 : 1;  // channels per thread: 3x3 32-bit reads; 5x5 16-bit (register room)
+  static constexpr int CH = 48, CT = CH / VW, R = 7, G = 192 / CT, BW = G * R;
+  static constexpr int XPOS = BW + K - 1, POS = XPOS + BW;  // staged positions per slot: x, then grad_output
+  // Ring of 3 slots (2 steps ahead): 4 slots for 3x3 / 7 for 5x5 (3 steps ahead or more, 44 / 40
+  // KB) measured slower (H100, session 13, mb16_call2_ab.log, MobileNetV2 56x56 fp16 0.0568 ->
+  // 0.0597 ms, EfficientNet 28x28 fp16 0.0470 -> 0.0502).
+  static constexpr int PIECES = POS * CH / 8, THREADS = CT * G, NB = 3, STAGE = POS * CH;
+  static constexpr int NP = (PIECES + THREADS - 1) / THREADS;  // 16-byte pieces a thread stages per slot
+  static constexpr int TAPS = K * K, TB = reduce_taps<TAPS, VW, float>();
+  static constexpr size_t SMEM = std::max(size_t(NB) * STAGE * 2, size_t(TB) * kWgradThreads * VW * sizeof(float));
+  static_assert(THREADS == 192 && NP <= 4, "the tile the launcher sizes");
+};
+constexpr int kS2dBlocksPerSm = 3;
+
+template <typename T, int K>
+__global__ void __launch_bounds__(192, kS2dBlocksPerSm)
+cl_wgrad_s2d(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, const Plan P,
+             const ClwTile L) {
+  static_assert(sizeof(T) == 2, "16-bit storage");
+  using S = ClS2dShape<K>;
+  constexpr int VW = S::VW, R = S::R, CH = S::CH, NB = S::NB, NP = S::NP;
+  __shared__ __align__(16) unsigned char s2d_smem[S::SMEM];
+  T* const ring = reinterpret_cast<T*>(s2d_smem);
+  const int t = threadIdx.x, lane = t % S::CT, grp = t / S::CT;
+  const int C = static_cast<int>(P.out_c), c0 = static_cast<int>(blockIdx.x) * CH;
+  const int IH = static_cast<int>(P.in[1]), IW = static_cast<int>(P.in[2]);
+  const int OH = static_cast<int>(P.q[1]), OW = static_cast<int>(P.q[2]);
+  const int ph = P.pad[1][0], pw = P.pad[2][0];
+  const int64_t x_img = int64_t(IH) * IW * C, g_img = int64_t(OH) * OW * C;
+  const int64_t step = gridDim.y;
+
+  struct Item {
+    int64_t n;
+    int q0, q1, cb;
+  };
+  const auto decode = [&](int64_t it) {
+    Item m;
+    m.cb = static_cast<int>(it % L.strips), it /= L.strips;
+    const int seg = static_cast<int>(it % L.segs);
+    m.n = it / L.segs;
+    m.q0 = seg * L.dl, m.q1 = m.q0 + L.dl < OH ? m.q0 + L.dl : OH;
+    return m;
+  };
+  // The thread's 16-byte pieces of a slot (i = t + k * THREADS: position i / 6, channels i % 6 * 8;
+  // x positions first) as offsets within a row, bit k of xbits / gbits: an x / grad_output piece
+  // inside the tensor (else zeros).
+  int off[NP];
+  uint32_t xbits = 0, gbits = 0;
+  const auto offsets = [&](const Item& m) {
+    xbits = 0, gbits = 0;
+#pragma unroll
+    for (int k = 0; k < NP; ++k) {
+      const int i = t + k * S::THREADS, pos = i / (CH / 8), ch = c0 + i % (CH / 8) * 8;
+      off[k] = 0;
+      if (i < S::PIECES && ch < C) {
+        if (pos < S::XPOS) {
+          const int iw = m.cb * S::BW - pw + pos;
+          if (iw >= 0 && iw < IW) off[k] = iw * C + ch, xbits |= 1u << k;
+        } else {
+          const int ow = m.cb * S::BW + pos - S::XPOS;
+          if (ow < OW) off[k] = ow * C + ch, gbits |= 1u << k;
+        }
+      }
+    }
+  };
+  // The staging cursor: item sit, its step si of sn (input row q0 - ph + si, output row q0 + si).
+  int64_t sit = blockIdx.y;
+  bool staging = false;
+  Item sm{};
+  int si = 0, sn = 0, sbuf = 0;
+  const auto begin = [&]() {
+    staging = sit < L.items;
+    if (staging) {
+      sm = decode(sit);
+      offsets(sm);
+      si = 0;
+      sn = sm.q1 - sm.q0 + K - 1;
+    }
+  };
+  begin();
+  // Stages the cursor's step and moves on; always commits a group (maybe empty).
+  const auto stage_next = [&]() {
+    if (staging) {
+      T* const dst = ring + sbuf * S::STAGE + t * 8;
+      const int ih = sm.q0 - ph + si, oh = sm.q0 + si;
+      const bool x_ok = ih >= 0 && ih < IH, g_ok = oh < sm.q1;
+      const T* const xr = x + sm.n * x_img + int64_t(ih) * IW * C;
+      const T* const gr = gy + sm.n * g_img + int64_t(oh) * OW * C;
+#pragma unroll
+      for (int k = 0; k < NP; ++k) {
+        const int i = t + k * S::THREADS;
+        if (i < S::PIECES) {
+          if (i < S::XPOS * (CH / 8)) {
+            if (x_ok) cp_async16(dst + k * S::THREADS * 8, xr + off[k], (xbits >> k & 1u) * 16);
+          } else if (g_ok) {
+            cp_async16(dst + k * S::THREADS * 8, gr + off[k], (gbits >> k & 1u) * 16);
+          }
+        }
+      }
+      if (++si == sn) {
+        sit += step;
+        begin();
+      }
+    }
+    cp_async_commit();
+    sbuf = sbuf == NB - 1 ? 0 : sbuf + 1;
+  };
+
+  float acc[S::TAPS][VW];
+#pragma unroll
+  for (int i = 0; i < S::TAPS; ++i) {
+#pragma unroll
+    for (int v = 0; v < VW; ++v) acc[i][v] = 0.f;
+  }
+#pragma unroll
+  for (int k = 0; k + 1 < NB; ++k) stage_next();
+  int rd = 0;
+  const int xmine = grp * R * CH + lane * VW, gmine = (S::XPOS + grp * R) * CH + lane * VW;
+  for (int64_t it = blockIdx.y; it < L.items; it += step) {
+    const Item m = decode(it);
+    float g[K][R][VW];
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+#pragma unroll
+        for (int v = 0; v < VW; ++v) g[k][r][v] = 0.f;
+      }
+    }
+    const int steps = m.q1 - m.q0 + K - 1;
+    for (int i = 0; i < steps; ++i) {
+      cp_async_wait<NB - 2>();
+      __syncthreads();
+      stage_next();
+      const T* const buf = ring + rd * S::STAGE;
+      rd = rd == NB - 1 ? 0 : rd + 1;
+#pragma unroll
+      for (int k = 0; k + 1 < K; ++k) {
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+#pragma unroll
+          for (int v = 0; v < VW; ++v) g[k][r][v] = g[k + 1][r][v];
+        }
+      }
+      const bool g_ok = m.q0 + i < m.q1;
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        Pack<T, VW> raw{};
+        if (g_ok) raw = *reinterpret_cast<const Pack<T, VW>*>(buf + gmine + r * CH);
+        raw_to_acc<T, VW>(raw, g[K - 1][r]);
+      }
+      const int ih = m.q0 - ph + i;
+      if (ih < 0 || ih >= IH) continue;
+#pragma unroll
+      for (int j = 0; j < R + K - 1; ++j) {
+        float xf[VW];
+        raw_to_acc<T, VW>(*reinterpret_cast<const Pack<T, VW>*>(buf + xmine + j * CH), xf);
+#pragma unroll
+        for (int kw = 0; kw < K; ++kw) {
+          // input column j meets tap kw at strip position j - kw
+          if (j >= kw && j - kw < R) {
+#pragma unroll
+            for (int kh = 0; kh < K; ++kh) {
+#pragma unroll
+              for (int v = 0; v < VW; ++v) acc[kh * K + kw][v] += g[K - 1 - kh][j - kw][v] * xf[v];
+            }
+          }
+        }
+      }
+    }
+  }
+  cp_async_wait<0>();
+  __syncthreads();  // the ring becomes the reduction scratch
+  block_groups_sum<S::TAPS, VW, S::TB>(
+      acc, *reinterpret_cast<float(*)[S::TB][kWgradThreads * VW]>(s2d_smem), part, L, C, S::TAPS, 0, S::TAPS);
+}
+
 // cl_wgrad_d3s's items and grid: one wave of `wave` blocks (kWgradWave), each channel tile's items
 // dealt to its blocks in turn; depth segments only when a block would get fewer than 2 items.
 // false: too large.
@@ -973,6 +1170,40 @@ inline bool choose_d3s_tile(ClwTile& L, const Plan& P, int64_t wave, int64_t& ct
   L.dl = static_cast<int>(dl);
   L.items = per_seg * segs;  // decoded in 64 bits (once per item); L.i32 and L.chunk are unused
   chunks = std::clamp<int64_t>(want, 1, std::min<int64_t>(L.items, 65535));
+  return ctiles <= 65535 && L.items > 0;
+}
+
+// cl_wgrad_s2d's items and grid for the 2-D plan P: channel tiles of 48, column blocks of BW
+// outputs, the output rows cut into segments so that one wave of 132 x kS2dBlocksPerSm blocks
+// does the least steps per block (a segment re-reads its K - 1 halo rows: segments of at least
+// 2K rows). false: too large.
+template <int K>
+bool choose_s2d_tile(ClwTile& L, const Plan& P, int64_t& ctiles, int64_t& chunks) {
+  using S = ClS2dShape<K>;
+  if (P.in[1] * P.in[2] * P.out_c >= (int64_t(1) << 31) || P.q[1] * P.q[2] * P.out_c >= (int64_t(1) << 31) ||
+      P.N >= (int64_t(1) << 31) / 64)
+    return false;
+  L.CT = S::CT;
+  L.G = S::G;
+  L.strips = static_cast<int>(ceil_div(P.q[2], S::BW));
+  ctiles = ceil_div(P.out_c, S::CH);
+  const int64_t cmax = std::clamp<int64_t>(132 * kS2dBlocksPerSm / ctiles, 1, 65535);
+  const int64_t OH = P.q[1];
+  int64_t best = -1;
+  for (int64_t segs = 1; segs <= std::min<int64_t>(OH, 16); ++segs) {
+    const int64_t dl = ceil_div(OH, segs), sg = ceil_div(OH, dl), items = P.N * L.strips * sg;
+    if (sg > 1 && dl < 2 * K) break;
+    const int64_t per_block = ceil_div(items, cmax), cost = per_block * (dl + K - 1);
+    if (best < 0 || cost < best) {
+      best = cost;
+      L.segs = static_cast<int>(sg);
+      L.dl = static_cast<int>(dl);
+      L.items = items;
+      chunks = ceil_div(items, per_block);
+    }
+  }
+  L.i32 = true;
+  L.chunk = 0;
   return ctiles <= 65535 && L.items > 0;
 }
 
@@ -1123,8 +1354,35 @@ bool run_rows2d(const T* x, const T* gy, T* gw, const Plan& P2, const at::Tensor
 // on cl_wgrad_rows, 1 channel x strips of 7 (EfficientNet 28x28 C 240: 0.0530 / 0.0544 [0.0744 /
 // 0.0741]). Channel tiles of at most 32 lanes: within 2% of 128 on MobileNetV2 56x56, 10-30%
 // faster on the other two rows.
+// cl_wgrad_s2d, then sum_chunks: channels a multiple of 8, 16-byte aligned x and grad_output, sm >= 80.
+template <typename T, int K>
+bool run_s2d(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
+  if (P.k[0] != 1 || P.S[1] != 1 || P.S[2] != 1 || P.out_c % 8 != 0 || !vectors_fit<T, 8>(x, gy, P) ||
+      !mma16_supported())
+    return false;
+  ClwTile L{};
+  int64_t ctiles = 0, chunks = 0;
+  if (!choose_s2d_tile<K>(L, P, ctiles, chunks)) return false;
+  using acc_t = float;
+  const int64_t n = P.out_c * K * K;
+  const at::Tensor part = at::empty({chunks, n}, like.options().dtype(at::kFloat));
+  cl_wgrad_s2d<T, K><<<dim3(static_cast<unsigned>(ctiles), static_cast<unsigned>(chunks)), ClS2dShape<K>::THREADS, 0,
+                       stream>>>(x, gy, part.mutable_data_ptr<acc_t>(), P, L);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  sum_chunks<T><<<static_cast<unsigned>(std::clamp<int64_t>(ceil_div(n, kSumCols), 1, 1 << 30)), kWgradThreads, 0,
+                  stream>>>(part.const_data_ptr<acc_t>(), gw, chunks, n);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return true;
+}
+
 template <typename T, int K>
 bool run_rows16(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
+  // cl_wgrad_s2d first where its column block is more than half used (3x3: outputs > 28 wide, 5x5:
+  // > 14), measured on one row of each class (session 13, mb16_call2_ab.log, weight-grad alone,
+  // ms fp16 / bf16 [the tiles below]: MobileNetV2 56x56 C 144 0.0568 / 0.0570 [0.0632 / 0.0577],
+  // EfficientNet 28x28 C 240 0.0470 / 0.0475 [0.0530 / 0.0545]); narrower planes keep the tiles
+  // below (MobileNetV2 7x7 on cl_wgrad_rows is faster than aten there).
+  if (2 * P.q[2] > ClS2dShape<K>::BW && run_s2d<T, K>(x, gy, gw, P, like, stream)) return true;
   if constexpr (K == 5) {
     return run_rows2d<T, 5, 5, 1, 7, true>(x, gy, gw, P, like, stream);
   } else {

@@ -2,6 +2,7 @@
 // shared-tile kernel of nc_tiled.cuh) and the ordered sum of their per-block partials.
 #include "ops/depthwise_conv/cuda/launch.h"
 #include "ops/depthwise_conv/cuda/nc_tiled.cuh"
+#include "ops/depthwise_conv/cuda/nc_wgrad_s2d.cuh"
 #include "ops/depthwise_conv/cuda/nc_wgrad_stream.cuh"
 #include "ops/depthwise_conv/cuda/wgrad_sum.cuh"
 
@@ -16,9 +17,42 @@
 namespace convx::cuda {
 namespace {
 
+// 16-bit K x K planes staged in shared memory (nc_wgrad_s2d.cuh); one chunk per channel writes gw.
+template <typename T, int K>
+bool run_s2d(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
+  NcS2dTile L{};
+  if (!mma16_supported() ||  // cp.async: sm_80 and newer
+      !choose_nc_s2d<K>(L, P, reinterpret_cast<uintptr_t>(x), reinterpret_cast<uintptr_t>(gy), 132))
+    return false;
+  const auto blocks = static_cast<unsigned>(P.out_c * L.chunks);
+  const size_t smem = size_t(kNcS2dRing) * L.slot * sizeof(T);
+  const auto go = [&](auto kernel, auto* out) {
+    if (smem > 48 * 1024)
+      C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+    kernel<<<blocks, L.threads, smem, stream>>>(x, gy, out, P, L);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  };
+  if (L.chunks == 1) {
+    go(nc_wgrad_s2d<T, K, T>, gw);
+    return true;
+  }
+  const at::Tensor part = at::empty({P.out_c, int64_t(L.chunks), K * K}, like.options().dtype(at::kFloat));
+  go(nc_wgrad_s2d<T, K>, part.mutable_data_ptr<float>());
+  launch_sum_slots<T>(part.const_data_ptr<float>(), gw, P.out_c, L.chunks, K * K, stream);
+  return true;
+}
+
 template <typename T, int KH, int KW, int S>
 bool run_stream(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
   using acc_t = at::opmath_type<T>;
+  if constexpr (sizeof(T) == 2 && S == 1 && (KH == 3 || KH == 5) && KW == KH) {
+    // Planes staged in shared memory (nc_wgrad_s2d) on outputs at least 28 wide, measured on one row
+    // of each filter (session 13, mb16_call2_ab.log, weight-grad alone, ms fp16 / bf16 [nc_wgrad_stream
+    // + sum_slots]: MobileNetV2 56x56 C 144 0.0649 / 0.0657 [0.0860 / 0.0900], EfficientNet 28x28
+    // C 240 0.0503 / 0.0560 [0.0785 / 0.0784]); smaller planes (MobileNetV2 7x7's one chunk per
+    // channel below) were not measured on it.
+    if (P.q[2] >= 28 && run_s2d<T, KH>(x, gy, gw, P, like, stream)) return true;
+  }
   NcWgradTile L{};
   if (!choose_nc_wgrad(L, P, wgrad_cols<KH>(), wgrad_rows<KH>(), S, KH, KW)) return false;
   const int64_t taps = int64_t(P.k[0]) * KH * KW;
