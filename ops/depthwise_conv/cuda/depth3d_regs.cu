@@ -28,15 +28,22 @@ bool launch_depth3d_regs(const T* in, const T* w, bool flip, const T* bias, T* o
   if (P.k[0] != 5 || reinterpret_cast<uintptr_t>(in) % 16 != 0 || !mma16_supported()) return false;
   // Depth segments only when the blocks would not fill every SM 4 times over (2 per SM at a time).
   const int64_t target = sm_count() * 8;
+  // temporary A/B knob (session 13): CONVX_X3D_AB=units keeps the CUDA-core kernels
+  const char* ab = std::getenv("CONVX_X3D_AB");
+  const bool ab_units = ab && std::string(ab) == "units";
   if (cl) {
+    D3cBlocks M{};
+    if (!ab_units && depth3d_cl_mma_blocks(M, P, 5, target)) {
+      const size_t bytes = d3c_smem_bytes(M.strips * kD3rR, M.nr, sizeof(T));  // at most 48 KB
+      depth3d_cl_mma<T, 5><<<M.blocks, 32 * kD3cChannels, bytes, stream>>>(in, w, flip, bias, out, P, M);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      return true;
+    }
     D3sBlocks B{};
     if (!depth3d_cl_smem_blocks(B, P, 5, target)) return false;
     depth3d_cl_smem<T, 5><<<B.blocks, kD3rThreads, 0, stream>>>(in, w, flip, bias, out, P, B);
   } else {
     if (reinterpret_cast<uintptr_t>(out) % 16 != 0) return false;
-    // temporary A/B knob (session 13): CONVX_X3D_AB=units keeps the CUDA-core kernel
-    const char* ab = std::getenv("CONVX_X3D_AB");
-    const bool ab_units = ab && std::string(ab) == "units";
     D3mBlocks M{};
     if (!ab_units && depth3d_nc_mma_blocks(M, P, 5, target)) {
       const size_t bytes = d3m_smem_bytes(M.strips * kD3rR, M.nr, sizeof(T));  // at most 48 KB
