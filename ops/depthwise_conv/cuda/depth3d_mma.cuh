@@ -114,6 +114,27 @@ __device__ __forceinline__ uint32_t d3m_pack(float lo, float hi) {
 // (g, tq) holds column g, slots 2tq, 2tq + 1 (word tq: filter row tq's first word) and 2tq + 8,
 // 2tq + 9 (its second word); filter depth kd = (u - g) mod 8 when < KD, else zeros. wc: the
 // channel's KD * 9 taps (rotated when flip).
+// cp_async16 into shared memory at byte offset `off` from `base`, whose shared-window address
+// is sbase (d3m_shared_addr): the generic -> shared conversion once per thread, not per copy
+// (it cost ~8 instructions per 16-byte copy).
+__device__ __forceinline__ uint32_t d3m_shared_addr(const void* base) {
+#if defined(__CUDA_ARCH__)
+  return static_cast<uint32_t>(__cvta_generic_to_shared(base));
+#else
+  (void)base;
+  return 0;
+#endif
+}
+__device__ __forceinline__ void d3m_cp16(void* base, uint32_t sbase, uint32_t off, const void* src, int bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  (void)base;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(sbase + off), "l"(src), "r"(bytes) : "memory");
+#else
+  (void)sbase;
+  cp_async16(static_cast<unsigned char*>(base) + off, src, bytes);  // traps below sm_80
+#endif
+}
+
 template <typename T, int KD>
 __device__ __forceinline__ void d3m_filter(uint32_t (&bw)[2][8][2], const T* wc, bool flip, int g, int tq) {
   constexpr int NT = KD * 9;
@@ -219,39 +240,51 @@ depth3d_nc_mma(const T* __restrict__ in, const T* __restrict__ w, bool flip, con
   for (int i = t; i < kD3mZero; i += threads) zero[i] = T(0.f);
 
   // The thread's 16-byte staging pieces of a plane (rows x S, row-major; at most 2 per thread):
-  // shared offsets (-1: none) and sources at input plane `start` (null: zeros).
+  // shared byte offsets in ring buffer 0 (-1: none), sources at input plane `start` and sizes
+  // (0: a zero row; the source is then `in`, not read).
   constexpr int PER = 2;
-  int soff[PER];
+  const uint32_t sring = d3m_shared_addr(ring);
+  int soff[PER], sbytes[PER];
   const T* gsrc[PER];
 #pragma unroll
   for (int q = 0; q < PER; ++q) {
     const int i = t + q * threads, row = i / S, ch = i % S;
     const int y = oy0 - P.pad[1][0] + row;
-    soff[q] = i < rows * S ? row * pitch + 8 + ch * 8 : -1;
-    gsrc[q] = i < rows * S && y >= 0 && y < IH ? in + (nc * ID + start) * ips + int64_t(y) * W + ch * 8 : nullptr;
+    const bool inside = i < rows * S && y >= 0 && y < IH;
+    soff[q] = i < rows * S ? (row * pitch + 8 + ch * 8) * int(sizeof(T)) : -1;
+    sbytes[q] = inside ? 16 : 0;
+    gsrc[q] = inside ? in + (nc * ID + start) * ips + int64_t(y) * W + ch * 8 : in;
   }
-  auto stage = [&](int id, int bi) {
+  const uint32_t buf_bytes = uint32_t(plane_vals) * sizeof(T);
+  auto stage = [&](int rel, int bi) {  // input plane start + rel into ring buffer bi
+    const int id = start + rel;
     if (id < 0 || id >= ID) return;
-    const int64_t o = int64_t(id - start) * ips;
+    const int64_t o = int64_t(rel) * ips;
 #pragma unroll
     for (int q = 0; q < PER; ++q) {
-      if (soff[q] >= 0) cp_async16(ring + bi * plane_vals + soff[q], gsrc[q] ? gsrc[q] + o : in, gsrc[q] ? 16 : 0);
+      if (soff[q] >= 0)
+        d3m_cp16(ring, sring, bi * buf_bytes + soff[q], sbytes[q] ? gsrc[q] + o : in, sbytes[q]);
     }
   };
 
-  // The lane's two groups (M rows g and g + 8): staged-row offsets of filter row tq (the zero
-  // run for tq = 3 and groups past the unit), output offsets and whether they are stored.
-  int roff[2], ooff[2];
+  // The lane's two groups (M rows g and g + 8): its staged input rows of filter row tq (the zero
+  // run for tq = 3 and groups past the unit)
+  // (rp[h] + buffer * rstep[h]: the row in ring buffer `buffer`), outputs at the output depth
+  // plane rel = 0 finishes (qd0 - KD + 1; running pointers) and whether they are stored.
+  const T* rp[2];
+  int rstep[2];
+  T* run[2];
   bool wr[2];
+  T* const dst = out + nc * P.out[0] * ops + int64_t(qd0 - (KD - 1)) * ops;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int q = warp * 16 + g + 8 * h, row = q / S, s = q % S;
-    const bool real = q < NR * S;
-    roff[h] = real && tq < 3 ? (row + tq) * pitch + 8 + s * R : -1;
-    ooff[h] = real ? (oy0 + row) * W + s * R : 0;
+    const bool real = q < NR * S, reads = real && tq < 3;
+    rp[h] = reads ? ring + (row + tq) * pitch + 8 + s * R : zero + 8;
+    rstep[h] = reads ? plane_vals : 0;
+    run[h] = dst + (real ? (oy0 + row) * W + s * R : 0);
     wr[h] = real && oy0 + row < OH;
   }
-  T* run = out + nc * P.out[0] * ops + int64_t(qd0 - (KD - 1)) * ops;  // output depth of plane rel = 0's finished column
 
   float acc[8][4];
 #pragma unroll
@@ -259,9 +292,9 @@ depth3d_nc_mma(const T* __restrict__ in, const T* __restrict__ w, bool flip, con
 #pragma unroll
     for (int e = 0; e < 4; ++e) acc[r][e] = b0;
   }
-  stage(start, 0);
+  stage(0, 0);
   cp_async_commit();
-  stage(start + 1, 1);
+  stage(1, 1);
   cp_async_commit();
   int rd = 0;
   for (int rel0 = 0; rel0 < nplanes; rel0 += 8) {
@@ -270,12 +303,10 @@ depth3d_nc_mma(const T* __restrict__ in, const T* __restrict__ w, bool flip, con
       const int rel = rel0 + u, id = start + rel;
       cp_async_wait<1>();
       __syncthreads();
-      if (rel + 2 < nplanes) stage(id + 2, rd == 0 ? NB - 1 : rd - 1);
+      if (rel + 2 < nplanes) stage(rel + 2, rd == 0 ? NB - 1 : rd - 1);
       cp_async_commit();
       if (rel < nplanes && id >= 0 && id < ID) {  // block-uniform
-        const T* base = ring + rd * plane_vals;
-        d3m_plane<T>(roff[0] >= 0 ? base + roff[0] : zero + 8, roff[1] >= 0 ? base + roff[1] : zero + 8, bw[0][u],
-                     bw[1][u], acc);
+        d3m_plane<T>(rp[0] + rd * rstep[0], rp[1] + rd * rstep[1], bw[0][u], bw[1][u], acc);
       }
       // column (rel - KD + 1) mod 8 is finished: output depth qd0 + rel - KD + 1
       const int J = (u - (KD - 1) + 8) % 8;  // compile-time once unrolled
@@ -283,10 +314,10 @@ depth3d_nc_mma(const T* __restrict__ in, const T* __restrict__ w, bool flip, con
       if (tq == J / 2 && od >= qd0 && od < qd1) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          if (wr[h]) *reinterpret_cast<uint4*>(run + ooff[h]) = d3m_column<T>(acc, 2 * h + J % 2);
+          if (wr[h]) *reinterpret_cast<uint4*>(run[h]) = d3m_column<T>(acc, 2 * h + J % 2);
         }
       }
-      run += ops;
+      run[0] += ops, run[1] += ops;
       // column (rel + 1) mod 8 starts with the next plane
       const int Z = (u + 1) % 8;
       if (tq == Z / 2) {
