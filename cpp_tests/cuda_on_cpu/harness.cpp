@@ -1474,7 +1474,7 @@ void x3d_mma_check(const std::string& tag0, const Plan& P, bool cl, bool flip, c
   if (cl) {
     D3cBlocks M{};
     if ((taken = depth3d_cl_mma_blocks(M, P, 5, target))) {
-      g_smem_bytes = d3c_smem_bytes(M.strips * kD3rR, M.nr, sizeof(T));
+      g_smem_bytes = d3c_smem_bytes(sizeof(T));
       launch(dim3{M.blocks}, dim3{unsigned(32 * kD3cChannels)}, [&] { depth3d_cl_mma<T, 5>(ip, wp, flip, bp, op, P, M); });
       info = " nr" + std::to_string(M.nr) + " segs" + std::to_string(M.segs) + " blocks" + std::to_string(M.blocks);
     }

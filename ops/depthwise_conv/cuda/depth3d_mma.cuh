@@ -338,26 +338,28 @@ depth3d_nc_mma(const T* __restrict__ in, const T* __restrict__ w, bool flip, con
 // stage by one 16-byte shared store and is written out after the next barrier as 16-byte pieces
 // of 8 channels (one scattered 2-byte global store per value otherwise).
 constexpr int kD3cChannels = 8;
+// values per channel of an input buffer / of the output stage: compile-time, so that a thread's
+// 8 channels are immediate offsets from one address
+constexpr int kD3cIn = 544, kD3cOut = 128;
 
 struct D3cBlocks {
   uint32_t blocks, chunks, rtiles, segs;
   int nr, strips, dl;
 };
 
-inline size_t d3c_smem_bytes(int W, int nr, size_t esz) {
-  return (size_t(2) * kD3cChannels * (nr + 2) * (W + 16) + size_t(2) * kD3cChannels * nr * W + kD3mZero) * esz;
-}
+inline size_t d3c_smem_bytes(size_t esz) { return (size_t(2) * kD3cChannels * (kD3cIn + kD3cOut) + kD3mZero) * esz; }
 
 // false when the plan is not one depth3d_cl_mma covers (also: channels a multiple of 8, rows of
-// at most 16 groups whose input rows (NR + 2 of them) are at most one 16-byte piece per thread:
-// widths up to 80) or its blocks exceed 32 bits. Rows per unit: the most used M rows per row
+// at most 16 groups whose input rows (NR + 2 of them) are at most one 16-byte piece per thread
+// and fit kD3cIn: widths up to 80) or its blocks exceed 32 bits. Rows per unit: the most used M rows per row
 // issued, the most rows on ties.
 inline bool depth3d_cl_mma_blocks(D3cBlocks& L, const Plan& P, int KD, int64_t target_blocks) {
   if (!depth3d_regs_takes(P, KD) || P.out_c % kD3cChannels != 0) return false;
   const int S = static_cast<int>(P.q[2] / kD3rR);
   if (S > 16) return false;
   double best = -1;  // stays when not even one row's input pieces fit one per thread
-  for (int nr = 1; nr * S <= 16 && (nr + 2) * S * kD3rR <= 32 * kD3cChannels; ++nr) {
+  for (int nr = 1; nr * S <= 16 && (nr + 2) * S * kD3rR <= 32 * kD3cChannels && (nr + 2) * (S * kD3rR + 16) <= kD3cIn;
+       ++nr) {
     const int64_t rtiles = ceil_div(P.q[1], nr);
     const double eff = double(P.q[1] * S) / double(rtiles * 16);
     if (eff >= best - 1e-9) {
@@ -401,9 +403,10 @@ depth3d_cl_mma(const T* __restrict__ in, const T* __restrict__ w, bool flip, con
   const int C = static_cast<int>(P.out_c), c0 = static_cast<int>(chunk) * CB;
   const int ID = static_cast<int>(P.in[0]), IH = static_cast<int>(P.in[1]), W = static_cast<int>(P.in[2]);
   const int QD = static_cast<int>(P.q[0]), OH = static_cast<int>(P.out[1]);
-  const int pitch = W + 16, rows = NR + 2, plane_vals = rows * pitch, ostage_vals = NR * W;
-  T* const ostage = ring + 2 * CB * plane_vals;  // [2][CB][NR * W]
-  T* const zero = ostage + 2 * CB * ostage_vals;  // kD3mZero zeros
+  constexpr int IN = kD3cIn, OUT = kD3cOut;
+  const int pitch = W + 16, rows = NR + 2;
+  T* const ostage = ring + 2 * CB * IN;  // [2][CB][OUT]: NR x W outputs of each channel
+  T* const zero = ostage + 2 * CB * OUT;  // kD3mZero zeros
   const int64_t ips = int64_t(IH) * W * C, ops = int64_t(OH) * W * C;
   const int qd0 = seg * L.dl, qd1 = qd0 + L.dl < QD ? qd0 + L.dl : QD;
   const int start = qd0 - P.pad[0][0], nplanes = qd1 - qd0 + KD - 1;
@@ -416,7 +419,8 @@ depth3d_cl_mma(const T* __restrict__ in, const T* __restrict__ w, bool flip, con
     Pack<T, 8> z;
 #pragma unroll
     for (int e = 0; e < 8; ++e) z.v[e] = T(0.f);
-    *reinterpret_cast<Pack<T, 8>*>(ring + (i / 2) * pitch + (i % 2 ? W + 8 : 0)) = z;
+    const int row = i / 2 % rows, bk = i / 2 / rows;  // bk: buffer * CB + channel
+    *reinterpret_cast<Pack<T, 8>*>(ring + bk * IN + row * pitch + (i % 2 ? W + 8 : 0)) = z;
   }
   for (int i = t; i < kD3mZero; i += THREADS) zero[i] = T(0.f);
 
@@ -444,9 +448,9 @@ depth3d_cl_mma(const T* __restrict__ in, const T* __restrict__ w, bool flip, con
     for (int q = 0; q < PER; ++q) {
       if (soff[q] < 0) continue;
       const unsigned u[4] = {pre[q].x, pre[q].y, pre[q].z, pre[q].w};
-      uint16_t* d = reinterpret_cast<uint16_t*>(ring + bi * CB * plane_vals + soff[q]);
+      uint16_t* d = reinterpret_cast<uint16_t*>(ring + bi * CB * IN + soff[q]);
 #pragma unroll
-      for (int k = 0; k < CB; ++k) d[k * plane_vals] = static_cast<uint16_t>(k % 2 ? u[k / 2] >> 16 : u[k / 2]);
+      for (int k = 0; k < CB; ++k) d[k * IN] = static_cast<uint16_t>(k % 2 ? u[k / 2] >> 16 : u[k / 2]);
     }
   };
 
@@ -458,8 +462,8 @@ depth3d_cl_mma(const T* __restrict__ in, const T* __restrict__ w, bool flip, con
   for (int h = 0; h < 2; ++h) {
     const int q = g + 8 * h, row = q / S, s = q % S;
     const bool real = q < NR * S;
-    roff[h] = real && tq < 3 ? warp * plane_vals + (row + tq) * pitch + 8 + s * R : -1;
-    ooff[h] = warp * ostage_vals + row * W + s * R;
+    roff[h] = real && tq < 3 ? warp * IN + (row + tq) * pitch + 8 + s * R : -1;
+    ooff[h] = warp * OUT + row * W + s * R;
     wr[h] = real;
   }
   // The thread's output pieces (positions of the NR x W outputs; at most 1 per thread): stage
@@ -469,10 +473,10 @@ depth3d_cl_mma(const T* __restrict__ in, const T* __restrict__ w, bool flip, con
                                                 : nullptr;
   auto flush = [&](int bi, int od) {
     if (!odst) return;
-    const uint16_t* sp = reinterpret_cast<const uint16_t*>(ostage + bi * CB * ostage_vals + oi);
+    const uint16_t* sp = reinterpret_cast<const uint16_t*>(ostage + bi * CB * OUT + oi);
     uint32_t u[4];
 #pragma unroll
-    for (int k = 0; k < 4; ++k) u[k] = uint32_t(sp[2 * k * ostage_vals]) | uint32_t(sp[(2 * k + 1) * ostage_vals]) << 16;
+    for (int k = 0; k < 4; ++k) u[k] = uint32_t(sp[2 * k * OUT]) | uint32_t(sp[(2 * k + 1) * OUT]) << 16;
     *reinterpret_cast<uint4*>(odst + int64_t(od) * ops) = make_uint4(u[0], u[1], u[2], u[3]);
   };
 
@@ -497,7 +501,7 @@ depth3d_cl_mma(const T* __restrict__ in, const T* __restrict__ w, bool flip, con
         load(id + 2);
       }
       if (rel < nplanes && id >= 0 && id < ID) {  // block-uniform
-        const T* base = ring + (u % 2) * CB * plane_vals;
+        const T* base = ring + (u % 2) * CB * IN;
         d3m_plane<T>(roff[0] >= 0 ? base + roff[0] : zero + 8, roff[1] >= 0 ? base + roff[1] : zero + 8, bw[0][u],
                      bw[1][u], acc);
       }
@@ -506,7 +510,7 @@ depth3d_cl_mma(const T* __restrict__ in, const T* __restrict__ w, bool flip, con
       if (tq == J / 2 && od >= qd0 && od < qd1) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          if (wr[h]) *reinterpret_cast<uint4*>(ostage + (u % 2) * CB * ostage_vals + ooff[h]) = d3m_column<T>(acc, 2 * h + J % 2);
+          if (wr[h]) *reinterpret_cast<uint4*>(ostage + (u % 2) * CB * OUT + ooff[h]) = d3m_column<T>(acc, 2 * h + J % 2);
         }
       }
       // column (rel + 1) mod 8 starts with the next plane

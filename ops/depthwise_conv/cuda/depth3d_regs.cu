@@ -34,7 +34,7 @@ bool launch_depth3d_regs(const T* in, const T* w, bool flip, const T* bias, T* o
   if (cl) {
     D3cBlocks M{};
     if (!ab_units && depth3d_cl_mma_blocks(M, P, 5, target)) {
-      const size_t bytes = d3c_smem_bytes(M.strips * kD3rR, M.nr, sizeof(T));  // at most 48 KB
+      const size_t bytes = d3c_smem_bytes(sizeof(T));
       depth3d_cl_mma<T, 5><<<M.blocks, 32 * kD3cChannels, bytes, stream>>>(in, w, flip, bias, out, P, M);
       C10_CUDA_KERNEL_LAUNCH_CHECK();
       return true;
