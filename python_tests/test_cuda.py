@@ -1541,10 +1541,11 @@ def test_depthwise_depth3d_regs(dtype, layout):
 
 
 @pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
-def test_depthwise_depth3d_mma_nonfinite(layout):
-    """The tensor-core 5x3x3 kernels (depth3d_nc_mma / depth3d_cl_mma) multiply zero B slots and
-    masked A halves: an inf / NaN input must reach exactly the outputs whose taps read it (the
-    NaN / inf pattern of the float64 reference on the same bf16 data), forward and input-grad."""
+def test_depthwise_depth3d_regs_nonfinite(layout):
+    """16-bit 5x3x3 forward / input-grad (depth3d_nc_units / depth3d_cl_smem) with inf / NaN
+    inputs: each must reach exactly the outputs whose taps read it (the NaN / inf pattern of the
+    float64 reference on the same bf16 data); the kernels' products for output depths outside a
+    thread's column go to slots that are never stored."""
     import torch.nn.functional as F
 
     C, pad = 16, [2, 1, 1]

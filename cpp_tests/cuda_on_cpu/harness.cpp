@@ -33,7 +33,6 @@
 #include "tc_wgrad2d.cuh"
 #include "walk2d.cuh"
 #include "depth3d_regs.cuh"
-#include "depth3d_mma.cuh"
 #include "ops/depthwise_conv/cuda/wgrad_sum.cuh"
 namespace convx::cuda {
 namespace {
@@ -1458,44 +1457,6 @@ void tcn_case(int64_t N, int64_t C, int64_t D, int64_t H, int64_t W, int64_t kd,
 // segments per column); the plans of want = false (and NDHWC channels not a multiple of 8) must
 // be declined. (Misaligned tensors, declined by the launcher, are python_tests' `off1` cases.)
 static int d3s_taken = 0;
-// ---- x3d (session 13): depth3d_mma.cuh's depth3d_nc_mma / depth3d_cl_mma, forward / data-grad
-// on tensor cores, on every plan d3r_check runs (one and the most depth segments); NDHWC declines
-// channels not a multiple of 8 and widths above 80 ----
-static int x3d_mma_taken = 0;
-template <typename T>
-void x3d_mma_check(const std::string& tag0, const Plan& P, bool cl, bool flip, const T* ip, const T* wp, const T* bp,
-                   const Tensor& ref, const std::string& name, double tol, bool want, int64_t target) {
-  const std::string tag = tag0 + " mma";
-  const auto opts = ref.options().dtype(c10::CppTypeToScalarType<T>::value);
-  Tensor o = at::full(cl ? to_cl(ref).sizes() : ref.sizes(), NAN, opts);
-  T* op = o.data_ptr<T>();
-  bool taken = false;
-  std::string info;
-  if (cl) {
-    D3cBlocks M{};
-    if ((taken = depth3d_cl_mma_blocks(M, P, 5, target))) {
-      g_smem_bytes = d3c_smem_bytes(sizeof(T));
-      launch(dim3{M.blocks}, dim3{unsigned(32 * kD3cChannels)}, [&] { depth3d_cl_mma<T, 5>(ip, wp, flip, bp, op, P, M); });
-      info = " nr" + std::to_string(M.nr) + " segs" + std::to_string(M.segs) + " blocks" + std::to_string(M.blocks);
-    }
-  } else {
-    D3mBlocks M{};
-    if ((taken = depth3d_nc_mma_blocks(M, P, 5, target))) {
-      g_smem_bytes = d3m_smem_bytes(M.strips * kD3rR, M.nr, sizeof(T));
-      launch(dim3{M.blocks}, dim3{unsigned(M.warps * 32)}, [&] { depth3d_nc_mma<T, 5>(ip, wp, flip, bp, op, P, M); });
-      info = " nr" + std::to_string(M.nr) + " warps" + std::to_string(M.warps) + " blocks" + std::to_string(M.blocks);
-    }
-  }
-  const bool expect = want && (!cl || (P.out_c % 8 == 0 && P.q[2] <= 80));
-  if (taken != expect) {
-    std::printf("%-44s %-34s %s FAIL\n", name.c_str(), tag.c_str(), taken ? "taken, expected declined" : "declined");
-    ++failures;
-    return;
-  }
-  if (!taken) return;
-  ++x3d_mma_taken;
-  check((tag + info).c_str(), cl ? from_cl(o) : o, ref, name, tol);
-}
 template <typename T>
 void d3r_check(const char* what, const Plan& P, bool flip, const Tensor& src, const Tensor& w16, const Tensor& bias,
                const Tensor& ref, const std::string& name, double tol, bool want) {
@@ -1530,8 +1491,6 @@ void d3r_check(const char* what, const Plan& P, bool flip, const Tensor& src, co
                  std::to_string(B.nr) + " blocks" + std::to_string(B.blocks);
         }
       }
-      // x3d (session 13): depth3d_nc_mma (tensor cores) on the same NCDHW plans
-      x3d_mma_check<T>(tag, P, cl, flip, ip, wp, bp, ref, name, tol, want, target);
       const bool expect = want && (!cl || c8);
       if (taken != expect) {
         std::printf("%-44s %-34s %s FAIL\n", name.c_str(), tag.c_str(), taken ? "taken, expected declined" : "declined");
@@ -2310,9 +2269,8 @@ void d3r_cases() {
     one(1, 2, 3, 3, 12, 2, 1, 1, true, false);
     one(1, 2, 3, 3, 16, 2, 1, 0, true, false);
   }
-  std::printf("depth3d_nc_units / depth3d_cl_smem launches checked: %d, cl_wgrad_d3r / d3s %d, depth3d_nc_mma %d\n",
-              d3s_taken, clwr_taken, x3d_mma_taken);
-  if (d3s_taken == 0 || clwr_taken == 0 || x3d_mma_taken == 0) ++failures;
+  std::printf("depth3d_nc_units / depth3d_cl_smem launches checked: %d, cl_wgrad_d3r / d3s %d\n", d3s_taken, clwr_taken);
+  if (d3s_taken == 0 || clwr_taken == 0) ++failures;
 }
 
 // The whole-plane kernels' cases.

@@ -7,16 +7,12 @@
 // session 12 (bench/results/h100/session12/x3d_call*_test.log) NCDHW 0.575-0.587 -> 0.515-0.529
 // (whole-warp units), then both 5-8% less with the leaner walk (kernels 503 -> 473 us, 488 -> 448
 // us). Everything else returns false.
-#include "ops/depthwise_conv/cuda/depth3d_mma.cuh"
 #include "ops/depthwise_conv/cuda/depth3d_regs.cuh"
 #include "ops/depthwise_conv/cuda/launch.h"
 
 #include <c10/cuda/CUDAException.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
-
-#include <cstdlib>
-#include <string>
 
 namespace convx::cuda {
 
@@ -28,29 +24,11 @@ bool launch_depth3d_regs(const T* in, const T* w, bool flip, const T* bias, T* o
   if (P.k[0] != 5 || reinterpret_cast<uintptr_t>(in) % 16 != 0 || !mma16_supported()) return false;
   // Depth segments only when the blocks would not fill every SM 4 times over (2 per SM at a time).
   const int64_t target = sm_count() * 8;
-  // temporary A/B knob (session 13): CONVX_X3D_AB=units keeps the CUDA-core kernels
-  const char* ab = std::getenv("CONVX_X3D_AB");
-  const bool ab_units = ab && std::string(ab) == "units";
   if (cl) {
-    D3cBlocks M{};
-    if (!ab_units && depth3d_cl_mma_blocks(M, P, 5, target)) {
-      const size_t bytes = d3c_smem_bytes(sizeof(T));
-      depth3d_cl_mma<T, 5><<<M.blocks, 32 * kD3cChannels, bytes, stream>>>(in, w, flip, bias, out, P, M);
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
-      return true;
-    }
     D3sBlocks B{};
     if (!depth3d_cl_smem_blocks(B, P, 5, target)) return false;
     depth3d_cl_smem<T, 5><<<B.blocks, kD3rThreads, 0, stream>>>(in, w, flip, bias, out, P, B);
   } else {
-    if (reinterpret_cast<uintptr_t>(out) % 16 != 0) return false;
-    D3mBlocks M{};
-    if (!ab_units && depth3d_nc_mma_blocks(M, P, 5, target)) {
-      const size_t bytes = d3m_smem_bytes(M.strips * kD3rR, M.nr, sizeof(T));  // at most 48 KB
-      depth3d_nc_mma<T, 5><<<M.blocks, M.warps * 32, bytes, stream>>>(in, w, flip, bias, out, P, M);
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
-      return true;
-    }
     D3uBlocks B{};
     if (reinterpret_cast<uintptr_t>(out) % 16 != 0 || !depth3d_nc_units_blocks(B, P, 5, target)) return false;
     const size_t bytes = d3u_smem_bytes(B.strips * kD3rR, B.U, B.nr, sizeof(T));  // at most 48 KB
