@@ -27,10 +27,8 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <limits>
-#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -548,7 +546,7 @@ constexpr int kD3wRing = 3;
 constexpr int kD3wTaps = 45, kD3wTB = reduce_taps<kD3wTaps, 1, float>();
 constexpr size_t kD3wSmem = std::max(size_t(kD3wRing) * kD3wPlane * 2, size_t(kD3wTB) * kWgradThreads * sizeof(float));
 
-template <typename T, int KD, bool FAST = true>
+template <typename T, int KD>
 __global__ void __launch_bounds__(kWgradThreads, kWgradBlocksPerSm)
 cl_wgrad_d3s(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, const Plan P,
              const ClwTile L) {
@@ -626,30 +624,17 @@ cl_wgrad_d3s(const T* __restrict__ x, const T* __restrict__ gy, float* __restric
   T* const gdst = ring + XV + t * 8;
   // Stages the next plane of the staged walk and moves on (to the next item after its last
   // group); always commits a group of copies.
-  // FAST (session 13, A/B): the shared address taken once, not per copy
-  const uint32_t sring = shared_addr(ring);
   const auto stage_next = [&]() {
     if (staging) {
       const int so = sbuf * kD3wPlane;
       if (sid >= 0 && sid < ID && sid < sm.stop) {
 #pragma unroll
         for (int k = 0; k < 2; ++k) {
-          if constexpr (FAST) {
-            if (t + k * kWgradThreads < XP)
-              cp_async16_at(ring, sring, uint32_t(so + (t + k * kWgradThreads) * 8) * sizeof(T), xs + xo[k],
-                            (data >> k & 1u) * 16);
-          } else {
-            if (t + k * kWgradThreads < XP)
-              cp_async16(xdst + so + k * kWgradThreads * 8, xs + xo[k], (data >> k & 1u) * 16);
-          }
+          if (t + k * kWgradThreads < XP)
+            cp_async16(xdst + so + k * kWgradThreads * 8, xs + xo[k], (data >> k & 1u) * 16);
         }
       }
-      if (sid + pd >= sm.qd0 && sid + pd < sm.qd1) {
-        if constexpr (FAST)
-          cp_async16_at(ring, sring, uint32_t(so + XV + t * 8) * sizeof(T), gs + go, (data >> 2 & 1u) * 16);
-        else
-          cp_async16(gdst + so, gs + go, (data >> 2 & 1u) * 16);
-      }
+      if (sid + pd >= sm.qd0 && sid + pd < sm.qd1) cp_async16(gdst + so, gs + go, (data >> 2 & 1u) * 16);
       ++sid;
       xs += xps;
       gs += gps;
@@ -1086,11 +1071,7 @@ bool run_d3s(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase
   ClwTile L{};
   int64_t ctiles = 0, chunks = 0;
   if (!choose_d3s_tile(L, P, kWgradWave, ctiles, chunks)) return false;
-  const char* ab = std::getenv("CONVX_X3D_AB");  // temporary A/B knob (session 13): "old" staging
-  if (ab && std::string(ab) == "old")
-    partials_then_sum(cl_wgrad_d3s<T, 5, false>, x, gy, gw, P, L, ctiles, chunks, 45, like, stream);
-  else
-    partials_then_sum(cl_wgrad_d3s<T, 5>, x, gy, gw, P, L, ctiles, chunks, 45, like, stream);
+  partials_then_sum(cl_wgrad_d3s<T, 5>, x, gy, gw, P, L, ctiles, chunks, 45, like, stream);
   return true;
 }
 

@@ -14,9 +14,6 @@
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
-#include <cstdlib>
-#include <string>
-
 namespace convx::cuda {
 
 template <typename T>
@@ -27,19 +24,15 @@ bool launch_depth3d_regs(const T* in, const T* w, bool flip, const T* bias, T* o
   if (P.k[0] != 5 || reinterpret_cast<uintptr_t>(in) % 16 != 0 || !mma16_supported()) return false;
   // Depth segments only when the blocks would not fill every SM 4 times over (2 per SM at a time).
   const int64_t target = sm_count() * 8;
-  const char* ab = std::getenv("CONVX_X3D_AB");  // temporary A/B knob (session 13): "old" staging
-  const bool old = ab && std::string(ab) == "old";
   if (cl) {
     D3sBlocks B{};
     if (!depth3d_cl_smem_blocks(B, P, 5, target)) return false;
-    (old ? depth3d_cl_smem<T, 5, false> : depth3d_cl_smem<T, 5>)<<<B.blocks, kD3rThreads, 0, stream>>>(in, w, flip, bias,
-                                                                                                       out, P, B);
+    depth3d_cl_smem<T, 5><<<B.blocks, kD3rThreads, 0, stream>>>(in, w, flip, bias, out, P, B);
   } else {
     D3uBlocks B{};
     if (reinterpret_cast<uintptr_t>(out) % 16 != 0 || !depth3d_nc_units_blocks(B, P, 5, target)) return false;
     const size_t bytes = d3u_smem_bytes(B.strips * kD3rR, B.U, B.nr, sizeof(T));  // at most 48 KB
-    (old ? depth3d_nc_units<T, 5, false> : depth3d_nc_units<T, 5>)<<<B.blocks, B.U * B.nr * B.strips, bytes, stream>>>(
-        in, w, flip, bias, out, P, B);
+    depth3d_nc_units<T, 5><<<B.blocks, B.U * B.nr * B.strips, bytes, stream>>>(in, w, flip, bias, out, P, B);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return true;

@@ -197,7 +197,7 @@ inline bool depth3d_cl_smem_blocks(D3sBlocks& L, const Plan& P, int KD, int64_t 
   return true;
 }
 
-template <typename T, int KD, bool FAST = true>
+template <typename T, int KD>
 __global__ void __launch_bounds__(kD3rThreads, 2)
 depth3d_cl_smem(const T* __restrict__ in, const T* __restrict__ w, bool flip, const T* __restrict__ bias,
                 T* __restrict__ out, const Plan P, const D3sBlocks L) {
@@ -251,7 +251,10 @@ depth3d_cl_smem(const T* __restrict__ in, const T* __restrict__ w, bool flip, co
     goff[k] = ok ? (y * IW + x) * C + ch : 0;
     data |= unsigned(ok) << k;
   }
-  // FAST (session 13, A/B): shared addresses taken once, sources and sizes held per piece
+  // The ring's shared address taken once, each piece's source (at plane `start`) and size held:
+  // less address arithmetic per copy (SASS 527 -> ~520 instructions per plane), X3D's NDHWC
+  // forward 451 -> 442 us (session 13, bench/results/h100/session13/x3d_call2_bench.log; the same
+  // change measured no faster in depth3d_nc_units and cl_wgrad_d3s, which keep cp_async16).
   const uint32_t sring = shared_addr(ring);
   const T* gp[PER];
   int bytes[PER];
@@ -263,15 +266,10 @@ depth3d_cl_smem(const T* __restrict__ in, const T* __restrict__ w, bool flip, co
   auto stage = [&](int id, int bi) {
     if (id < 0 || id >= ID) return;  // never read: its plane is skipped
     const int64_t o = int64_t(id - start) * ips;
-    const T* plane = src + o;
 #pragma unroll
     for (int k = 0; k < PER; ++k) {
       const int i = t + k * kD3rThreads;
-      if constexpr (FAST) {
-        if (i < PIECES) cp_async16_at(ring, sring, uint32_t(bi * kD3sPlane + i * 8) * sizeof(T), gp[k] + o, bytes[k]);
-      } else {
-        if (i < PIECES) cp_async16(ring[bi] + i * 8, plane + goff[k], (data >> k & 1u) * 16);
-      }
+      if (i < PIECES) cp_async16_at(ring, sring, uint32_t(bi * kD3sPlane + i * 8) * sizeof(T), gp[k] + o, bytes[k]);
     }
   };
   // the thread's inputs in a staged plane: rows rr .. rr + 2, columns 0 .. R + 1, its channel
@@ -354,7 +352,7 @@ inline bool depth3d_nc_units_blocks(D3uBlocks& L, const Plan& P, int KD, int64_t
   return true;
 }
 
-template <typename T, int KD, bool FAST = true>
+template <typename T, int KD>
 __global__ void __launch_bounds__(kD3rThreads, 2)
 depth3d_nc_units(const T* __restrict__ in, const T* __restrict__ w, bool flip, const T* __restrict__ bias,
                  T* __restrict__ out, const Plan P, const D3uBlocks L) {
@@ -414,30 +412,13 @@ depth3d_nc_units(const T* __restrict__ in, const T* __restrict__ w, bool flip, c
     soff[q] = i < U * rows * S ? uk * unit_vals + row * pitch + 8 + ch * 8 : -1;
     gsrc[q] = unc >= 0 && y >= 0 && y < IH ? in + (unc * ID + start) * ips + y * W + ch * 8 : nullptr;
   }
-  // FAST (session 13, A/B): shared addresses taken once; sources at plane `start` (a zero row's
-  // points at its unit's plane: in bounds whenever a copy is issued) and sizes held per piece
-  const uint32_t sring = shared_addr(ring);
-  const T* gp[PER];
-  int bytes[PER];
-#pragma unroll
-  for (int q = 0; q < PER; ++q) {
-    const int i = t + q * threads, uk = i / (rows * S);
-    int uy0 = 0;
-    const int64_t unc = i < U * rows * S ? unit(u0 + uk, uy0) : -1;
-    gp[q] = gsrc[q] ? gsrc[q] : (unc >= 0 ? in + (unc * ID + start) * ips : in);
-    bytes[q] = gsrc[q] ? 16 : 0;
-  }
   auto stage = [&](int id, int bi) {
     if (id < 0 || id >= ID) return;
     const int64_t o = int64_t(id - start) * ips;
 #pragma unroll
     for (int q = 0; q < PER; ++q) {
-      if constexpr (FAST) {
-        if (soff[q] >= 0) cp_async16_at(ring, sring, uint32_t(bi * plane_vals + soff[q]) * sizeof(T), gp[q] + o, bytes[q]);
-      } else {
-        if (soff[q] >= 0)
-          cp_async16(ring + bi * plane_vals + soff[q], gsrc[q] ? gsrc[q] + o : in, gsrc[q] ? 16 : 0);
-      }
+      if (soff[q] >= 0)
+        cp_async16(ring + bi * plane_vals + soff[q], gsrc[q] ? gsrc[q] + o : in, gsrc[q] ? 16 : 0);
     }
   };
   const int mine = k * unit_vals + rr * pitch + 8 + strip * R;
