@@ -1582,6 +1582,7 @@ D3R_CASES = [
     (0, 4, (4, 8, 8), (2, 1, 1), True),
     (1, 2, (5, 5, 12), (2, 1, 1), True),
     (1, 2, (5, 5, 16), (2, 1, 0), True),
+    (1, 8, (5, 4, 96), (2, 1, 1), True),  # NDHWC wider than depth3d_cl_mma takes (80)
 ]
 
 
@@ -1630,6 +1631,37 @@ def test_depthwise_depth3d_regs(dtype, layout):
         poison()
         tr = ops.conv_transpose3d(gy, w, b, one, pad, [0] * 3, C, one)
         close(tr, tr_ref, what + " transposed")
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+def test_depthwise_depth3d_regs_nonfinite(layout):
+    """16-bit 5x3x3 forward / input-grad (depth3d_nc_units / depth3d_cl_smem) with inf / NaN
+    inputs: each must reach exactly the outputs whose taps read it (the NaN / inf pattern of the
+    float64 reference on the same bf16 data); the kernels' products for output depths outside a
+    thread's column go to slots that are never stored."""
+    import torch.nn.functional as F
+
+    C, pad = 16, [2, 1, 1]
+    gen = torch.Generator().manual_seed(77)
+    x = torch.randn(2, C, 9, 7, 24, generator=gen)
+    x[0, 3, 4, 2, 0] = float("inf")
+    x[0, 5, 0, 6, 23] = float("-inf")
+    x[1, 9, 8, 3, 7] = float("nan")
+    x[1, 9, 8, 3, 8] = float("inf")
+    w = torch.randn(C, 1, 5, 3, 3, generator=gen).to(DEV, torch.bfloat16)
+    x = x.to(DEV, torch.bfloat16)
+    if layout == "channels_last":
+        x = x.contiguous(memory_format=torch.channels_last_3d)
+    ref = F.conv3d(x.double(), w.double(), None, 1, pad, 1, C)
+    y = torch.ops.convx.depthwise_conv3d(x, w, None, [1] * 3, pad, [1] * 3)
+    gx = torch.ops.convx.conv3d_input_grad(list(x.shape), w, x, [1] * 3, pad, [1] * 3, C)
+    gx_ref = torch.ops.aten.convolution_backward(x.double(), x.double(), w.double(), None, [1] * 3, pad, [1] * 3,
+                                                 False, [0] * 3, C, [True, False, False])[0]
+    for got, want, what in ((y, ref, "forward"), (gx, gx_ref, "input-grad")):
+        assert torch.equal(got.isnan().cpu(), want.isnan().cpu()), what + " NaN pattern"
+        assert torch.equal(got.isinf().cpu(), want.isinf().cpu()), what + " inf pattern"
+        fin = want.isfinite()
+        assert torch.allclose(got.double()[fin], want[fin], rtol=2e-2, atol=2e-1), what
 
 
 @pytest.mark.parametrize("layout", ["ncl", "nlc"])

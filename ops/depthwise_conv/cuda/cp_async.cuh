@@ -37,6 +37,27 @@ __device__ __forceinline__ void cp_async_n(void* dst, const void* src, int bytes
   __trap();  // the launchers take these kernels on sm_80 and newer only
 #endif
 }
+// The shared-window address of a shared-memory pointer, for cp_async16_at: taken once per thread
+// instead of per copy (depth3d_cl_smem: less address arithmetic per copy, 527 -> ~520 SASS
+// instructions per plane, 2% faster; under register pressure ptxas may still recompute it).
+__device__ __forceinline__ uint32_t shared_addr(const void* p) {
+#if defined(__CUDA_ARCH__)
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+#else
+  (void)p;
+  return 0;
+#endif
+}
+// cp_async16 to the shared memory `off` bytes past base, whose shared_addr is sbase.
+__device__ __forceinline__ void cp_async16_at(void* base, uint32_t sbase, uint32_t off, const void* src, int bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  (void)base;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(sbase + off), "l"(src), "r"(bytes) : "memory");
+#else
+  (void)sbase;
+  cp_async16(static_cast<unsigned char*>(base) + off, src, bytes);  // traps below sm_80
+#endif
+}
 // Closes the thread's group of copies issued since the last commit.
 __device__ __forceinline__ void cp_async_commit() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -57,6 +78,10 @@ inline void cp_async16(void* dst, const void* src, int bytes) {
   if (bytes > 0) std::memcpy(dst, src, bytes);
 }
 inline void cp_async_n(void* dst, const void* src, int bytes) { std::memcpy(dst, src, bytes); }
+inline uint32_t shared_addr(const void*) { return 0; }
+inline void cp_async16_at(void* base, uint32_t, uint32_t off, const void* src, int bytes) {
+  cp_async16(static_cast<unsigned char*>(base) + off, src, bytes);
+}
 inline void cp_async_commit() {}
 template <int N>
 void cp_async_wait() {}

@@ -251,13 +251,25 @@ depth3d_cl_smem(const T* __restrict__ in, const T* __restrict__ w, bool flip, co
     goff[k] = ok ? (y * IW + x) * C + ch : 0;
     data |= unsigned(ok) << k;
   }
+  // The ring's shared address taken once, each piece's source (at plane `start`) and size held:
+  // less address arithmetic per copy (SASS 527 -> ~520 instructions per plane), X3D's NDHWC
+  // forward 451 -> 442 us (session 13, bench/results/h100/session13/x3d_call2_bench.log; the same
+  // change measured no faster in depth3d_nc_units and cl_wgrad_d3s, which keep cp_async16).
+  const uint32_t sring = shared_addr(ring);
+  const T* gp[PER];
+  int bytes[PER];
+#pragma unroll
+  for (int k = 0; k < PER; ++k) {
+    gp[k] = src + goff[k];
+    bytes[k] = (data >> k & 1u) * 16;
+  }
   auto stage = [&](int id, int bi) {
     if (id < 0 || id >= ID) return;  // never read: its plane is skipped
-    const T* plane = src + int64_t(id - start) * ips;
+    const int64_t o = int64_t(id - start) * ips;
 #pragma unroll
     for (int k = 0; k < PER; ++k) {
       const int i = t + k * kD3rThreads;
-      if (i < PIECES) cp_async16(ring[bi] + i * 8, plane + goff[k], (data >> k & 1u) * 16);
+      if (i < PIECES) cp_async16_at(ring, sring, uint32_t(bi * kD3sPlane + i * 8) * sizeof(T), gp[k] + o, bytes[k]);
     }
   };
   // the thread's inputs in a staged plane: rows rr .. rr + 2, columns 0 .. R + 1, its channel
