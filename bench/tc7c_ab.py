@@ -1,6 +1,6 @@
 """Session 13 tc7c A/B (temporary, removed after the run): the NHWC 7 x 7 forward and stride-1
 data-grad of the ConvNeXt rows under CONVX_TC7C (main = main's kernels, cudnn = convx's cuDNN
-path, unset = tc_cl2d; fp32 takes it under tf32) and CONVX_TC7C_S (tc_cl2d's raw bricks in flight), in one process,
+path, unset = tc_cl2d; fp32 takes it under tf32) and CONVX_TC7C_S (tc_cl2d's raw bricks in flight), CONVX_TC7C_T (its blocks wanted per SM), in one process,
 main first and last. CUDA-event medians (bench/timing.py), ms and % of the 3.01 TB/s copy."""
 
 import os
@@ -15,7 +15,9 @@ ops = torch.ops.convx
 ROWS = {"convnext_56": (64, 96, 56), "convnext_14": (64, 384, 14)}
 DT = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 VARIANTS = [("main", {"CONVX_TC7C": "main"}), ("tc S1", {"CONVX_TC7C_S": "1"}), ("tc S2", {"CONVX_TC7C_S": "2"}),
-            ("tc S3", {"CONVX_TC7C_S": "3"}), ("cudnn", {"CONVX_TC7C": "cudnn"}), ("main", {"CONVX_TC7C": "main"})]
+            ("tc S3", {"CONVX_TC7C_S": "3"}), ("tc S2 T4", {"CONVX_TC7C_T": "4"}), ("tc S2 T16", {"CONVX_TC7C_T": "16"}),
+            ("cudnn", {"CONVX_TC7C": "cudnn"}), ("main", {"CONVX_TC7C": "main"})]
+KNOBS = ("CONVX_TC7C", "CONVX_TC7C_S", "CONVX_TC7C_T")
 dts = sys.argv[1].split(",") if len(sys.argv) > 1 else ["fp16", "bf16"]
 for row, (N, C, S) in ROWS.items():
     for dn in dts:
@@ -29,7 +31,7 @@ for row, (N, C, S) in ROWS.items():
         ref_f, ref_d = None, None
         cells = []
         for name, env in VARIANTS:
-            for k in ("CONVX_TC7C", "CONVX_TC7C_S"):
+            for k in KNOBS:
                 os.environ.pop(k, None)
             os.environ.update(env)
             if dt == torch.float32 and name.startswith("tc"):
@@ -42,5 +44,5 @@ for row, (N, C, S) in ROWS.items():
             ed = float((yd - ref_d).abs().max() / ref_d.abs().max())
             cells.append(f"{name} {tf:.4f}/{td:.4f} ({mb / 3010 / tf * 100:.0f}%/{mb / 3010 / td * 100:.0f}%, d{ef:.1e}/{ed:.1e})")
         print(f"{row:12s} {dn} fwd/dgrad ms: " + " | ".join(cells), flush=True)
-for k in ("CONVX_TC7C", "CONVX_TC7C_S"):
+for k in KNOBS:
     os.environ.pop(k, None)

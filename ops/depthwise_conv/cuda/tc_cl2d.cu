@@ -20,11 +20,12 @@ bool launch_tc_cl2d(const T* in, const T* w, bool flip, const T* bias, T* out, c
     return false;
   } else {
     if (P.k[1] != 7 || !mma16_supported()) return false;
-    // A/B knob (temporary): raw bricks in flight.
-    int stages = 2;
+    // A/B knobs (temporary): raw bricks in flight, blocks wanted per SM.
+    int stages = 2, per_sm = 8;
     if (const char* s = std::getenv("CONVX_TC7C_S")) stages = std::atoi(s);
+    if (const char* s = std::getenv("CONVX_TC7C_T")) per_sm = std::atoi(s);
     TcCl2d L{};
-    if (!tc_cl2d_plan<T, 7>(L, P, flip, stages, 8 * sm_count())) return false;
+    if (!tc_cl2d_plan<T, 7>(L, P, flip, stages, per_sm * sm_count())) return false;
     const int64_t smem = tc_cl2d_smem_bytes<T, 7>(L);
     int optin = 0;
     C10_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, c10::cuda::current_device()));
