@@ -1,6 +1,6 @@
 """Session 13 tc7c A/B (temporary, removed after the run): the NHWC 7 x 7 forward and stride-1
 data-grad of the ConvNeXt rows under CONVX_TC7C (main = main's kernels, cudnn = convx's cuDNN
-path, unset = tc_cl2d; fp32 takes it under tf32) and CONVX_TC7C_S (tc_cl2d's raw bricks in flight), CONVX_TC7C_T (its blocks wanted per SM), in one process,
+path, unset = tc_cl2d; fp32 takes it under tf32) and CONVX_TC7C_S (tc_cl2d's raw bricks in flight), CONVX_TC7C_T (its blocks wanted per SM), CONVX_TC7C_B (3: __launch_bounds__ for 3 blocks per SM), in one process,
 main first and last. CUDA-event medians (bench/timing.py), ms and % of the 3.01 TB/s copy."""
 
 import os
@@ -14,10 +14,13 @@ from timing import time_ms
 ops = torch.ops.convx
 ROWS = {"convnext_56": (64, 96, 56), "convnext_14": (64, 384, 14)}
 DT = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
-VARIANTS = [("main", {"CONVX_TC7C": "main"}), ("tc S1", {"CONVX_TC7C_S": "1"}), ("tc S2", {"CONVX_TC7C_S": "2"}),
-            ("tc S3", {"CONVX_TC7C_S": "3"}), ("tc S2 T4", {"CONVX_TC7C_T": "4"}), ("tc S2 T16", {"CONVX_TC7C_T": "16"}),
+VARIANTS = [("main", {"CONVX_TC7C": "main"}), ("tc S2 T8", {}), ("tc S1 T8", {"CONVX_TC7C_S": "1"}),
+            ("tc S2 T4", {"CONVX_TC7C_T": "4"}), ("tc S1 T4", {"CONVX_TC7C_S": "1", "CONVX_TC7C_T": "4"}),
+            ("tc S1 T2", {"CONVX_TC7C_S": "1", "CONVX_TC7C_T": "2"}),
+            ("tc S1 T4 B3", {"CONVX_TC7C_S": "1", "CONVX_TC7C_T": "4", "CONVX_TC7C_B": "3"}),
+            ("tc S1 T8 B3", {"CONVX_TC7C_S": "1", "CONVX_TC7C_B": "3"}),
             ("cudnn", {"CONVX_TC7C": "cudnn"}), ("main", {"CONVX_TC7C": "main"})]
-KNOBS = ("CONVX_TC7C", "CONVX_TC7C_S", "CONVX_TC7C_T")
+KNOBS = ("CONVX_TC7C", "CONVX_TC7C_S", "CONVX_TC7C_T", "CONVX_TC7C_B")
 dts = sys.argv[1].split(",") if len(sys.argv) > 1 else ["fp16", "bf16"]
 for row, (N, C, S) in ROWS.items():
     for dn in dts:

@@ -1955,7 +1955,8 @@ def test_depthwise_tc_cl2d(dtype):
         poison()
         gx = ops.conv2d_input_grad(list(x.shape), w, gy, [1, 1], list(p), [1, 1], C)
         for name, out, r in (("forward", y, ref), ("input-grad", gx, gx_ref)):
-            assert out.is_contiguous(memory_format=torch.channels_last), f"{what} {name}: layout"
+            if N > 0:
+                assert out.stride(1) == 1, f"{what} {name}: not channels-last"
             scale = max(1.0, float(r.abs().max())) if r.numel() else 1.0
             assert not torch.isnan(out).any(), f"{what} {name}: NaN (unwritten element)"
             torch.testing.assert_close(out.double() / scale, r / scale, rtol=tol, atol=tol,

@@ -20,7 +20,7 @@ bool launch_tc_cl2d(const T* in, const T* w, bool flip, const T* bias, T* out, c
     return false;
   } else {
     if (P.k[1] != 7 || !mma16_supported()) return false;
-    // A/B knobs (temporary): raw bricks in flight, blocks wanted per SM.
+    // A/B knobs (temporary): raw bricks in flight, blocks wanted per SM, launch bounds' blocks per SM.
     int stages = 2, per_sm = 8;
     if (const char* s = std::getenv("CONVX_TC7C_S")) stages = std::atoi(s);
     if (const char* s = std::getenv("CONVX_TC7C_T")) per_sm = std::atoi(s);
@@ -31,6 +31,7 @@ bool launch_tc_cl2d(const T* in, const T* w, bool flip, const T* bias, T* out, c
     C10_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, c10::cuda::current_device()));
     if (smem > optin) return false;
     auto kernel = tc_cl2d<T, 7>;
+    if (const char* s = std::getenv("CONVX_TC7C_B"); s && std::atoi(s) == 3) kernel = tc_cl2d<T, 7, 3>;
     C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
     kernel<<<L.blocks, 32 * L.nw, smem, stream>>>(in, w, bias, out, L);
     C10_CUDA_KERNEL_LAUNCH_CHECK();

@@ -77,8 +77,8 @@ inline int64_t tc_cl2d_smem_bytes(const TcCl2d& L) {
 
 // in: [N][H][W][C]; out: [N][OH][OW][C]; w: [C][KH][kw] (the layer's filter); bias: C or null.
 // 16-byte aligned tensors, C a multiple of CB.
-template <typename T, int KH>
-__global__ void __launch_bounds__(32 * kTcCl2dMaxWarps, 2)
+template <typename T, int KH, int MINB = 2>
+__global__ void __launch_bounds__(32 * kTcCl2dMaxWarps, MINB)
 tc_cl2d(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
         const TcCl2d L) {
   constexpr int BR = tc_cl2d_brick_rows<KH>(), CB = tc_cl2d_cb<T>(), KS = tc_cl2d_ks<T>();
@@ -104,16 +104,23 @@ tc_cl2d(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__
 
   // Brick of step i (raw slot i % stages): rows 16 ht - padH + r, columns ic0 + x; one commit
   // per call (empty past the run), so that group j is always the j-th commit.
+  // Index math without divisions in the loops (the first H100 run spent most issue slots on
+  // them): a thread's brick units tid, tid + nthr, ... as (row, column) stepped by (dr, dx).
+  const int r_tid = tid / L.vw, x_tid = tid % L.vw, dr = nthr / L.vw, dx = nthr % L.vw;
   auto issue = [&](int i) {
     if (i < nsteps) {
       const int64_t s = s0 + i;
       const int64_t n = s / L.htiles;
       const int ih0 = static_cast<int>(s % L.htiles) * kTcCl2dRows - L.padH;
       TcVec* const dst = raw + (i % L.stages) * units;
+      const T* const img = in + n * L.H * L.W * L.C + c0;
+      int r = r_tid, x = x_tid;
       for (int v = tid; v < units; v += nthr) {
-        const int ih = ih0 + v / L.vw, ic = ic0 + v % L.vw;
+        const int ih = ih0 + r, ic = ic0 + x;
         const bool ok = ih >= 0 && ih < L.H && ic >= 0 && ic < L.W;
-        cp_async16(dst + v, ok ? in + ((n * L.H + ih) * L.W + ic) * L.C + c0 : in, ok ? 16 : 0);
+        cp_async16(dst + v, ok ? img + (int64_t(ih) * L.W + ic) * L.C : in, ok ? 16 : 0);
+        r += dr, x += dx;
+        if (x >= L.vw) x -= L.vw, ++r;
       }
     }
     cp_async_commit();
@@ -158,7 +165,10 @@ tc_cl2d(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__
   // 16-bit transposition: matrices of 8 pixels (a row's columns 8 q8 ... 8 q8 + 7) x 8 channels,
   // four per ldmatrix.x4.trans; every warp makes the same number of calls (the CPU harness's
   // shim needs block-uniform calls), clamping past the last matrix and storing nothing there.
+  // Matrix m = (row m / q8s, columns 8 (m % q8s) ...): a round moves m by 4 nw = (dq rows, dm).
   const int q8s = L.vw / 8, mats = BR * q8s, rounds = (mats + 4 * L.nw - 1) / (4 * L.nw);
+  const int dq = 4 * L.nw / q8s, dm = 4 * L.nw % q8s;
+  const int mq0 = 4 * warp + lane / 8, ms0 = 4 * warp;  // this lane's first loaded / stored matrices
   // This lane's ldmatrix word offset in a plane: row lane % 8 + 8 (lane / 8 % 2), columns of its
   // warp's window (16-bit: 2 values a word; fp32: 1).
   constexpr int VPW = kHalf ? 2 : 1;
@@ -175,23 +185,31 @@ tc_cl2d(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__
     {
       const TcVec* const src = raw + (i % L.stages) * units;
       if constexpr (kHalf) {
-        for (int k = 0; k < rounds; ++k) {
-          const int m0 = 4 * (k * L.nw + warp), mq = m0 + lane / 8;
-          const int mc = mq < mats ? mq : 0;
+        int lr = mq0 / q8s, lq = mq0 % q8s, sr = ms0 / q8s, sq = ms0 % q8s;
+        for (int k = 0, m0 = ms0; k < rounds; ++k, m0 += 4 * L.nw) {
+          const bool in_l = m0 + lane / 8 < mats;
           uint32_t a[4];
-          tc_ldsm_x4_trans(a, reinterpret_cast<const uint32_t*>(src + (mc / q8s) * L.vw + (mc % q8s) * 8 + lane % 8));
+          tc_ldsm_x4_trans(a, reinterpret_cast<const uint32_t*>(src + (in_l ? lr * L.vw + lq * 8 : 0) + lane % 8));
+          int r = sr, q = sq;
 #pragma unroll
           for (int j = 0; j < 4; ++j) {
-            const int m = m0 + j;
-            if (m < mats) planes[g * L.pw + (m / q8s) * L.prow + (m % q8s) * 4 + t] = a[j];
+            if (m0 + j < mats) planes[g * L.pw + r * L.prow + q * 4 + t] = a[j];
+            if (++q == q8s) q = 0, ++r;
           }
+          lr += dq, lq += dm;
+          if (lq >= q8s) lq -= q8s, ++lr;
+          sr += dq, sq += dm;
+          if (sq >= q8s) sq -= q8s, ++sr;
         }
       } else {  // fp32: a pixel's 4 channels into the 4 planes, rounded to TF32
+        int r = r_tid, xc = x_tid;
         for (int v = tid; v < units; v += nthr) {
           const TcVec x = src[v];
-          const int o = (v / L.vw) * L.prow + v % L.vw;
+          const int o = r * L.prow + xc;
 #pragma unroll
           for (int j = 0; j < 4; ++j) planes[j * L.pw + o] = tf32_round(x.v[j]);
+          r += dr, xc += dx;
+          if (xc >= L.vw) xc -= L.vw, ++r;
         }
       }
     }
