@@ -1916,30 +1916,30 @@ def test_depthwise_walk_conv2d(dtype, placement):
                                        msg=lambda m: f"{what} {name}\n{m}")
 
 
-# Session 13 (tc7c): channels-last 7 x KW, fp16 / bf16, on tensor cores (tc_cl2d.cuh): (N, C, (H, W),
-# (padH, padW), KW). ConvNeXt's 56 x 56 and 14 x 14 (7 and 2 warps), two column chunks (75 wide),
-# heights not a multiple of 16, 3 x 3 outputs (data-grad padding 6), planes smaller than the
-# filter with padding beyond its reach, 7 x 5, a channel count not a multiple of 8 (declined:
-# the other kernels serve), batch 0.
+# Session 13 (tc7c): channels-last 7 x 7, fp16 / bf16, on tensor cores (tc_cl2d.cuh, outputs at least
+# 14 wide): (N, C, (H, W), (padH, padW), KW). ConvNeXt's 56 x 56 and 14 x 14 (7 and 2 warps), two
+# column chunks (75 wide), heights not a multiple of 16, padding beyond the filter's reach; declined
+# to the other kernels: 3 x 3 outputs (9 x 9 unpadded), 7 x 5, a channel count not a multiple of 8;
+# batch 0.
 TC_CL2D_CASES = [
     (2, 96, (56, 56), (3, 3), 7),
     (3, 384, (14, 14), (3, 3), 7),
     (1, 24, (21, 75), (3, 3), 7),
     (2, 16, (9, 9), (0, 0), 7),
-    (2, 8, (5, 6), (5, 4), 7),
+    (2, 8, (5, 16), (5, 4), 7),
     (1, 32, (17, 20), (3, 2), 5),
     (1, 12, (20, 30), (3, 3), 7),
     (0, 16, (14, 14), (3, 3), 7),
 ]
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["fp32", "fp16", "bf16"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
 def test_depthwise_tc_cl2d(dtype):
     """Forward (with bias) and input-grad of channels-last 7 x KW filters at stride 1 (tc_cl2d.cuh
     where routed) against float64 on the same rounded data, on poisoned memory (TC_CL2D_CASES)."""
     import torch.nn.functional as F
 
-    tol = {torch.float32: 1e-3, torch.float16: 4e-3, torch.bfloat16: 2e-2}[dtype]  # fp32: TF32
+    tol = {torch.float16: 4e-3, torch.bfloat16: 2e-2}[dtype]
     ops = torch.ops.convx
     for i, (N, C, size, p, kw) in enumerate(TC_CL2D_CASES):
         gen = torch.Generator().manual_seed(1300 + i)

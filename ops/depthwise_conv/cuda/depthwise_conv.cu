@@ -40,8 +40,6 @@
 #include <c10/cuda/CUDAStream.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <string>
 #include <type_traits>
 
 namespace convx::cuda {
@@ -498,12 +496,10 @@ bool launch_tiled(const Tensor& in, const Tensor& weight, const Tensor& bias, co
         launch_tc_rows_nc<T>(ip, w.const_data_ptr<T>(), !tc_fwd, bp, op, P, cl, stream))
       return true;
   }
-  if constexpr (!std::is_same_v<T, double>) {
-    // A/B knob (temporary, session 13 tc7c): CONVX_TC7C=main keeps main's kernels; tf32: fp32 too.
-    const char* knob = std::getenv("CONVX_TC7C");
-    if (cl && (tc_fwd || tc_rot) && !(knob && std::string(knob) == "main") &&
-        (sizeof(T) == 2 || (tf32_allowed_for_conv() && knob && std::string(knob) == "tf32")) &&
-        launch_tc_cl2d<T>(ip, w.const_data_ptr<T>(), !tc_fwd, bp, op, P, stream))
+  // Channels-last 16-bit 7 x 7 on tensor cores (tc_cl2d.cu says where it won): before the column
+  // walk and cl_ring.
+  if constexpr (sizeof(T) == 2) {
+    if (cl && (tc_fwd || tc_rot) && launch_tc_cl2d<T>(ip, w.const_data_ptr<T>(), !tc_fwd, bp, op, P, stream))
       return true;
   }
   // Channels-last 7 x 7 on outputs 14-27 wide: the column walk (walk_conv2d.cu says where it won).
@@ -610,8 +606,6 @@ bool cl_cudnn_serves(const Geometry& g, at::ScalarType t, bool dgrad) {
   if (!at::globalContext().userEnabledCuDNN() || g.kernel[0] != 1 || g.input[0] != 1 ||
       g.in_channels != g.out_channels || g.kernel[2] != k || g.stride[2] != s || !unit_dilation(g))
     return false;
-  if (const char* knob = std::getenv("CONVX_TC7C"); knob && std::string(knob) == "cudnn" && k == 7 && s == 1)
-    return true;  // A/B knob (temporary, session 13 tc7c)
   if (k == 3 && s == 2) return !dgrad && (t == at::kFloat || t == at::kHalf);
   if (k == 3 && s == 1) return !dgrad && g.output[2] <= 7;
   return k == 5 && s == 1 && t == at::kHalf;

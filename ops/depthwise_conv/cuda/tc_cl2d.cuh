@@ -22,14 +22,16 @@
 // window) and one MMA with channel e's Toeplitz B fragment (built once per block in shared
 // memory), so a lane ends with the 8 channels' sums at its 4 pixels: packed (bias added) into
 // 16-byte NHWC vectors and stored directly. fp32 accumulation, products exact, as tc_rows_nc.
+// H100 (session 13): ConvNeXt-56 fp16 / bf16 0.082 ms against cl_ring's 0.109 (31% of copy
+// bandwidth), ConvNeXt-14 0.033 against walk2d's 0.053; latency-bound at 2 blocks per SM (126
+// registers, 86 KB of shared memory on 56-wide rows) with barriers between a step's phases
+// (docs/performance.md, "Session 13: tc7c").
 #pragma once
 
 #include "ops/depthwise_conv/cuda/tc_row1d.cuh"
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
-#include <type_traits>
 
 namespace convx::cuda {
 
@@ -49,51 +51,42 @@ struct alignas(8) TcCl2dPair {  // one lane's B fragment
   uint32_t x, y;
 };
 
-// Per dtype: channels per block (one 16-byte vector per pixel), the MMA's K (m16n8k16 for
-// 16-bit, m16n8k8 as TF32 for fp32) and k-steps per 8-output block (a 16-input window).
-template <typename T>
-__host__ __device__ constexpr int tc_cl2d_cb() {
-  return 16 / static_cast<int>(sizeof(T));
-}
-template <typename T>
-__host__ __device__ constexpr int tc_cl2d_ks() {
-  return sizeof(T) == 2 ? 1 : 2;
-}
 template <int KH>
 __host__ __device__ constexpr int tc_cl2d_brick_rows() {
   return kTcCl2dRows + KH - 1;
 }
-// Shared memory: B fragments [channel][KH][k-step][32 lanes], the block's filter (<= 9 wide, as
-// staged bits), CB channel planes, the raw bricks.
-template <typename T, int KH>
+// Shared memory: B fragments [8 channels][KH][32 lanes], the block's filter (16-bit, <= 9 wide),
+// 8 channel planes, the raw bricks.
+template <int KH>
 __host__ __device__ constexpr int tc_cl2d_head_bytes() {
-  return tc_cl2d_cb<T>() * KH * tc_cl2d_ks<T>() * 32 * 8 + (tc_cl2d_cb<T>() * KH * 9 * int(sizeof(T)) + 15) / 16 * 16;
+  return 8 * KH * 32 * 8 + (8 * KH * 9 * 2 + 15) / 16 * 16;
 }
-template <typename T, int KH>
+template <int KH>
 inline int64_t tc_cl2d_smem_bytes(const TcCl2d& L) {
-  return tc_cl2d_head_bytes<T, KH>() + int64_t(tc_cl2d_cb<T>()) * L.pw * 4 +
-         int64_t(L.stages) * tc_cl2d_brick_rows<KH>() * L.vw * 16;
+  return tc_cl2d_head_bytes<KH>() + int64_t(8) * L.pw * 4 + int64_t(L.stages) * tc_cl2d_brick_rows<KH>() * L.vw * 16;
 }
 
 // in: [N][H][W][C]; out: [N][OH][OW][C]; w: [C][KH][kw] (the layer's filter); bias: C or null.
-// 16-byte aligned tensors, C a multiple of CB.
-template <typename T, int KH, int MINB = 2>
-__global__ void __launch_bounds__(32 * kTcCl2dMaxWarps, MINB)
+// 16-byte aligned tensors, C a multiple of 8. 126 registers, no spill (sm_90): 2 blocks per SM,
+// which the shared memory of 56-wide rows allows anyway; __launch_bounds__(256, 3) (80
+// registers, 124 bytes spilled) was slower on the H100 (ConvNeXt-56 fp16 forward 0.109 against
+// 0.089 ms at the same tiles, bench/results/h100/session13/tc7c_call2_ab.log).
+template <typename T, int KH>
+__global__ void __launch_bounds__(32 * kTcCl2dMaxWarps, 2)
 tc_cl2d(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
         const TcCl2d L) {
-  constexpr int BR = tc_cl2d_brick_rows<KH>(), CB = tc_cl2d_cb<T>(), KS = tc_cl2d_ks<T>();
-  constexpr bool kHalf = sizeof(T) == 2;
-  using Bits = std::conditional_t<kHalf, uint16_t, uint32_t>;
+  static_assert(sizeof(T) == 2, "tc_cl2d: fp16 / bf16");
+  constexpr int BR = tc_cl2d_brick_rows<KH>();
   extern __shared__ __align__(16) unsigned char smem_raw[];
   TcCl2dPair* const btab = reinterpret_cast<TcCl2dPair*>(smem_raw);
-  Bits* const fs = reinterpret_cast<Bits*>(smem_raw + CB * KH * KS * 32 * 8);
-  uint32_t* const planes = reinterpret_cast<uint32_t*>(smem_raw + tc_cl2d_head_bytes<T, KH>());
-  TcVec* const raw = reinterpret_cast<TcVec*>(planes + CB * L.pw);
+  uint16_t* const fs = reinterpret_cast<uint16_t*>(smem_raw + 8 * KH * 32 * 8);
+  uint32_t* const planes = reinterpret_cast<uint32_t*>(smem_raw + tc_cl2d_head_bytes<KH>());
+  TcVec* const raw = reinterpret_cast<TcVec*>(planes + 8 * L.pw);
   const int tid = static_cast<int>(threadIdx.x), nthr = static_cast<int>(blockDim.x);
   const int lane = tid % 32, warp = tid / 32, g = lane / 4, t = lane % 4;
 
   uint32_t b = blockIdx.x;
-  const int c0 = static_cast<int>(b % L.cgroups) * CB;
+  const int c0 = static_cast<int>(b % L.cgroups) * 8;
   b /= L.cgroups;
   const int ck = static_cast<int>(b % L.chunks);
   const int64_t run = b / L.chunks;
@@ -104,8 +97,9 @@ tc_cl2d(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__
 
   // Brick of step i (raw slot i % stages): rows 16 ht - padH + r, columns ic0 + x; one commit
   // per call (empty past the run), so that group j is always the j-th commit.
-  // Index math without divisions in the loops (the first H100 run spent most issue slots on
-  // them): a thread's brick units tid, tid + nthr, ... as (row, column) stepped by (dr, dx).
+  // Index math without divisions in the loops (the first H100 version, with them, was
+  // issue-bound on them: 0.111 ms against 0.082 now, tc7c_call1_ab.log / tc7c_call2_ab.log): a
+  // thread's brick units tid, tid + nthr, ... as (row, column) stepped by (dr, dx).
   const int r_tid = tid / L.vw, x_tid = tid % L.vw, dr = nthr / L.vw, dx = nthr % L.vw;
   auto issue = [&](int i) {
     if (i < nsteps) {
@@ -128,51 +122,39 @@ tc_cl2d(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__
   const int first = L.stages == 1 ? 1 : L.stages - 1;
   for (int i = 0; i < first; ++i) issue(i);
 
-  // The block's filters (rotated for the data-grad; fp32 rounded to TF32), then their B
-  // fragments, while the first bricks are in flight.
+  // The 8 channels' filters (rotated for the data-grad), then their B fragments, while the
+  // first bricks are in flight.
   const int taps = KH * L.kw;
-  for (int e = tid; e < CB * taps; e += nthr) {
+  for (int e = tid; e < 8 * taps; e += nthr) {
     const int ch = e / taps, tap = e % taps;
-    const T v = w[int64_t(c0 + ch) * taps + (L.flip ? taps - 1 - tap : tap)];
-    Bits bits;
-    std::memcpy(&bits, &v, sizeof(T));
-    if constexpr (!kHalf) bits = tf32_round(bits);
-    fs[e] = bits;
+    fs[e] = tc_bits(w[int64_t(c0 + ch) * taps + (L.flip ? taps - 1 - tap : tap)]);
   }
   __syncthreads();
-  for (int e = tid; e < CB * KH * KS * 32; e += nthr) {
-    const int l = e % 32, f = e / 32, ks = f % KS, r = f / KS;  // r = channel * KH + kh
-    const int gg = l / 4, tt = l % 4;
+  for (int e = tid; e < 8 * KH * 32; e += nthr) {
+    const int l = e % 32, r = e / 32;  // r = channel * KH + kh
     uint32_t v[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      if constexpr (kHalf) {
-        const int tap = 2 * tt + 8 * h - gg;  // Tw[j][n], j = 2 t + 8 h (and j + 1), n = g
-        const uint32_t lo = tap >= 0 && tap < L.kw ? fs[r * L.kw + tap] : 0u;
-        const uint32_t hi = tap + 1 >= 0 && tap + 1 < L.kw ? fs[r * L.kw + tap + 1] : 0u;
-        v[h] = lo | (hi << 16);
-      } else {
-        const int tap = 8 * ks + tt + 4 * h - gg;  // Tw[j][n], j = 8 ks + t + 4 h, n = g
-        v[h] = tap >= 0 && tap < L.kw ? fs[r * L.kw + tap] : 0u;
-      }
+      const int tap = 2 * (l % 4) + 8 * h - l / 4;  // Tw[j][n], j = 2 t + 8 h (and j + 1), n = g
+      const uint32_t lo = tap >= 0 && tap < L.kw ? fs[r * L.kw + tap] : 0u;
+      const uint32_t hi = tap + 1 >= 0 && tap + 1 < L.kw ? fs[r * L.kw + tap + 1] : 0u;
+      v[h] = lo | (hi << 16);
     }
     btab[e] = TcCl2dPair{v[0], v[1]};
   }
-  float bv[CB];
+  float bv[8];
 #pragma unroll
-  for (int e = 0; e < CB; ++e) bv[e] = bias ? static_cast<float>(bias[c0 + e]) : 0.f;
+  for (int e = 0; e < 8; ++e) bv[e] = bias ? static_cast<float>(bias[c0 + e]) : 0.f;
 
-  // 16-bit transposition: matrices of 8 pixels (a row's columns 8 q8 ... 8 q8 + 7) x 8 channels,
-  // four per ldmatrix.x4.trans; every warp makes the same number of calls (the CPU harness's
-  // shim needs block-uniform calls), clamping past the last matrix and storing nothing there.
-  // Matrix m = (row m / q8s, columns 8 (m % q8s) ...): a round moves m by 4 nw = (dq rows, dm).
+  // Transposition: matrices of 8 pixels (a row's columns 8 q ... 8 q + 7) x 8 channels, four per
+  // ldmatrix.x4.trans; every warp makes the same number of calls (the CPU harness's shim needs
+  // block-uniform calls), clamping past the last matrix and storing nothing there. Matrix m is
+  // (row m / q8s, q = m % q8s); a round moves m by 4 nw = (dq rows, dm).
   const int q8s = L.vw / 8, mats = BR * q8s, rounds = (mats + 4 * L.nw - 1) / (4 * L.nw);
   const int dq = 4 * L.nw / q8s, dm = 4 * L.nw % q8s;
   const int mq0 = 4 * warp + lane / 8, ms0 = 4 * warp;  // this lane's first loaded / stored matrices
-  // This lane's ldmatrix word offset in a plane: row lane % 8 + 8 (lane / 8 % 2), columns of its
-  // warp's window (16-bit: 2 values a word; fp32: 1).
-  constexpr int VPW = kHalf ? 2 : 1;
-  const int aoff = (lane % 8 + 8 * (lane / 8 % 2)) * L.prow + (8 * warp + (kHalf ? 8 : 4) * (lane / 16)) / VPW;
+  // This lane's ldmatrix word offset in a plane: row lane % 8 + 8 (lane / 8 % 2), columns of its warp's window.
+  const int aoff = (lane % 8 + 8 * (lane / 8 % 2)) * L.prow + 4 * warp + 4 * (lane / 16);
 
   for (int i = 0; i < nsteps; ++i) {
     if (L.stages == 3) {
@@ -184,57 +166,41 @@ tc_cl2d(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__
     if (L.stages > 1) issue(i + L.stages - 1);  // into the slot transposed in step i - 1
     {
       const TcVec* const src = raw + (i % L.stages) * units;
-      if constexpr (kHalf) {
-        int lr = mq0 / q8s, lq = mq0 % q8s, sr = ms0 / q8s, sq = ms0 % q8s;
-        for (int k = 0, m0 = ms0; k < rounds; ++k, m0 += 4 * L.nw) {
-          const bool in_l = m0 + lane / 8 < mats;
-          uint32_t a[4];
-          tc_ldsm_x4_trans(a, reinterpret_cast<const uint32_t*>(src + (in_l ? lr * L.vw + lq * 8 : 0) + lane % 8));
-          int r = sr, q = sq;
+      int lr = mq0 / q8s, lq = mq0 % q8s, sr = ms0 / q8s, sq = ms0 % q8s;
+      for (int k = 0, m0 = ms0; k < rounds; ++k, m0 += 4 * L.nw) {
+        const bool in_l = m0 + lane / 8 < mats;
+        uint32_t a[4];
+        tc_ldsm_x4_trans(a, reinterpret_cast<const uint32_t*>(src + (in_l ? lr * L.vw + lq * 8 : 0) + lane % 8));
+        int r = sr, q = sq;
 #pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            if (m0 + j < mats) planes[g * L.pw + r * L.prow + q * 4 + t] = a[j];
-            if (++q == q8s) q = 0, ++r;
-          }
-          lr += dq, lq += dm;
-          if (lq >= q8s) lq -= q8s, ++lr;
-          sr += dq, sq += dm;
-          if (sq >= q8s) sq -= q8s, ++sr;
+        for (int j = 0; j < 4; ++j) {
+          if (m0 + j < mats) planes[g * L.pw + r * L.prow + q * 4 + t] = a[j];
+          if (++q == q8s) q = 0, ++r;
         }
-      } else {  // fp32: a pixel's 4 channels into the 4 planes, rounded to TF32
-        int r = r_tid, xc = x_tid;
-        for (int v = tid; v < units; v += nthr) {
-          const TcVec x = src[v];
-          const int o = r * L.prow + xc;
-#pragma unroll
-          for (int j = 0; j < 4; ++j) planes[j * L.pw + o] = tf32_round(x.v[j]);
-          r += dr, xc += dx;
-          if (xc >= L.vw) xc -= L.vw, ++r;
-        }
+        lr += dq, lq += dm;
+        if (lq >= q8s) lq -= q8s, ++lr;
+        sr += dq, sq += dm;
+        if (sq >= q8s) sq -= q8s, ++sr;
       }
     }
     __syncthreads();  // the planes are complete; the raw slot is free
     if (L.stages == 1) issue(i + 1);
 
-    float acc[CB][4];
+    float acc[8][4];
 #pragma unroll
-    for (int e = 0; e < CB; ++e) {
+    for (int e = 0; e < 8; ++e) {
 #pragma unroll
       for (int q = 0; q < 4; ++q) acc[e][q] = 0.f;
     }
 #pragma unroll
     for (int kh = 0; kh < KH; ++kh) {
 #pragma unroll
-      for (int e = 0; e < CB; ++e) {
-#pragma unroll
-        for (int ks = 0; ks < KS; ++ks) {
-          uint32_t a[4];
-          tc_ldsm_x4(a, planes + e * L.pw + kh * L.prow + 8 * ks + aoff);
-          const TcCl2dPair bp = btab[((e * KH + kh) * KS + ks) * 32 + lane];
-          const uint32_t bf[2] = {bp.x, bp.y};
-          if constexpr (kHalf) mma16816<T>(acc[e], a, bf);
-          else mma1688_tf32(acc[e], a, bf);
-        }
+      for (int e = 0; e < 8; ++e) {
+        uint32_t a[4];
+        tc_ldsm_x4(a, planes + e * L.pw + kh * L.prow + aoff);
+        const TcCl2dPair bp = btab[(e * KH + kh) * 32 + lane];
+        const uint32_t bf[2] = {bp.x, bp.y};
+        mma16816<T>(acc[e], a, bf);
       }
     }
     const int64_t s = s0 + i;
@@ -249,15 +215,9 @@ tc_cl2d(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__
         if (oh < L.OH && oc < L.OW) {
           TcVec v;
 #pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            if constexpr (kHalf) {
-              v.v[j] = pack16x2<T>(static_cast<T>(acc[2 * j][2 * hh + k] + bv[2 * j]),
-                                   static_cast<T>(acc[2 * j + 1][2 * hh + k] + bv[2 * j + 1]));
-            } else {
-              const float f = acc[j][2 * hh + k] + bv[j];
-              std::memcpy(&v.v[j], &f, 4);
-            }
-          }
+          for (int j = 0; j < 4; ++j)
+            v.v[j] = pack16x2<T>(static_cast<T>(acc[2 * j][2 * hh + k] + bv[2 * j]),
+                                 static_cast<T>(acc[2 * j + 1][2 * hh + k] + bv[2 * j + 1]));
           *reinterpret_cast<TcVec*>(out + ((n * L.OH + oh) * L.OW + oc) * L.C + c0) = v;
         }
       }
@@ -266,14 +226,13 @@ tc_cl2d(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__
   cp_async_wait<0>();  // no copy outlives the block (the last groups are empty)
 }
 
-// One phase at stride 1, multiplier 1, a 2-D KH x kw filter (kw <= 9), channels a multiple of
-// CB (below 2^24), sizes below 2^30; `target`: blocks wanted (runs of steps are cut to reach it).
-// false when not covered.
-template <typename T, int KH>
+// One phase at stride 1, multiplier 1, a 2-D KH x kw filter (kw <= 9), channels a multiple of 8
+// (below 2^24), sizes below 2^30; `stages` raw bricks in flight; `target`: blocks wanted (runs of
+// steps are cut to reach it). false when not covered.
+template <int KH>
 inline bool tc_cl2d_plan(TcCl2d& L, const Plan& P, bool flip, int stages, int64_t target) {
   constexpr int64_t lim = int64_t(1) << 30;
-  constexpr int CB = tc_cl2d_cb<T>();
-  if (P.phases != 1 || P.J != 1 || P.in_div != 1 || P.in_c != P.out_c || P.out_c % CB != 0 ||
+  if (P.phases != 1 || P.J != 1 || P.in_div != 1 || P.in_c != P.out_c || P.out_c % 8 != 0 ||
       P.out_c >= (int64_t(1) << 24) || P.k[0] != 1 || P.in[0] != 1 || P.out[0] != 1 || P.k[1] != KH ||
       P.k[2] < 1 || P.k[2] > 9 || P.S[1] != 1 || P.S[2] != 1 || stages < 1 || stages > 3)
     return false;
@@ -285,8 +244,8 @@ inline bool tc_cl2d_plan(TcCl2d& L, const Plan& P, bool flip, int stages, int64_
   L.nw = static_cast<int>(ceil_div(nb, chunks));
   L.vw = 8 * L.nw + 8;
   // Plane rows an odd number of 16-byte units apart (the 8 rows of an ldmatrix in 8 bank groups);
-  // planes 4 words mod 8 apart (the 8 channels of a 16-bit transposition store in 8 bank groups).
-  L.prow = sizeof(T) == 2 ? 4 * ((L.vw / 8) | 1) : 4 * ((L.vw / 4) | 1);
+  // planes 4 words mod 8 apart (the 8 channels of a transposition store in 8 bank groups).
+  L.prow = 4 * ((L.vw / 8) | 1);
   L.pw = (tc_cl2d_brick_rows<KH>() * L.prow + 7) / 8 * 8 + 4;
   L.N = static_cast<int>(std::min<int64_t>(P.N, lim));
   L.H = static_cast<int>(P.in[1]), L.W = static_cast<int>(P.in[2]);
@@ -297,7 +256,7 @@ inline bool tc_cl2d_plan(TcCl2d& L, const Plan& P, bool flip, int stages, int64_
   L.stages = stages;
   L.flip = flip ? 1 : 0;
   L.htiles = static_cast<int>(ceil_div(P.out[1], kTcCl2dRows));
-  const int64_t cgroups = P.out_c / CB, others = cgroups * chunks, total = P.N * L.htiles;
+  const int64_t cgroups = P.out_c / 8, others = cgroups * chunks, total = P.N * L.htiles;
   const int64_t runs_wanted = std::clamp<int64_t>(ceil_div(target, others), 1, std::max<int64_t>(total, 1));
   const int64_t per = ceil_div(total, runs_wanted), runs = ceil_div(total, per);
   const int64_t blocks = runs * others;
