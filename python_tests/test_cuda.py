@@ -2116,6 +2116,51 @@ def test_depthwise_nc_plane_cp_k5(cfg, dtype, offset):
         gw2 = ops.conv2d_weight_grad(x, list(w.shape), gy, [1, 1], [2, 2], [1, 1], C)
     close(gw, gw_ref, "weight-grad")
     assert torch.equal(gw, gw2), f"{cfg}: weight-grad not bitwise repeatable"
+# Session 13 (tc7c): channels-last 7 x 7, fp16 / bf16, on tensor cores (tc_cl2d.cuh, outputs at least
+# 14 wide): (N, C, (H, W), (padH, padW), KW). ConvNeXt's 56 x 56 and 14 x 14 (7 and 2 warps), two
+# column chunks (75 wide), heights not a multiple of 16, padding beyond the filter's reach; declined
+# to the other kernels: 3 x 3 outputs (9 x 9 unpadded), 7 x 5, a channel count not a multiple of 8;
+# batch 0.
+TC_CL2D_CASES = [
+    (2, 96, (56, 56), (3, 3), 7),
+    (3, 384, (14, 14), (3, 3), 7),
+    (1, 24, (21, 75), (3, 3), 7),
+    (2, 16, (9, 9), (0, 0), 7),
+    (2, 8, (5, 16), (5, 4), 7),
+    (1, 32, (17, 20), (3, 2), 5),
+    (1, 12, (20, 30), (3, 3), 7),
+    (0, 16, (14, 14), (3, 3), 7),
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+def test_depthwise_tc_cl2d(dtype):
+    """Forward (with bias) and input-grad of channels-last 7 x KW filters at stride 1 (tc_cl2d.cuh
+    where routed) against float64 on the same rounded data, on poisoned memory (TC_CL2D_CASES)."""
+    import torch.nn.functional as F
+
+    tol = {torch.float16: 4e-3, torch.bfloat16: 2e-2}[dtype]
+    ops = torch.ops.convx
+    for i, (N, C, size, p, kw) in enumerate(TC_CL2D_CASES):
+        gen = torch.Generator().manual_seed(1300 + i)
+        x = torch.randn(N, C, *size, generator=gen).to(DEV, dtype).contiguous(memory_format=torch.channels_last)
+        w = torch.randn(C, 1, 7, kw, generator=gen).to(DEV, dtype)
+        b = torch.randn(C, generator=gen).to(DEV, dtype)
+        ref = F.conv2d(x.double(), w.double(), b.double(), 1, p, 1, C)
+        gy = torch.randn(ref.shape, generator=gen).to(DEV, dtype).contiguous(memory_format=torch.channels_last)
+        gx_ref = torch.nn.grad.conv2d_input(x.shape, w.double(), gy.double(), 1, p, 1, C)
+        what = f"case {i} {dtype}"
+        poison()
+        y = ops.depthwise_conv2d(x, w, b, [1, 1], list(p), [1, 1])
+        poison()
+        gx = ops.conv2d_input_grad(list(x.shape), w, gy, [1, 1], list(p), [1, 1], C)
+        for name, out, r in (("forward", y, ref), ("input-grad", gx, gx_ref)):
+            if N > 0:
+                assert out.stride(1) == 1, f"{what} {name}: not channels-last"
+            scale = max(1.0, float(r.abs().max())) if r.numel() else 1.0
+            assert not torch.isnan(out).any(), f"{what} {name}: NaN (unwritten element)"
+            torch.testing.assert_close(out.double() / scale, r / scale, rtol=tol, atol=tol,
+                                       msg=lambda m: f"{what} {name}\n{m}")
 
 
 def test_depthwise_tc_wgrad2d_beyond_2_pow_31_elements():

@@ -35,6 +35,7 @@
 #include "tc_wgrad2d.cuh"
 #include "walk2d.cuh"
 #include "nc_wgrad_cp.cuh"
+#include "tc_cl2d.cuh"
 #include "depth3d_regs.cuh"
 #include "ops/depthwise_conv/cuda/wgrad_sum.cuh"
 namespace convx::cuda {
@@ -2723,6 +2724,82 @@ void eff5_wgrad_cases() {
 }
 // ---- end eff5
 
+// ---- session 13, tc7c: tc_cl2d.cuh (tensor-core channels-last 2-D 7 x KW, fp16 / bf16) ----
+// Forward (bias) and data-grad (flip; negative padding when p = 0) of one NHWC problem against
+// float64 on the same rounded data, NaN-poisoned outputs and shared memory, every ring depth
+// (1-3 raw bricks), block targets 1 (one run walks every step: several samples and h-tiles) and
+// 2^20 (a step per block); widths giving one chunk of 2 / 7 warps and two chunks, heights not a
+// multiple of 16, channel groups past the first, planes smaller than the filter's reach.
+static int tcc_taken = 0;
+template <typename T>
+void tcc_check(const char* what, const Plan& P, bool flip, const Tensor& src, const Tensor& w16, const Tensor& bias,
+               const Tensor& ref, const std::string& name, double tol) {
+  const Tensor sc = to_cl(src);
+  const T* bp = bias.defined() ? bias.data_ptr<T>() : nullptr;
+  for (int64_t target : {int64_t(1), int64_t(1) << 20}) {
+    for (int stages = 1; stages <= 3; ++stages) {
+      TcCl2d L{};
+      if (!tc_cl2d_plan<7>(L, P, flip, stages, target)) {
+        std::printf("%-44s %-34s declined FAIL\n", name.c_str(), what);
+        ++failures;
+        return;
+      }
+      Tensor oc = at::full(to_cl(ref).sizes(), NAN, src.options());
+      g_smem_bytes = tc_cl2d_smem_bytes<7>(L);
+      const T* ip = sc.data_ptr<T>();
+      const T* wp = w16.data_ptr<T>();
+      T* op = oc.data_ptr<T>();
+      launch(dim3{L.blocks}, dim3{unsigned(32 * L.nw)}, [&] { tc_cl2d<T, 7>(ip, wp, bp, op, L); });
+      ++tcc_taken;
+      check((std::string(what) + " tc_cl2d nw" + std::to_string(L.nw) + " ch" + std::to_string(L.chunks) + " S" +
+             std::to_string(stages) + " blocks" + std::to_string(L.blocks)).c_str(),
+            from_cl(oc), ref, name, tol);
+    }
+  }
+}
+template <typename T>
+void tcc_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t kw, int64_t ph, int64_t pw, double tol) {
+  at::manual_seed(5);
+  const auto dt = c10::CppTypeToScalarType<T>::value;
+  Tensor x = at::randn({N, C, H, W}).to(dt), w = at::randn({C, 1, 7, kw}).to(dt), b = at::randn({C}).to(dt);
+  Tensor y = at::convolution(x.to(at::kDouble), w.to(at::kDouble), b.to(at::kDouble), {1, 1}, {ph, pw}, {1, 1}, false,
+                             {0, 0}, C);
+  Tensor gy = at::randn(y.sizes()).to(dt);
+  Tensor gx = std::get<0>(at::convolution_backward(gy.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble), std::nullopt,
+                                                   {1, 1}, {ph, pw}, {1, 1}, false, {0, 0}, C, {true, false, false}));
+  Geometry g;
+  g.batch = N, g.in_channels = C, g.out_channels = C, g.groups = C;
+  g.input[1] = H, g.input[2] = W, g.output[1] = y.size(2), g.output[2] = y.size(3);
+  g.kernel[1] = 7, g.kernel[2] = kw, g.padding[1] = ph, g.padding[2] = pw;
+  const std::string name = std::string(dt == at::kHalf ? "tcc fp16" : "tcc bf16") + " N" + std::to_string(N) + " C" +
+                           std::to_string(C) + " " + std::to_string(H) + "x" + std::to_string(W) + " k7x" +
+                           std::to_string(kw) + " p" + std::to_string(ph) + "," + std::to_string(pw);
+  {
+    Plan P{}; Prep Q{};
+    forward_plan(g, P, Q);
+    tcc_check<T>("fwd", P, false, x, w, b, y, name, tol);
+  }
+  Plan P{}; Prep Q{};
+  if (data_grad_plan(g, P, Q)) tcc_check<T>("dgrad", P, true, gy, w, Tensor(), gx, name, tol);
+}
+void tcc_cases() {
+  for (int dt = 0; dt < 2; ++dt) {
+    auto one = [&](int64_t N, int64_t C, int64_t H, int64_t W, int64_t kw, int64_t ph, int64_t pw) {
+      if (dt == 0) tcc_case<at::Half>(N, C, H, W, kw, ph, pw, 2e-3);
+      else tcc_case<at::BFloat16>(N, C, H, W, kw, ph, pw, 1e-2);
+    };
+    one(2, 16, 18, 56, 7, 3, 3);  // ConvNeXt's 56-wide rows: 7 warps, two h-tiles (the second partial)
+    one(1, 8, 14, 14, 7, 3, 3);   // ConvNeXt-14: 2 warps
+    one(1, 8, 21, 75, 7, 3, 3);   // 10 blocks of 8 outputs: two chunks of 5 warps
+    one(1, 24, 9, 9, 7, 0, 0);    // 3 x 3 outputs; data-grad padding 6
+    one(2, 8, 5, 6, 7, 5, 4);     // planes smaller than the filter, padding beyond its reach
+    one(1, 8, 17, 20, 5, 3, 2);   // 7 x 5 (the kernel's; dispatch routes 7 x 7 only)
+  }
+  std::printf("tc_cl2d launches checked: %d\n", tcc_taken);
+  if (tcc_taken == 0) ++failures;
+}
+// ---- end tc7c ----
+
 // HARNESS_ONLY=tcn runs tcn_cases alone (the tensor-core rows kernel; minutes less on 2 cores);
 // HARNESS_ONLY=rows the 1-D run_case entries alone (row_warp, cl_row1d, row1d, the 1-D weight-grads).
 // HARNESS_ONLY=d3r runs d3r_cases alone (depth3d_regs.cuh, cl_wgrad_d3r / cl_wgrad_d3s).
@@ -2756,6 +2833,11 @@ int main() {
   if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "eff5") {
     eff5_cases();
     eff5_wgrad_cases();
+    std::printf("failures: %d\n", failures);
+    return failures != 0;
+  }
+  if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "tc7c") {  // tc_cl2d alone
+    tcc_cases();
     std::printf("failures: %d\n", failures);
     return failures != 0;
   }
@@ -3018,6 +3100,7 @@ int main() {
     return failures != 0;
   }
   tcn_cases();
+  tcc_cases();
   d3r_cases();
   std::printf("failures: %d\n", failures);
   return failures != 0;

@@ -1,5 +1,5 @@
 // Launcher of the channels-last ring kernel (cl_ring.cuh) and its specialisations: 3x3 at
-// stride 1 and 2, 5x5 and 7x7 at stride 1, fp32 / fp16 / bf16.
+// stride 1 and 2 and 5x5 at stride 1, fp32 / fp16 / bf16.
 #include "ops/depthwise_conv/cuda/cl_ring.cuh"
 #include "ops/depthwise_conv/cuda/launch.h"
 
@@ -50,6 +50,8 @@ bool launch_cl_ring(const T* in, const T* w, bool flip, const T* bias, T* out, c
     //    two steps in flight (D 1; D 0 equal or up to 5% slower). Narrower planes decline: the
     //    block is a few strips of many channels and its halo columns cost more than the
     //    staging saves (MobileNetV2 7x7 planes 0.0137 -> 0.0149, ConvNeXt 14x14 0.043 -> 0.064).
+    //    7x7 since session 13: tc_cl2d (tensor cores), which takes every 16-bit 7x7 call this one
+    //    would (ConvNeXt 56x56 0.109 -> 0.082, bench/results/h100/session13/tc7c_call2_ab.log).
     const int k = P.k[1], s = P.S[1];
     if (sizeof(T) == 4 ? !(k == 3 && s == 1) : P.out[2] < 28) return false;
     if (!mma16_supported()) return false;  // cp.async: sm_80 and newer
@@ -59,7 +61,6 @@ bool launch_cl_ring(const T* in, const T* w, bool flip, const T* bias, T* out, c
     if constexpr (sizeof(T) == 2) {
       if (k == 3 && s == 2) return run<T, 3, 2>(in, w, bias, out, L, stream);
       if (k == 5 && s == 1) return run<T, 5, 1>(in, w, bias, out, L, stream);
-      if (k == 7 && s == 1) return run<T, 7, 1>(in, w, bias, out, L, stream);
     }
     return false;
   }

@@ -198,6 +198,13 @@ template <typename T>
 bool launch_tc_wgrad2d(const T* x, const T* gy, T* gw, const Plan& P, bool channels_last, const at::TensorBase& like,
                        cudaStream_t stream);
 
+// Forward / stride-1 data-grad (flip: the filter rotated) of fp16 / bf16 channels-last 2-D 7 x 7
+// filters at stride 1, multiplier 1, outputs at least 14 wide, on tensor cores through a
+// shared-memory transpose (tc_cl2d.cuh); w is the layer's filter [C][7][7]. Channels a multiple
+// of 8, 16-byte aligned tensors (the caller checks); false otherwise.
+template <typename T>
+bool launch_tc_cl2d(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, cudaStream_t stream);
+
 // Forward / stride-1 data-grad (flip: the filter rotated 180 degrees) of 2-D 7 x 7 filters at
 // stride 1, multiplier 1, a thread walking down a column strip with a ring of 7 output rows in
 // registers (walk2d.cuh): channels-last outputs 14-27 wide, where it measured faster; w is the
