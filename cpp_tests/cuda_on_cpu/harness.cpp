@@ -32,6 +32,7 @@
 #include "tc_wgrad3d.cuh"
 #include "tc_wgrad2d.cuh"
 #include "walk2d.cuh"
+#include "plane_wgrad2d.cuh"  // w7 (session 13)
 #include "depth3d_regs.cuh"
 #include "ops/depthwise_conv/cuda/wgrad_sum.cuh"
 namespace convx::cuda {
@@ -2114,6 +2115,70 @@ void walk_cases() {
   std::printf("walk_wgrad2d: %d launches checked\n", walk_taken);
   if (walk_taken == 0) ++failures;
 }
+// ---- w7 (session 13): whole-plane fp32 NCHW 7x7 weight-grad (plane_wgrad2d.cuh), mirrors plane_wgrad2d.cu ----
+static int pwg_taken = 0;
+// The kernel on NaN-poisoned partials and NaN-filled shared memory (shim), then the ordered chunk
+// sum; undefined when the plan declines.
+Tensor pwg_run(const float* x, const float* gy, const Plan& P, int tile_target, int64_t target, int* chunks, int* S) {
+  PlaneWg L{};
+  if (!plane_wgrad2d_plan(L, P, 7, tile_target, target, 110 * 1024)) return Tensor();
+  *chunks = L.chunks, *S = L.S;
+  Tensor part = at::full({P.in_c, int64_t(L.chunks), 49}, NAN, at::kFloat);
+  Tensor gw = at::full({P.in_c * 49}, NAN, at::kFloat);
+  float* pp = part.data_ptr<float>();
+  g_smem_bytes = size_t(L.smem);
+  launch(dim3{unsigned(L.C * L.chunks)}, dim3{unsigned(L.threads)}, [&] { plane_wgrad2d<7>(x, gy, pp, L); });
+  const int64_t n = P.in_c * 49;
+  launch(dim3{unsigned((n + 255) / 256)}, dim3{256u}, [&] { sum_slots<float>(pp, gw.data_ptr<float>(), P.in_c, L.chunks, 49); });
+  return gw;
+}
+// One fp32 NCHW 7x7 problem against float64 on the same data: stages of 1 and of several planes
+// (tile targets 8 / 64 / 256), one chunk per channel and as many as the samples allow.
+void pwg_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t pw) {
+  at::manual_seed(17);
+  Tensor x = at::randn({N, C, H, W}), w = at::randn({C, 1, 7, 7});
+  Tensor y = at::conv2d(x.to(at::kDouble), w.to(at::kDouble), Tensor(), 1, {ph, pw}, 1, C);
+  Tensor gy = at::randn(y.sizes());
+  const Tensor ref = std::get<1>(at::convolution_backward(
+      gy.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble), std::nullopt, {1, 1}, {ph, pw}, {1, 1},
+      false, {0, 0}, C, {false, true, false})).view({-1});
+  Geometry g;
+  g.batch = N, g.in_channels = C, g.out_channels = C, g.groups = C;
+  g.input[0] = g.output[0] = g.kernel[0] = g.stride[0] = 1, g.padding[0] = 0;
+  g.input[1] = H, g.input[2] = W, g.output[1] = y.size(2), g.output[2] = y.size(3);
+  g.kernel[1] = g.kernel[2] = 7, g.padding[1] = ph, g.padding[2] = pw, g.stride[1] = g.stride[2] = 1;
+  Plan P{}; Prep Q{};
+  forward_plan(g, P, Q);
+  char name[96];
+  std::snprintf(name, sizeof name, "fp32 N%ld C%ld %ldx%ld k7 p%ld,%ld", long(N), long(C), long(H), long(W), long(ph), long(pw));
+  for (int tt : {8, 64, 256}) for (int64_t target : {int64_t(1), int64_t(1) << 30}) {
+    int chunks = 0, S = 0;
+    const Tensor r = pwg_run(x.data_ptr<float>(), gy.data_ptr<float>(), P, tt, target, &chunks, &S);
+    const std::string tag = "wgrad plane S " + std::to_string(S) + " chunks " + std::to_string(chunks);
+    if (!r.defined()) {
+      ++failures;
+      std::printf("%-44s %-34s declined FAIL\n", name, tag.c_str());
+      continue;
+    }
+    ++pwg_taken;
+    check(tag.c_str(), r.to(at::kDouble), ref, name, 1e-5);
+  }
+}
+void pwg_cases() {
+  // ConvNeXt's 'same' padding (17 x 22: a partial last row tile and column strip), padding 0
+  // (output smaller than the input), 6 (output larger: zero rows / columns at both ends), unequal
+  // paddings, a plane smaller than the filter's reach, 5 samples (stages of several planes with a
+  // partial last stage), a 14 x 14 plane, an odd channel count.
+  pwg_case(2, 3, 17, 22, 3, 3);
+  pwg_case(1, 2, 12, 10, 0, 0);
+  pwg_case(1, 2, 9, 11, 6, 6);
+  pwg_case(2, 2, 8, 13, 1, 5);
+  pwg_case(1, 2, 3, 4, 3, 3);
+  pwg_case(5, 3, 14, 14, 3, 3);
+  pwg_case(3, 1, 20, 9, 2, 4);
+  std::printf("plane_wgrad2d: %d launches checked\n", pwg_taken);
+  if (pwg_taken == 0) ++failures;
+}
 // The forward / stride-1 data-grad kernel (walk_conv2d) on a NaN-poisoned output, `target`
 // blocks, bands of `rows` rows; false when the plan is declined.
 static int walkc_taken = 0;
@@ -2319,6 +2384,7 @@ void plane_cases() {
 // HARNESS_ONLY=d3r runs d3r_cases alone (depth3d_regs.cuh, cl_wgrad_d3r / cl_wgrad_d3s).
 // HARNESS_ONLY=planes runs plane_cases alone (the whole-plane NCHW kernels).
 // HARNESS_ONLY=walk runs the walk2d cases alone (walk_conv2d, walk_wgrad2d).
+// HARNESS_ONLY=pwg runs pwg_cases alone (plane_wgrad2d).
 int main() {
   if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "rows2d") {
     clwr2_cases();
@@ -2327,6 +2393,11 @@ int main() {
   }
   if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "tcn") {
     tcn_cases();
+    std::printf("failures: %d\n", failures);
+    return failures != 0;
+  }
+  if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "pwg") {  // w7 (session 13)
+    pwg_cases();
     std::printf("failures: %d\n", failures);
     return failures != 0;
   }
@@ -2370,6 +2441,7 @@ int main() {
     clwr2_cases();
     walkc_cases();
     walk_cases();
+    pwg_cases();  // w7 (session 13)
     check_fast_div();
   }
   run_case(2, 2, 8, 1, {13, 17}, {3, 3}, {1, 1}, {1, 1});

@@ -23,6 +23,10 @@ sed -e 's/__shared__ acc_t red/static acc_t red/' "$src/nc_wgrad_stream.cuh" >"$
 sed -e 's/__shared__ acc_t red/static acc_t red/' -e 's#"ops/depthwise_conv/cuda/nc_wgrad_stream.cuh"#"nc_wgrad_stream.cuh"#' \
   "$src/walk2d.cuh" >"$tmp/walk2d.cuh"
 cp "$src/nc_stream.cuh" "$tmp/nc_stream.cuh"
+# the whole-plane 7x7 weight-grad: its shared memory and reduction scratch, its include of nc_wgrad_stream.cuh
+sed -e 's/__shared__ float red/static float red/' -e 's#"ops/depthwise_conv/cuda/nc_wgrad_stream.cuh"#"nc_wgrad_stream.cuh"#' \
+    -e 's/extern __shared__ __align__(16) unsigned char smem_raw\[\];/unsigned char* smem_raw = g_smem;/' \
+  "$src/plane_wgrad2d.cuh" >"$tmp/plane_wgrad2d.cuh"
 # the stride-2 data-grad kernel: its include of nc_stream.cuh (FastDiv) points at the copy
 sed -e 's#"ops/depthwise_conv/cuda/nc_stream.cuh"#"nc_stream.cuh"#' "$src/nc_stride2_dgrad.cuh" >"$tmp/nc_stride2_dgrad.cuh"
 # the depth-streaming NCDHW kernels: its includes of the two files above point at the copies

@@ -1,0 +1,72 @@
+// Launcher of the whole-plane fp32 NCHW 7 x 7 weight-grad (plane_wgrad2d.cuh), tried in front of
+// walk_wgrad2d; sm_80 and newer (cp.async).
+#include "ops/depthwise_conv/cuda/launch.h"
+#include "ops/depthwise_conv/cuda/plane_wgrad2d.cuh"
+#include "ops/depthwise_conv/cuda/wgrad_sum.cuh"
+
+#include <ATen/ops/empty.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <type_traits>
+
+namespace convx::cuda {
+namespace {
+
+// TEMPORARY A/B knob (removed after the measurement): CONVX_PWG = "off" | "<tile_target>,<waves>".
+bool knob(int& tile_target, int& waves) {
+  const char* e = std::getenv("CONVX_PWG");
+  if (e == nullptr) return true;
+  if (std::string(e) == "off") return false;
+  std::sscanf(e, "%d,%d", &tile_target, &waves);
+  return true;
+}
+
+bool run7(const float* x, const float* gy, float* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
+  constexpr int K = 7;
+  int tile_target = 128, waves = 1;
+  if (!knob(tile_target, waves)) return false;
+  auto kernel = plane_wgrad2d<K>;
+  PlaneWg L{};
+  // the smem bound first (any block count), then the blocks that run at once
+  if (!plane_wgrad2d_plan(L, P, K, tile_target, 1, 110 * 1024)) return false;
+  if (L.smem > 48 * 1024) {
+    C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(L.smem)));
+  }
+  int per_sm = 0;
+  C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, L.threads, static_cast<size_t>(L.smem)));
+  if (!plane_wgrad2d_plan(L, P, K, tile_target, int64_t(waves) * std::max(per_sm, 1) * sm_count(), 110 * 1024))
+    return false;
+  const int64_t taps = K * K;
+  const at::Tensor part = at::empty({P.in_c, int64_t(L.chunks), taps}, like.options().dtype(at::kFloat));
+  kernel<<<static_cast<unsigned>(int64_t(L.C) * L.chunks), L.threads, static_cast<size_t>(L.smem), stream>>>(
+      x, gy, part.mutable_data_ptr<float>(), L);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  launch_sum_slots<float>(part.const_data_ptr<float>(), gw, P.in_c, L.chunks, taps, stream);
+  return true;
+}
+
+}  // namespace
+
+template <typename T>
+bool launch_plane_wgrad2d(const T* x, const T* gy, T* gw, const Plan& P, bool channels_last, const at::TensorBase& like,
+                          cudaStream_t stream) {
+  if constexpr (!std::is_same_v<T, float>) {
+    return false;
+  } else {
+    if (channels_last || !mma16_supported() || P.k[1] != 7) return false;  // mma16_supported: sm_80+ (cp.async)
+    return run7(x, gy, gw, P, like, stream);
+  }
+}
+
+template bool launch_plane_wgrad2d<float>(const float*, const float*, float*, const Plan&, bool, const at::TensorBase&, cudaStream_t);
+template bool launch_plane_wgrad2d<double>(const double*, const double*, double*, const Plan&, bool, const at::TensorBase&, cudaStream_t);
+template bool launch_plane_wgrad2d<c10::Half>(const c10::Half*, const c10::Half*, c10::Half*, const Plan&, bool, const at::TensorBase&, cudaStream_t);
+template bool launch_plane_wgrad2d<c10::BFloat16>(const c10::BFloat16*, const c10::BFloat16*, c10::BFloat16*, const Plan&, bool, const at::TensorBase&, cudaStream_t);
+
+}  // namespace convx::cuda
