@@ -1832,12 +1832,9 @@ WALK_WGRAD2D_CASES = [  # (N, C, size, padding): 7 x 7 at stride 1
 ]
 
 
-@pytest.mark.parametrize("placement", ["nchw", "nchw_off1", "strided", "nhwc"])
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["fp32", "fp16", "bf16"])
-def test_depthwise_walk_wgrad2d(dtype, placement):
-    """Weight-grad of 7 x 7 filters at stride 1 (walk2d.cuh where routed) against float64 on
-    the same rounded data, on poisoned memory, bitwise repeatable; odd sizes, padding 0 to 6,
-    a plane smaller than the filter, batch 0, a partial 32-channel group (NHWC)."""
+def _check_wgrad7(cases, dtype, placement, seed):
+    """conv2d_weight_grad of 7 x 7 filters at stride 1 on `cases` against float64 on the same
+    rounded data, on poisoned memory, bitwise repeatable."""
     import torch.nn.functional as F
 
     tol = {torch.float32: 1e-5, torch.float16: 4e-3, torch.bfloat16: 2e-2}[dtype]
@@ -1853,8 +1850,8 @@ def test_depthwise_walk_wgrad2d(dtype, placement):
             return wide.copy_(t)
         return t.to(DEV, dtype).contiguous(memory_format=torch.channels_last)
 
-    for i, (N, C, size, p) in enumerate(WALK_WGRAD2D_CASES):
-        gen = torch.Generator().manual_seed(530 + i)
+    for i, (N, C, size, p) in enumerate(cases):
+        gen = torch.Generator().manual_seed(seed + i)
         x = place(torch.randn(N, C, *size, generator=gen))
         w = torch.randn(C, 1, 7, 7, generator=gen).to(DEV, dtype)
         xr, wr = x.double(), w.double().requires_grad_()
@@ -1872,6 +1869,38 @@ def test_depthwise_walk_wgrad2d(dtype, placement):
         assert not torch.isnan(gw).any(), f"{what}: NaN (unwritten element)"
         torch.testing.assert_close(gw.double() / scale, gw_ref / scale, rtol=tol, atol=tol, msg=lambda m: f"{what}\n{m}")
         assert torch.equal(gw, gw2), f"{what}: not bitwise repeatable"
+
+
+@pytest.mark.parametrize("placement", ["nchw", "nchw_off1", "strided", "nhwc"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["fp32", "fp16", "bf16"])
+def test_depthwise_walk_wgrad2d(dtype, placement):
+    """Weight-grad of 7 x 7 filters at stride 1 (walk2d.cuh where routed) against float64 on
+    the same rounded data, on poisoned memory, bitwise repeatable; odd sizes, padding 0 to 6,
+    a plane smaller than the filter, batch 0, a partial 32-channel group (NHWC)."""
+    _check_wgrad7(WALK_WGRAD2D_CASES, dtype, placement, 530)
+
+
+# w7 (session 13): plane_wgrad2d (NCHW; 16-bit: even widths, 4-byte aligned tensors)
+PLANE_WGRAD2D_CASES = [  # (N, C, size, padding): 7 x 7 at stride 1
+    (4, 96, (56, 56), (3, 3)),  # ConvNeXt-56: several chunks per channel
+    (17, 40, (14, 14), (3, 3)),  # stages of several planes, a partial last stage
+    (2, 40, (17, 22), (3, 3)),  # a partial row tile (17 rows)
+    (1, 3, (12, 10), (0, 0)),
+    (1, 2, (9, 11), (6, 6)),  # odd width (16-bit: declined)
+    (2, 2, (8, 14), (1, 5)),
+    (3, 2, (12, 18), (2, 4)),  # even column padding
+    (1, 2, (3, 4), (3, 3)),  # a plane smaller than the filter's reach
+    (0, 8, (8, 8), (3, 3)),
+]
+
+
+@pytest.mark.parametrize("placement", ["nchw", "nchw_off1", "strided"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["fp32", "fp16", "bf16"])
+def test_depthwise_plane_wgrad2d(dtype, placement):
+    """Weight-grad of 7 x 7 filters at stride 1 from whole staged planes (plane_wgrad2d.cuh where
+    routed): float64 references, poisoned memory, bitwise repeatable; odd sizes, padding 0 to 6,
+    misaligned (16-bit: declined), batch 0."""
+    _check_wgrad7(PLANE_WGRAD2D_CASES, dtype, placement, 730)
 
 
 @pytest.mark.parametrize("placement", ["nchw", "nchw_off1", "strided", "nhwc"])

@@ -2119,26 +2119,33 @@ void walk_cases() {
 static int pwg_taken = 0;
 // The kernel on NaN-poisoned partials and NaN-filled shared memory (shim), then the ordered chunk
 // sum; undefined when the plan declines.
-Tensor pwg_run(const float* x, const float* gy, const Plan& P, int tile_target, int64_t target, int* chunks, int* S) {
+template <typename T>
+Tensor pwg_run(const T* x, const T* gy, const Plan& P, int tile_target, int64_t target, int* chunks, int* S) {
   PlaneWg L{};
-  if (!plane_wgrad2d_plan(L, P, 7, tile_target, target, 110 * 1024)) return Tensor();
+  if (!plane_wgrad2d_plan(L, P, 7, tile_target, target, 110 * 1024, sizeof(T))) return Tensor();
   *chunks = L.chunks, *S = L.S;
   Tensor part = at::full({P.in_c, int64_t(L.chunks), 49}, NAN, at::kFloat);
-  Tensor gw = at::full({P.in_c * 49}, NAN, at::kFloat);
+  Tensor gw = at::full({P.in_c * 49}, NAN, c10::CppTypeToScalarType<T>::value);
   float* pp = part.data_ptr<float>();
   g_smem_bytes = size_t(L.smem);
-  launch(dim3{unsigned(L.C * L.chunks)}, dim3{unsigned(L.threads)}, [&] { plane_wgrad2d<7>(x, gy, pp, L); });
+  // the launcher's E: 16-bit columns staged from the even column at or after pw
+  launch(dim3{unsigned(L.C * L.chunks)}, dim3{unsigned(L.threads)}, [&] {
+    if (L.XO == L.pw) plane_wgrad2d<T, 7, 0>(x, gy, pp, L);
+    else if constexpr (sizeof(T) == 2) plane_wgrad2d<T, 7, 1>(x, gy, pp, L);
+  });
   const int64_t n = P.in_c * 49;
-  launch(dim3{unsigned((n + 255) / 256)}, dim3{256u}, [&] { sum_slots<float>(pp, gw.data_ptr<float>(), P.in_c, L.chunks, 49); });
+  launch(dim3{unsigned((n + 255) / 256)}, dim3{256u}, [&] { sum_slots<T>(pp, gw.data_ptr<T>(), P.in_c, L.chunks, 49); });
   return gw;
 }
-// One fp32 NCHW 7x7 problem against float64 on the same data: stages of 1 and of several planes
-// (tile targets 8 / 64 / 256), one chunk per channel and as many as the samples allow.
-void pwg_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t pw) {
+// One NCHW 7x7 problem against float64 on the same rounded data: stages of 1 and of several
+// planes (tile targets 8 / 16 / 256), one chunk per channel and as many as the samples allow.
+template <typename T>
+void pwg_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t pw, double tol) {
   at::manual_seed(17);
-  Tensor x = at::randn({N, C, H, W}), w = at::randn({C, 1, 7, 7});
+  const auto dt = c10::CppTypeToScalarType<T>::value;
+  Tensor x = at::randn({N, C, H, W}).to(dt), w = at::randn({C, 1, 7, 7});
   Tensor y = at::conv2d(x.to(at::kDouble), w.to(at::kDouble), Tensor(), 1, {ph, pw}, 1, C);
-  Tensor gy = at::randn(y.sizes());
+  Tensor gy = at::randn(y.sizes()).to(dt);
   const Tensor ref = std::get<1>(at::convolution_backward(
       gy.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble), std::nullopt, {1, 1}, {ph, pw}, {1, 1},
       false, {0, 0}, C, {false, true, false})).view({-1});
@@ -2150,10 +2157,12 @@ void pwg_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t pw
   Plan P{}; Prep Q{};
   forward_plan(g, P, Q);
   char name[96];
-  std::snprintf(name, sizeof name, "fp32 N%ld C%ld %ldx%ld k7 p%ld,%ld", long(N), long(C), long(H), long(W), long(ph), long(pw));
-  for (int tt : {8, 64, 256}) for (int64_t target : {int64_t(1), int64_t(1) << 30}) {
+  std::snprintf(name, sizeof name, "%s N%ld C%ld %ldx%ld k7 p%ld,%ld",
+                dt == at::kHalf ? "fp16" : dt == at::kBFloat16 ? "bf16" : "fp32", long(N), long(C), long(H), long(W),
+                long(ph), long(pw));
+  for (int tt : {8, 16, 256}) for (int64_t target : {int64_t(1), int64_t(1) << 30}) {
     int chunks = 0, S = 0;
-    const Tensor r = pwg_run(x.data_ptr<float>(), gy.data_ptr<float>(), P, tt, target, &chunks, &S);
+    const Tensor r = pwg_run<T>(x.data_ptr<T>(), gy.data_ptr<T>(), P, tt, target, &chunks, &S);
     const std::string tag = "wgrad plane S " + std::to_string(S) + " chunks " + std::to_string(chunks);
     if (!r.defined()) {
       ++failures;
@@ -2161,21 +2170,26 @@ void pwg_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t pw
       continue;
     }
     ++pwg_taken;
-    check(tag.c_str(), r.to(at::kDouble), ref, name, 1e-5);
+    check(tag.c_str(), r.to(at::kDouble), ref, name, tol);
   }
 }
 void pwg_cases() {
   // ConvNeXt's 'same' padding (17 x 22: a partial last row tile and column strip), padding 0
   // (output smaller than the input), 6 (output larger: zero rows / columns at both ends), unequal
   // paddings, a plane smaller than the filter's reach, 5 samples (stages of several planes with a
-  // partial last stage), a 14 x 14 plane, an odd channel count.
-  pwg_case(2, 3, 17, 22, 3, 3);
-  pwg_case(1, 2, 12, 10, 0, 0);
-  pwg_case(1, 2, 9, 11, 6, 6);
-  pwg_case(2, 2, 8, 13, 1, 5);
-  pwg_case(1, 2, 3, 4, 3, 3);
-  pwg_case(5, 3, 14, 14, 3, 3);
-  pwg_case(3, 1, 20, 9, 2, 4);
+  // partial last stage), a 14 x 14 plane, an odd channel count; fp16 / bf16 (even widths) at odd
+  // and even column paddings (E = 1 / 0).
+  pwg_case<float>(2, 3, 17, 22, 3, 3, 1e-5);
+  pwg_case<float>(1, 2, 12, 10, 0, 0, 1e-5);
+  pwg_case<float>(1, 2, 9, 11, 6, 6, 1e-5);
+  pwg_case<float>(2, 2, 8, 13, 1, 5, 1e-5);
+  pwg_case<float>(1, 2, 3, 4, 3, 3, 1e-5);
+  pwg_case<float>(5, 3, 14, 14, 3, 3, 1e-5);
+  pwg_case<float>(3, 1, 20, 9, 2, 4, 1e-5);
+  pwg_case<at::Half>(5, 3, 14, 14, 3, 3, 2e-3);
+  pwg_case<at::Half>(2, 2, 17, 22, 2, 5, 2e-3);
+  pwg_case<at::BFloat16>(3, 2, 12, 18, 3, 0, 1e-2);
+  pwg_case<at::BFloat16>(1, 1, 4, 6, 6, 1, 1e-2);
   std::printf("plane_wgrad2d: %d launches checked\n", pwg_taken);
   if (pwg_taken == 0) ++failures;
 }

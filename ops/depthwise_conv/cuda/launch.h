@@ -205,7 +205,7 @@ template <typename T>
 bool launch_walk_wgrad2d(const T* x, const T* gy, T* gw, const Plan& P, bool channels_last, const at::TensorBase& like,
                          cudaStream_t stream);
 
-// Weight-grad of fp32 NCHW 2-D 7 x 7 filters at stride 1, multiplier 1, padding 0-6, from whole
+// Weight-grad of NCHW 2-D 7 x 7 filters at stride 1, multiplier 1, padding 0-6, from whole
 // planes staged in shared memory (plane_wgrad2d.cuh), deterministic; sm_80+; false otherwise.
 template <typename T>
 bool launch_plane_wgrad2d(const T* x, const T* gy, T* gw, const Plan& P, bool channels_last, const at::TensorBase& like,

@@ -1,4 +1,4 @@
-// Launcher of the whole-plane fp32 NCHW 7 x 7 weight-grad (plane_wgrad2d.cuh), tried in front of
+// Launcher of the whole-plane NCHW 7 x 7 weight-grad (plane_wgrad2d.cuh), tried in front of
 // walk_wgrad2d; sm_80 and newer (cp.async).
 #include "ops/depthwise_conv/cuda/launch.h"
 #include "ops/depthwise_conv/cuda/plane_wgrad2d.cuh"
@@ -10,6 +10,8 @@
 #include <c10/util/Half.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -27,27 +29,29 @@ bool knob(int& tile_target, int& waves) {
   return true;
 }
 
-bool run7(const float* x, const float* gy, float* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
+template <typename T, int E>
+bool run7(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
   constexpr int K = 7;
   int tile_target = 128, waves = 1;
   if (!knob(tile_target, waves)) return false;
-  auto kernel = plane_wgrad2d<K>;
+  auto kernel = plane_wgrad2d<T, K, E>;
+  constexpr int64_t max_smem = 110 * 1024;
   PlaneWg L{};
-  // the smem bound first (any block count), then the blocks that run at once
-  if (!plane_wgrad2d_plan(L, P, K, tile_target, 1, 110 * 1024)) return false;
+  // the shared memory first (any block count), then as many blocks as run at once
+  if (!plane_wgrad2d_plan(L, P, K, tile_target, 1, max_smem, sizeof(T))) return false;
   if (L.smem > 48 * 1024) {
     C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(L.smem)));
   }
   int per_sm = 0;
   C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, L.threads, static_cast<size_t>(L.smem)));
-  if (!plane_wgrad2d_plan(L, P, K, tile_target, int64_t(waves) * std::max(per_sm, 1) * sm_count(), 110 * 1024))
+  if (!plane_wgrad2d_plan(L, P, K, tile_target, int64_t(waves) * std::max(per_sm, 1) * sm_count(), max_smem, sizeof(T)))
     return false;
   const int64_t taps = K * K;
   const at::Tensor part = at::empty({P.in_c, int64_t(L.chunks), taps}, like.options().dtype(at::kFloat));
   kernel<<<static_cast<unsigned>(int64_t(L.C) * L.chunks), L.threads, static_cast<size_t>(L.smem), stream>>>(
       x, gy, part.mutable_data_ptr<float>(), L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  launch_sum_slots<float>(part.const_data_ptr<float>(), gw, P.in_c, L.chunks, taps, stream);
+  launch_sum_slots<T>(part.const_data_ptr<float>(), gw, P.in_c, L.chunks, taps, stream);
   return true;
 }
 
@@ -56,11 +60,18 @@ bool run7(const float* x, const float* gy, float* gw, const Plan& P, const at::T
 template <typename T>
 bool launch_plane_wgrad2d(const T* x, const T* gy, T* gw, const Plan& P, bool channels_last, const at::TensorBase& like,
                           cudaStream_t stream) {
-  if constexpr (!std::is_same_v<T, float>) {
+  if constexpr (std::is_same_v<T, double>) {
     return false;
   } else {
-    if (channels_last || !mma16_supported() || P.k[1] != 7) return false;  // mma16_supported: sm_80+ (cp.async)
-    return run7(x, gy, gw, P, like, stream);
+    // cp.async (sm_80+) of 4-byte words: the tensors' starts 4-byte aligned
+    if (channels_last || !mma16_supported() || P.k[1] != 7 || reinterpret_cast<uintptr_t>(x) % 4 != 0 ||
+        reinterpret_cast<uintptr_t>(gy) % 4 != 0)
+      return false;
+    if constexpr (sizeof(T) == 4) {
+      return run7<T, 0>(x, gy, gw, P, like, stream);
+    } else {
+      return P.pad[2][0] % 2 == 0 ? run7<T, 0>(x, gy, gw, P, like, stream) : run7<T, 1>(x, gy, gw, P, like, stream);
+    }
   }
 }
 
