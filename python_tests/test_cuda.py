@@ -1880,7 +1880,8 @@ def test_depthwise_walk_wgrad2d(dtype, placement):
     _check_wgrad7(WALK_WGRAD2D_CASES, dtype, placement, 530)
 
 
-# w7 (session 13): plane_wgrad2d (NCHW; 16-bit: even widths, 4-byte aligned tensors)
+# w7 (session 13): plane_wgrad2d (NCHW; 16-bit: even widths, 4-byte aligned tensors) and
+# cl_band_wgrad2d (NHWC: channels a multiple of 32 bytes, 16-byte aligned tensors)
 PLANE_WGRAD2D_CASES = [  # (N, C, size, padding): 7 x 7 at stride 1
     (4, 96, (56, 56), (3, 3)),  # ConvNeXt-56: several chunks per channel
     (17, 40, (14, 14), (3, 3)),  # stages of several planes, a partial last stage
@@ -1891,15 +1892,17 @@ PLANE_WGRAD2D_CASES = [  # (N, C, size, padding): 7 x 7 at stride 1
     (3, 2, (12, 18), (2, 4)),  # even column padding
     (1, 2, (3, 4), (3, 3)),  # a plane smaller than the filter's reach
     (0, 8, (8, 8), (3, 3)),
+    (2, 32, (17, 22), (3, 3)),  # NHWC: two 16-channel groups (16-bit), four 8-channel ones (fp32)
+    (1, 16, (9, 11), (6, 6)),
 ]
 
 
-@pytest.mark.parametrize("placement", ["nchw", "nchw_off1", "strided"])
+@pytest.mark.parametrize("placement", ["nchw", "nchw_off1", "strided", "nhwc"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["fp32", "fp16", "bf16"])
 def test_depthwise_plane_wgrad2d(dtype, placement):
-    """Weight-grad of 7 x 7 filters at stride 1 from whole staged planes (plane_wgrad2d.cuh where
+    """Weight-grad of 7 x 7 filters at stride 1 from staged planes / bands (plane_wgrad2d.cuh where
     routed): float64 references, poisoned memory, bitwise repeatable; odd sizes, padding 0 to 6,
-    misaligned (16-bit: declined), batch 0."""
+    misaligned (16-bit: declined), channel counts the NHWC kernel declines, batch 0."""
     _check_wgrad7(PLANE_WGRAD2D_CASES, dtype, placement, 730)
 
 

@@ -2173,6 +2173,56 @@ void pwg_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t pw
     check(tag.c_str(), r.to(at::kDouble), ref, name, tol);
   }
 }
+// The channels-last band kernel (cl_band_wgrad2d) the same way, bands of 4 / 8 / 16 rows.
+template <typename T>
+Tensor clbw_run(const T* x, const T* gy, const Plan& P, int band_rows, int64_t target, int* chunks) {
+  ClBandWg L{};
+  if (!cl_band_wgrad2d_plan(L, P, 7, band_rows, target, 110 * 1024, sizeof(T))) return Tensor();
+  *chunks = L.chunks;
+  Tensor part = at::full({P.in_c, int64_t(L.chunks), 49}, NAN, at::kFloat);
+  Tensor gw = at::full({P.in_c * 49}, NAN, c10::CppTypeToScalarType<T>::value);
+  float* pp = part.data_ptr<float>();
+  g_smem_bytes = size_t(L.smem);
+  launch(dim3{unsigned(L.groups * L.chunks)}, dim3{unsigned(L.threads)}, [&] { cl_band_wgrad2d<T, 7>(x, gy, pp, L); });
+  const int64_t n = P.in_c * 49;
+  launch(dim3{unsigned((n + 255) / 256)}, dim3{256u}, [&] { sum_slots<T>(pp, gw.data_ptr<T>(), P.in_c, L.chunks, 49); });
+  return gw;
+}
+template <typename T>
+void clbw_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t pw, double tol) {
+  at::manual_seed(19);
+  const auto dt = c10::CppTypeToScalarType<T>::value;
+  Tensor x = at::randn({N, C, H, W}).to(dt), w = at::randn({C, 1, 7, 7});
+  Tensor y = at::conv2d(x.to(at::kDouble), w.to(at::kDouble), Tensor(), 1, {ph, pw}, 1, C);
+  Tensor gy = at::randn(y.sizes()).to(dt);
+  const Tensor ref = std::get<1>(at::convolution_backward(
+      gy.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble), std::nullopt, {1, 1}, {ph, pw}, {1, 1},
+      false, {0, 0}, C, {false, true, false})).view({-1});
+  Geometry g;
+  g.batch = N, g.in_channels = C, g.out_channels = C, g.groups = C;
+  g.input[0] = g.output[0] = g.kernel[0] = g.stride[0] = 1, g.padding[0] = 0;
+  g.input[1] = H, g.input[2] = W, g.output[1] = y.size(2), g.output[2] = y.size(3);
+  g.kernel[1] = g.kernel[2] = 7, g.padding[1] = ph, g.padding[2] = pw, g.stride[1] = g.stride[2] = 1;
+  Plan P{}; Prep Q{};
+  forward_plan(g, P, Q);
+  char name[96];
+  std::snprintf(name, sizeof name, "%s N%ld C%ld %ldx%ld k7 p%ld,%ld",
+                dt == at::kHalf ? "fp16" : dt == at::kBFloat16 ? "bf16" : "fp32", long(N), long(C), long(H), long(W),
+                long(ph), long(pw));
+  const Tensor xm = to_cl(x), gm = to_cl(gy);
+  for (int rows : {4, 8, 16}) for (int64_t target : {int64_t(1), int64_t(1) << 30}) {
+    int chunks = 0;
+    const Tensor r = clbw_run<T>(xm.data_ptr<T>(), gm.data_ptr<T>(), P, rows, target, &chunks);
+    const std::string tag = "wgrad cl band " + std::to_string(rows) + " chunks " + std::to_string(chunks);
+    if (!r.defined()) {
+      ++failures;
+      std::printf("%-44s %-34s declined FAIL\n", name, tag.c_str());
+      continue;
+    }
+    ++pwg_taken;
+    check(tag.c_str(), r.to(at::kDouble), ref, name, tol);
+  }
+}
 void pwg_cases() {
   // ConvNeXt's 'same' padding (17 x 22: a partial last row tile and column strip), padding 0
   // (output smaller than the input), 6 (output larger: zero rows / columns at both ends), unequal
@@ -2190,6 +2240,15 @@ void pwg_cases() {
   pwg_case<at::Half>(2, 2, 17, 22, 2, 5, 2e-3);
   pwg_case<at::BFloat16>(3, 2, 12, 18, 3, 0, 1e-2);
   pwg_case<at::BFloat16>(1, 1, 4, 6, 6, 1, 1e-2);
+  // channels-last: two channel groups, bands cut by the plane's end (17 rows), top / bottom padding
+  // rows per band, padding 6 and 0, a plane smaller than the filter, 16-bit groups of 16 channels
+  clbw_case<float>(2, 16, 17, 22, 3, 3, 1e-5);
+  clbw_case<float>(1, 8, 9, 11, 6, 6, 1e-5);
+  clbw_case<float>(2, 8, 8, 13, 1, 5, 1e-5);
+  clbw_case<float>(1, 8, 3, 4, 3, 3, 1e-5);
+  clbw_case<float>(3, 8, 12, 10, 0, 0, 1e-5);
+  clbw_case<at::BFloat16>(3, 16, 14, 14, 3, 3, 1e-2);
+  clbw_case<at::Half>(2, 32, 12, 18, 2, 4, 2e-3);
   std::printf("plane_wgrad2d: %d launches checked\n", pwg_taken);
   if (pwg_taken == 0) ++failures;
 }
