@@ -2223,6 +2223,22 @@ void clbw_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t p
     check(tag.c_str(), r.to(at::kDouble), ref, name, tol);
   }
 }
+// The grouped chunk sum (wgrad_sum.cuh, walk_wgrad2d.cu's NHWC partials) against float64 sums of
+// the same partials: slot counts below, at and above a multiple of the 16 groups, taps across two
+// tiles of 32.
+void sumg_case(int64_t rows, int64_t slots, int64_t taps) {
+  at::manual_seed(23);
+  Tensor part = at::randn({rows, slots, taps});
+  const Tensor ref = part.to(at::kDouble).sum(1).view({-1});
+  Tensor gw = at::full({rows * taps}, NAN, at::kFloat);
+  const float* pp = part.data_ptr<float>();
+  launch(dim3{unsigned(rows), unsigned((taps + kSumTaps - 1) / kSumTaps)}, dim3{unsigned(kSumTaps * kSumGroups)},
+         [&] { sum_slots_grouped<float>(pp, gw.data_ptr<float>(), slots, taps); });
+  char name[64];
+  std::snprintf(name, sizeof name, "rows %ld slots %ld taps %ld", long(rows), long(slots), long(taps));
+  check("sum_slots_grouped", gw.to(at::kDouble), ref, name, 1e-5);
+  ++pwg_taken;
+}
 void pwg_cases() {
   // ConvNeXt's 'same' padding (17 x 22: a partial last row tile and column strip), padding 0
   // (output smaller than the input), 6 (output larger: zero rows / columns at both ends), unequal
@@ -2249,6 +2265,9 @@ void pwg_cases() {
   clbw_case<float>(3, 8, 12, 10, 0, 0, 1e-5);
   clbw_case<at::BFloat16>(3, 16, 14, 14, 3, 3, 1e-2);
   clbw_case<at::Half>(2, 32, 12, 18, 2, 4, 2e-3);
+  sumg_case(3, 100, 49);
+  sumg_case(2, 64, 49);
+  sumg_case(2, 7, 9);
   std::printf("plane_wgrad2d: %d launches checked\n", pwg_taken);
   if (pwg_taken == 0) ++failures;
 }

@@ -23,6 +23,10 @@ sed -e 's/__shared__ acc_t red/static acc_t red/' "$src/nc_wgrad_stream.cuh" >"$
 sed -e 's/__shared__ acc_t red/static acc_t red/' -e 's#"ops/depthwise_conv/cuda/nc_wgrad_stream.cuh"#"nc_wgrad_stream.cuh"#' \
   "$src/walk2d.cuh" >"$tmp/walk2d.cuh"
 cp "$src/nc_stream.cuh" "$tmp/nc_stream.cuh"
+# the weight-grads' chunk sums: the grouped sum's block-static scratch (found before the original
+# through -I"$tmp", also by the files including it by its full path)
+mkdir -p "$tmp/ops/depthwise_conv/cuda"
+sed -e 's/__shared__ acc_t red/static acc_t red/' "$src/wgrad_sum.cuh" >"$tmp/ops/depthwise_conv/cuda/wgrad_sum.cuh"
 # the whole-plane 7x7 weight-grad: its shared memory and reduction scratch, its include of nc_wgrad_stream.cuh
 sed -e 's/__shared__ float red/static float red/' -e 's#"ops/depthwise_conv/cuda/nc_wgrad_stream.cuh"#"nc_wgrad_stream.cuh"#' \
     -e 's/extern __shared__ __align__(16) unsigned char smem_raw\[\];/unsigned char* smem_raw = g_smem;/' \

@@ -17,6 +17,8 @@
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
+#include <cstdlib>
+#include <string>
 #include <type_traits>
 
 namespace convx::cuda {
@@ -34,7 +36,13 @@ bool run(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& li
   walk_wgrad2d<T, K, CL><<<static_cast<unsigned>(int64_t(L.groups) * L.chunks), kWalkThreads, 0, stream>>>(
       x, gy, part.mutable_data_ptr<acc_t>(), L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  launch_sum_slots<T>(part.const_data_ptr<acc_t>(), gw, P.in_c, L.chunks, taps, stream);
+  // TEMPORARY A/B knob CONVX_SUMG=off: the one-thread-per-output sum everywhere
+  const char* e = std::getenv("CONVX_SUMG");
+  if (L.chunks >= 64 && !(e && std::string(e) == "off")) {
+    launch_sum_slots_grouped<T>(part.const_data_ptr<acc_t>(), gw, P.in_c, L.chunks, taps, stream);
+  } else {
+    launch_sum_slots<T>(part.const_data_ptr<acc_t>(), gw, P.in_c, L.chunks, taps, stream);
+  }
   return true;
 }
 
