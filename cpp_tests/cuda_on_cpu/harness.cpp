@@ -32,7 +32,7 @@
 #include "tc_wgrad3d.cuh"
 #include "tc_wgrad2d.cuh"
 #include "walk2d.cuh"
-#include "plane_wgrad2d.cuh"  // w7 (session 13)
+#include "cl_band_wgrad2d.cuh"  // w7 (session 13)
 #include "depth3d_regs.cuh"
 #include "ops/depthwise_conv/cuda/wgrad_sum.cuh"
 namespace convx::cuda {
@@ -2115,65 +2115,11 @@ void walk_cases() {
   std::printf("walk_wgrad2d: %d launches checked\n", walk_taken);
   if (walk_taken == 0) ++failures;
 }
-// ---- w7 (session 13): whole-plane fp32 NCHW 7x7 weight-grad (plane_wgrad2d.cuh), mirrors plane_wgrad2d.cu ----
-static int pwg_taken = 0;
+// ---- w7 (session 13): channels-last 7x7 weight-grad from staged bands (cl_band_wgrad2d.cuh, mirrors
+// cl_band_wgrad2d.cu) and the grouped chunk sum (wgrad_sum.cuh, walk_wgrad2d.cu) ----
+static int clbw_taken = 0;
 // The kernel on NaN-poisoned partials and NaN-filled shared memory (shim), then the ordered chunk
-// sum; undefined when the plan declines.
-template <typename T>
-Tensor pwg_run(const T* x, const T* gy, const Plan& P, int tile_target, int64_t target, int* chunks, int* S) {
-  PlaneWg L{};
-  if (!plane_wgrad2d_plan(L, P, 7, tile_target, target, 110 * 1024, sizeof(T))) return Tensor();
-  *chunks = L.chunks, *S = L.S;
-  Tensor part = at::full({P.in_c, int64_t(L.chunks), 49}, NAN, at::kFloat);
-  Tensor gw = at::full({P.in_c * 49}, NAN, c10::CppTypeToScalarType<T>::value);
-  float* pp = part.data_ptr<float>();
-  g_smem_bytes = size_t(L.smem);
-  // the launcher's E: 16-bit columns staged from the even column at or after pw
-  launch(dim3{unsigned(L.C * L.chunks)}, dim3{unsigned(L.threads)}, [&] {
-    if (L.XO == L.pw) plane_wgrad2d<T, 7, 0>(x, gy, pp, L);
-    else if constexpr (sizeof(T) == 2) plane_wgrad2d<T, 7, 1>(x, gy, pp, L);
-  });
-  const int64_t n = P.in_c * 49;
-  launch(dim3{unsigned((n + 255) / 256)}, dim3{256u}, [&] { sum_slots<T>(pp, gw.data_ptr<T>(), P.in_c, L.chunks, 49); });
-  return gw;
-}
-// One NCHW 7x7 problem against float64 on the same rounded data: stages of 1 and of several
-// planes (tile targets 8 / 16 / 256), one chunk per channel and as many as the samples allow.
-template <typename T>
-void pwg_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t pw, double tol) {
-  at::manual_seed(17);
-  const auto dt = c10::CppTypeToScalarType<T>::value;
-  Tensor x = at::randn({N, C, H, W}).to(dt), w = at::randn({C, 1, 7, 7});
-  Tensor y = at::conv2d(x.to(at::kDouble), w.to(at::kDouble), Tensor(), 1, {ph, pw}, 1, C);
-  Tensor gy = at::randn(y.sizes()).to(dt);
-  const Tensor ref = std::get<1>(at::convolution_backward(
-      gy.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble), std::nullopt, {1, 1}, {ph, pw}, {1, 1},
-      false, {0, 0}, C, {false, true, false})).view({-1});
-  Geometry g;
-  g.batch = N, g.in_channels = C, g.out_channels = C, g.groups = C;
-  g.input[0] = g.output[0] = g.kernel[0] = g.stride[0] = 1, g.padding[0] = 0;
-  g.input[1] = H, g.input[2] = W, g.output[1] = y.size(2), g.output[2] = y.size(3);
-  g.kernel[1] = g.kernel[2] = 7, g.padding[1] = ph, g.padding[2] = pw, g.stride[1] = g.stride[2] = 1;
-  Plan P{}; Prep Q{};
-  forward_plan(g, P, Q);
-  char name[96];
-  std::snprintf(name, sizeof name, "%s N%ld C%ld %ldx%ld k7 p%ld,%ld",
-                dt == at::kHalf ? "fp16" : dt == at::kBFloat16 ? "bf16" : "fp32", long(N), long(C), long(H), long(W),
-                long(ph), long(pw));
-  for (int tt : {8, 16, 256}) for (int64_t target : {int64_t(1), int64_t(1) << 30}) {
-    int chunks = 0, S = 0;
-    const Tensor r = pwg_run<T>(x.data_ptr<T>(), gy.data_ptr<T>(), P, tt, target, &chunks, &S);
-    const std::string tag = "wgrad plane S " + std::to_string(S) + " chunks " + std::to_string(chunks);
-    if (!r.defined()) {
-      ++failures;
-      std::printf("%-44s %-34s declined FAIL\n", name, tag.c_str());
-      continue;
-    }
-    ++pwg_taken;
-    check(tag.c_str(), r.to(at::kDouble), ref, name, tol);
-  }
-}
-// The channels-last band kernel (cl_band_wgrad2d) the same way, bands of 4 / 8 / 16 rows.
+// sum; undefined when the plan declines. Bands of 4 / 8 / 16 rows.
 template <typename T>
 Tensor clbw_run(const T* x, const T* gy, const Plan& P, int band_rows, int64_t target, int* chunks) {
   ClBandWg L{};
@@ -2219,7 +2165,7 @@ void clbw_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t p
       std::printf("%-44s %-34s declined FAIL\n", name, tag.c_str());
       continue;
     }
-    ++pwg_taken;
+    ++clbw_taken;
     check(tag.c_str(), r.to(at::kDouble), ref, name, tol);
   }
 }
@@ -2237,25 +2183,9 @@ void sumg_case(int64_t rows, int64_t slots, int64_t taps) {
   char name[64];
   std::snprintf(name, sizeof name, "rows %ld slots %ld taps %ld", long(rows), long(slots), long(taps));
   check("sum_slots_grouped", gw.to(at::kDouble), ref, name, 1e-5);
-  ++pwg_taken;
+  ++clbw_taken;
 }
-void pwg_cases() {
-  // ConvNeXt's 'same' padding (17 x 22: a partial last row tile and column strip), padding 0
-  // (output smaller than the input), 6 (output larger: zero rows / columns at both ends), unequal
-  // paddings, a plane smaller than the filter's reach, 5 samples (stages of several planes with a
-  // partial last stage), a 14 x 14 plane, an odd channel count; fp16 / bf16 (even widths) at odd
-  // and even column paddings (E = 1 / 0).
-  pwg_case<float>(2, 3, 17, 22, 3, 3, 1e-5);
-  pwg_case<float>(1, 2, 12, 10, 0, 0, 1e-5);
-  pwg_case<float>(1, 2, 9, 11, 6, 6, 1e-5);
-  pwg_case<float>(2, 2, 8, 13, 1, 5, 1e-5);
-  pwg_case<float>(1, 2, 3, 4, 3, 3, 1e-5);
-  pwg_case<float>(5, 3, 14, 14, 3, 3, 1e-5);
-  pwg_case<float>(3, 1, 20, 9, 2, 4, 1e-5);
-  pwg_case<at::Half>(5, 3, 14, 14, 3, 3, 2e-3);
-  pwg_case<at::Half>(2, 2, 17, 22, 2, 5, 2e-3);
-  pwg_case<at::BFloat16>(3, 2, 12, 18, 3, 0, 1e-2);
-  pwg_case<at::BFloat16>(1, 1, 4, 6, 6, 1, 1e-2);
+void clbw_cases() {
   // channels-last: two channel groups, bands cut by the plane's end (17 rows), top / bottom padding
   // rows per band, padding 6 and 0, a plane smaller than the filter, 16-bit groups of 16 channels
   clbw_case<float>(2, 16, 17, 22, 3, 3, 1e-5);
@@ -2268,8 +2198,8 @@ void pwg_cases() {
   sumg_case(3, 100, 49);
   sumg_case(2, 64, 49);
   sumg_case(2, 7, 9);
-  std::printf("plane_wgrad2d: %d launches checked\n", pwg_taken);
-  if (pwg_taken == 0) ++failures;
+  std::printf("cl_band_wgrad2d / sum_slots_grouped: %d launches checked\n", clbw_taken);
+  if (clbw_taken == 0) ++failures;
 }
 // The forward / stride-1 data-grad kernel (walk_conv2d) on a NaN-poisoned output, `target`
 // blocks, bands of `rows` rows; false when the plan is declined.
@@ -2476,7 +2406,7 @@ void plane_cases() {
 // HARNESS_ONLY=d3r runs d3r_cases alone (depth3d_regs.cuh, cl_wgrad_d3r / cl_wgrad_d3s).
 // HARNESS_ONLY=planes runs plane_cases alone (the whole-plane NCHW kernels).
 // HARNESS_ONLY=walk runs the walk2d cases alone (walk_conv2d, walk_wgrad2d).
-// HARNESS_ONLY=pwg runs pwg_cases alone (plane_wgrad2d).
+// HARNESS_ONLY=clbw runs clbw_cases alone (cl_band_wgrad2d, sum_slots_grouped).
 int main() {
   if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "rows2d") {
     clwr2_cases();
@@ -2488,8 +2418,8 @@ int main() {
     std::printf("failures: %d\n", failures);
     return failures != 0;
   }
-  if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "pwg") {  // w7 (session 13)
-    pwg_cases();
+  if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "clbw") {  // w7 (session 13)
+    clbw_cases();
     std::printf("failures: %d\n", failures);
     return failures != 0;
   }
@@ -2533,7 +2463,7 @@ int main() {
     clwr2_cases();
     walkc_cases();
     walk_cases();
-    pwg_cases();  // w7 (session 13)
+    clbw_cases();  // w7 (session 13)
     check_fast_div();
   }
   run_case(2, 2, 8, 1, {13, 17}, {3, 3}, {1, 1}, {1, 1});

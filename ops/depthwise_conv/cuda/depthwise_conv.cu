@@ -727,7 +727,7 @@ void depthwise_weight_grad(const ConvArgs& a, const Tensor& input, const Tensor&
       done = launch_tc_wgrad1d<scalar_t>(xp, gp, wp, P, cl, x, stream) ||
              (cl && launch_cl_wgrad_d3r<scalar_t>(xp, gp, wp, P, x, stream)) ||
              launch_tc_wgrad3d<scalar_t>(xp, gp, wp, P, cl, x, stream) ||
-             launch_plane_wgrad2d<scalar_t>(xp, gp, wp, P, cl, x, stream) ||
+             launch_cl_band_wgrad2d<scalar_t>(xp, gp, wp, P, cl, x, stream) ||
              launch_walk_wgrad2d<scalar_t>(xp, gp, wp, P, cl, x, stream) ||
              launch_tc_wgrad2d<scalar_t>(xp, gp, wp, P, cl, x, stream) || launch3d(xp, gp, wp, P, x, stream) ||
              launch(xp, gp, wp, P, x, stream);
