@@ -1,6 +1,6 @@
 // The ordered sum of the weight-grads' per-block partials [row][slot][tap] (nc_wgrad.cu,
-// nc_depth3d.cu, row1d.cu, row_warp.cu, walk_wgrad2d.cu, plane_wgrad2d.cu; tc_wgrad1d.cuh sums in the same order inside its kernels): a
-// fixed order, so bitwise repeatable.
+// nc_depth3d.cu, row1d.cu, row_warp.cu, walk_wgrad2d.cu, cl_band_wgrad2d.cu; tc_wgrad1d.cuh sums
+// in the same order inside its kernels): a fixed order, so bitwise repeatable.
 #pragma once
 
 #include <ATen/OpMathType.h>
