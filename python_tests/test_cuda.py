@@ -1969,13 +1969,9 @@ WALK5_CASES = [
 WALK_CASES = {7: WALK_WGRAD2D_CASES, 5: WALK5_CASES}
 
 
-@pytest.mark.parametrize("placement", ["nchw", "nchw_off1", "strided", "nhwc"])
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["fp32", "fp16", "bf16"])
-@pytest.mark.parametrize("k", [7, 5], ids=["k7", "k5"])
-def test_depthwise_walk_wgrad2d(dtype, placement, k):
-    """Weight-grad of 7 x 7 and 5 x 5 filters at stride 1 (walk2d.cuh where routed) against float64 on
-    the same rounded data, on poisoned memory, bitwise repeatable; odd sizes, padding 0 to 6,
-    a plane smaller than the filter, batch 0, a partial 32-channel group (NHWC)."""
+def _check_wgrad(cases, k, dtype, placement, seed):
+    """conv2d_weight_grad of k x k filters at stride 1 on `cases` against float64 on the same
+    rounded data, on poisoned memory, bitwise repeatable."""
     import torch.nn.functional as F
 
     tol = {torch.float32: 1e-5, torch.float16: 4e-3, torch.bfloat16: 2e-2}[dtype]
@@ -1989,10 +1985,13 @@ def test_depthwise_walk_wgrad2d(dtype, placement, k):
         if placement == "strided":
             wide = torch.empty(*t.shape[:-1], 2 * t.shape[-1], device=DEV, dtype=dtype)[..., ::2]
             return wide.copy_(t)
+        if placement == "nhwc_off1":  # channels-last one element past a 16-byte boundary
+            flat = torch.empty(t.numel() + 1, device=DEV, dtype=dtype)[1:]
+            return flat.view(t.shape[0], *t.shape[2:], t.shape[1]).permute(0, 3, 1, 2).copy_(t)
         return t.to(DEV, dtype).contiguous(memory_format=torch.channels_last)
 
-    for i, (N, C, size, p) in enumerate(WALK_CASES[k]):
-        gen = torch.Generator().manual_seed(530 + i)
+    for i, (N, C, size, p) in enumerate(cases):
+        gen = torch.Generator().manual_seed(seed + i)
         x = place(torch.randn(N, C, *size, generator=gen))
         w = torch.randn(C, 1, k, k, generator=gen).to(DEV, dtype)
         xr, wr = x.double(), w.double().requires_grad_()
@@ -2010,6 +2009,39 @@ def test_depthwise_walk_wgrad2d(dtype, placement, k):
         assert not torch.isnan(gw).any(), f"{what}: NaN (unwritten element)"
         torch.testing.assert_close(gw.double() / scale, gw_ref / scale, rtol=tol, atol=tol, msg=lambda m: f"{what}\n{m}")
         assert torch.equal(gw, gw2), f"{what}: not bitwise repeatable"
+
+
+@pytest.mark.parametrize("placement", ["nchw", "nchw_off1", "strided", "nhwc"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["fp32", "fp16", "bf16"])
+@pytest.mark.parametrize("k", [7, 5], ids=["k7", "k5"])
+def test_depthwise_walk_wgrad2d(dtype, placement, k):
+    """Weight-grad of 7 x 7 and 5 x 5 filters at stride 1 (walk2d.cuh where routed) against float64 on
+    the same rounded data, on poisoned memory, bitwise repeatable; odd sizes, padding 0 to 6,
+    a plane smaller than the filter, batch 0, a partial 32-channel group (NHWC)."""
+    _check_wgrad(WALK_CASES[k], k, dtype, placement, 530)
+
+
+# w7 (session 13): cl_band_wgrad2d (NHWC: channels a multiple of 32 bytes, 16-byte aligned
+# tensors; the other cases exercise its declines)
+CL_BAND_WGRAD2D_CASES = [  # (N, C, size, padding): 7 x 7 at stride 1
+    (4, 96, (56, 56), (3, 3)),  # ConvNeXt-56: bands of 8 rows, several chunks per channel group
+    (5, 64, (14, 14), (3, 3)),  # one band of the whole plane
+    (2, 32, (17, 22), (3, 3)),  # bands cut by the plane's end; 16-bit: two 16-channel groups
+    (1, 16, (20, 15), (6, 6)),  # padding 6: rows / columns of zeros at both ends
+    (2, 16, (30, 18), (0, 1)),  # output smaller than the input
+    (2, 40, (17, 22), (3, 3)),  # 16-bit: 40 channels, declined
+    (1, 2, (9, 11), (6, 6)),  # declined
+    (0, 8, (8, 8), (3, 3)),
+]
+
+
+@pytest.mark.parametrize("placement", ["nhwc", "nhwc_off1"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["fp32", "fp16", "bf16"])
+def test_depthwise_cl_band_wgrad2d(dtype, placement):
+    """Channels-last weight-grad of 7 x 7 filters at stride 1 from staged bands (cl_band_wgrad2d.cuh
+    where routed): float64 references, poisoned memory, bitwise repeatable; odd sizes, padding 0 to
+    6, misaligned and channel counts it declines, batch 0."""
+    _check_wgrad(CL_BAND_WGRAD2D_CASES, 7, dtype, placement, 730)
 
 
 @pytest.mark.parametrize("placement", ["nchw", "nchw_off1", "strided", "nhwc"])

@@ -36,6 +36,7 @@
 #include "walk2d.cuh"
 #include "nc_wgrad_cp.cuh"
 #include "tc_cl2d.cuh"
+#include "cl_band_wgrad2d.cuh"  // w7 (session 13)
 #include "depth3d_regs.cuh"
 #include "ops/depthwise_conv/cuda/wgrad_sum.cuh"
 namespace convx::cuda {
@@ -2259,6 +2260,92 @@ void walk_cases() {
   std::printf("walk_wgrad2d: %d launches checked\n", walk_taken);
   if (walk_taken == 0) ++failures;
 }
+// ---- w7 (session 13): channels-last 7x7 weight-grad from staged bands (cl_band_wgrad2d.cuh, mirrors
+// cl_band_wgrad2d.cu) and the grouped chunk sum (wgrad_sum.cuh, walk_wgrad2d.cu) ----
+static int clbw_taken = 0;
+// The kernel on NaN-poisoned partials and NaN-filled shared memory (shim), then the ordered chunk
+// sum; undefined when the plan declines. Bands of 4 / 8 / 16 rows.
+template <typename T>
+Tensor clbw_run(const T* x, const T* gy, const Plan& P, int band_rows, int64_t target, int* chunks) {
+  ClBandWg L{};
+  if (!cl_band_wgrad2d_plan(L, P, 7, band_rows, target, 110 * 1024, sizeof(T))) return Tensor();
+  *chunks = L.chunks;
+  Tensor part = at::full({P.in_c, int64_t(L.chunks), 49}, NAN, at::kFloat);
+  Tensor gw = at::full({P.in_c * 49}, NAN, c10::CppTypeToScalarType<T>::value);
+  float* pp = part.data_ptr<float>();
+  g_smem_bytes = size_t(L.smem);
+  launch(dim3{unsigned(L.groups * L.chunks)}, dim3{unsigned(L.threads)}, [&] { cl_band_wgrad2d<T, 7>(x, gy, pp, L); });
+  const int64_t n = P.in_c * 49;
+  launch(dim3{unsigned((n + 255) / 256)}, dim3{256u}, [&] { sum_slots<T>(pp, gw.data_ptr<T>(), P.in_c, L.chunks, 49); });
+  return gw;
+}
+template <typename T>
+void clbw_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t pw, double tol) {
+  at::manual_seed(19);
+  const auto dt = c10::CppTypeToScalarType<T>::value;
+  Tensor x = at::randn({N, C, H, W}).to(dt), w = at::randn({C, 1, 7, 7});
+  Tensor y = at::conv2d(x.to(at::kDouble), w.to(at::kDouble), Tensor(), 1, {ph, pw}, 1, C);
+  Tensor gy = at::randn(y.sizes()).to(dt);
+  const Tensor ref = std::get<1>(at::convolution_backward(
+      gy.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble), std::nullopt, {1, 1}, {ph, pw}, {1, 1},
+      false, {0, 0}, C, {false, true, false})).view({-1});
+  Geometry g;
+  g.batch = N, g.in_channels = C, g.out_channels = C, g.groups = C;
+  g.input[0] = g.output[0] = g.kernel[0] = g.stride[0] = 1, g.padding[0] = 0;
+  g.input[1] = H, g.input[2] = W, g.output[1] = y.size(2), g.output[2] = y.size(3);
+  g.kernel[1] = g.kernel[2] = 7, g.padding[1] = ph, g.padding[2] = pw, g.stride[1] = g.stride[2] = 1;
+  Plan P{}; Prep Q{};
+  forward_plan(g, P, Q);
+  char name[96];
+  std::snprintf(name, sizeof name, "%s N%ld C%ld %ldx%ld k7 p%ld,%ld",
+                dt == at::kHalf ? "fp16" : dt == at::kBFloat16 ? "bf16" : "fp32", long(N), long(C), long(H), long(W),
+                long(ph), long(pw));
+  const Tensor xm = to_cl(x), gm = to_cl(gy);
+  for (int rows : {4, 8, 16}) for (int64_t target : {int64_t(1), int64_t(1) << 30}) {
+    int chunks = 0;
+    const Tensor r = clbw_run<T>(xm.data_ptr<T>(), gm.data_ptr<T>(), P, rows, target, &chunks);
+    const std::string tag = "wgrad cl band " + std::to_string(rows) + " chunks " + std::to_string(chunks);
+    if (!r.defined()) {
+      ++failures;
+      std::printf("%-44s %-34s declined FAIL\n", name, tag.c_str());
+      continue;
+    }
+    ++clbw_taken;
+    check(tag.c_str(), r.to(at::kDouble), ref, name, tol);
+  }
+}
+// The grouped chunk sum (wgrad_sum.cuh, walk_wgrad2d.cu's NHWC partials) against float64 sums of
+// the same partials: slot counts below, at and above a multiple of the 16 groups, taps across two
+// tiles of 32.
+void sumg_case(int64_t rows, int64_t slots, int64_t taps) {
+  at::manual_seed(23);
+  Tensor part = at::randn({rows, slots, taps});
+  const Tensor ref = part.to(at::kDouble).sum(1).view({-1});
+  Tensor gw = at::full({rows * taps}, NAN, at::kFloat);
+  const float* pp = part.data_ptr<float>();
+  launch(dim3{unsigned(rows), unsigned((taps + kSumTaps - 1) / kSumTaps)}, dim3{unsigned(kSumTaps * kSumGroups)},
+         [&] { sum_slots_grouped<float>(pp, gw.data_ptr<float>(), slots, taps); });
+  char name[64];
+  std::snprintf(name, sizeof name, "rows %ld slots %ld taps %ld", long(rows), long(slots), long(taps));
+  check("sum_slots_grouped", gw.to(at::kDouble), ref, name, 1e-5);
+  ++clbw_taken;
+}
+void clbw_cases() {
+  // channels-last: two channel groups, bands cut by the plane's end (17 rows), top / bottom padding
+  // rows per band, padding 6 and 0, a plane smaller than the filter, 16-bit groups of 16 channels
+  clbw_case<float>(2, 16, 17, 22, 3, 3, 1e-5);
+  clbw_case<float>(1, 8, 9, 11, 6, 6, 1e-5);
+  clbw_case<float>(2, 8, 8, 13, 1, 5, 1e-5);
+  clbw_case<float>(1, 8, 3, 4, 3, 3, 1e-5);
+  clbw_case<float>(3, 8, 12, 10, 0, 0, 1e-5);
+  clbw_case<at::BFloat16>(3, 16, 14, 14, 3, 3, 1e-2);
+  clbw_case<at::Half>(2, 32, 12, 18, 2, 4, 2e-3);
+  sumg_case(3, 100, 49);
+  sumg_case(2, 64, 49);
+  sumg_case(2, 7, 9);
+  std::printf("cl_band_wgrad2d / sum_slots_grouped: %d launches checked\n", clbw_taken);
+  if (clbw_taken == 0) ++failures;
+}
 // The forward / stride-1 data-grad kernel (walk_conv2d) on a NaN-poisoned output, `target`
 // blocks, bands of `rows` rows; false when the plan is declined.
 static int walkc_taken = 0;
@@ -2809,6 +2896,7 @@ void tcc_cases() {
 // HARNESS_ONLY=eff5 runs eff5_cases and eff5_wgrad_cases alone (walk2d at 5 x 5 in fp32,
 // nc_plane_cp at 5 x 5, nc_wgrad_cp); HARNESS_ONLY=eff5wg nc_wgrad_cp alone.
 // HARNESS_ONLY=s2d runs s2d_cases alone (mb16, session 13: cl_wgrad_s2d).
+// HARNESS_ONLY=clbw runs clbw_cases alone (cl_band_wgrad2d, sum_slots_grouped).
 int main() {
   if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "s2d") {  // mb16: cl_wgrad_s2d
     s2d_cases();
@@ -2843,6 +2931,11 @@ int main() {
   }
   if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "tcn") {
     tcn_cases();
+    std::printf("failures: %d\n", failures);
+    return failures != 0;
+  }
+  if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "clbw") {  // w7 (session 13)
+    clbw_cases();
     std::printf("failures: %d\n", failures);
     return failures != 0;
   }
@@ -2884,12 +2977,13 @@ int main() {
     tcw3_cases();
     tcw_cases();
     clwr2_cases();
-  s2d_cases();  // mb16
+    s2d_cases();  // mb16
     walkc_cases();
     walk_cases();
     tc7_cases();  // tc7n
     eff5_cases();
     eff5_wgrad_cases();
+    clbw_cases();  // w7 (session 13)
     check_fast_div();
   }
   run_case(2, 2, 8, 1, {13, 17}, {3, 3}, {1, 1}, {1, 1});

@@ -33,6 +33,13 @@ sed -e 's#"ops/depthwise_conv/cuda/nc_plane_cp.cuh"#"nc_plane_cp.cuh"#' \
     -e 's#"ops/depthwise_conv/cuda/nc_wgrad_stream.cuh"#"nc_wgrad_stream.cuh"#' \
     -e 's/extern __shared__ __align__(16) unsigned char smem_raw\[\];/unsigned char* smem_raw = g_smem;/' \
     -e 's/__shared__ float red/static float red/' "$src/nc_wgrad_cp.cuh" >"$tmp/nc_wgrad_cp.cuh"
+# the weight-grads' chunk sums: the grouped sum's block-static scratch (found before the original
+# through -I"$tmp", also by the files including it by its full path)
+mkdir -p "$tmp/ops/depthwise_conv/cuda"
+sed -e 's/__shared__ acc_t red/static acc_t red/' "$src/wgrad_sum.cuh" >"$tmp/ops/depthwise_conv/cuda/wgrad_sum.cuh"
+# the channels-last 7x7 band weight-grad: its dynamic shared memory
+sed -e 's/extern __shared__ __align__(16) unsigned char smem_raw\[\];/unsigned char* smem_raw = g_smem;/' \
+  "$src/cl_band_wgrad2d.cuh" >"$tmp/cl_band_wgrad2d.cuh"
 # the stride-2 data-grad kernel: its include of nc_stream.cuh (FastDiv) points at the copy
 sed -e 's#"ops/depthwise_conv/cuda/nc_stream.cuh"#"nc_stream.cuh"#' "$src/nc_stride2_dgrad.cuh" >"$tmp/nc_stride2_dgrad.cuh"
 # the depth-streaming NCDHW kernels: its includes of the two files above point at the copies

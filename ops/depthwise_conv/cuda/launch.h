@@ -224,6 +224,13 @@ bool launch_walk_wgrad2d(const T* x, const T* gy, T* gw, const Plan& P, bool cha
 template <typename T>
 bool launch_nc_wgrad_cp(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream);
 
+// Channels-last weight-grad of 2-D 7 x 7 filters at stride 1, multiplier 1, padding 0-6, from
+// bands staged in shared memory (cl_band_wgrad2d.cuh), deterministic: outputs 14-56 wide, channels
+// a multiple of 32 bytes, 16-byte aligned tensors, sm_80+, where it measured faster; false otherwise.
+template <typename T>
+bool launch_cl_band_wgrad2d(const T* x, const T* gy, T* gw, const Plan& P, bool channels_last,
+                            const at::TensorBase& like, cudaStream_t stream);
+
 // Channels-last weight-grad, channel multiplier 1, one pass + ordered sum (cl_wgrad.cu).
 template <typename T>
 bool launch_cl_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like,

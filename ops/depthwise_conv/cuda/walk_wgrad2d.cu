@@ -12,6 +12,9 @@
 // Left to the others: 16-bit rows tc_wgrad2d takes (ConvNeXt-56 NCHW 0.075 against 0.202 here,
 // NHWC 0.107 against 0.347 and ConvNeXt-14 NHWC 0.039 against 0.068) and rows narrower than 14
 // (not measured).
+// Since session 13 the NHWC ConvNeXt rows go to cl_band_wgrad2d first (cl_band_wgrad2d.cu); this
+// one keeps the NHWC calls it declines (channels not a multiple of 8, misaligned tensors, outputs
+// wider than 56).
 #include "ops/depthwise_conv/cuda/launch.h"
 #include "ops/depthwise_conv/cuda/walk2d.cuh"
 #include "ops/depthwise_conv/cuda/wgrad_sum.cuh"
@@ -39,7 +42,13 @@ bool run(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& li
   walk_wgrad2d<T, K, CL><<<static_cast<unsigned>(int64_t(L.groups) * L.chunks), kWalkThreads, 0, stream>>>(
       x, gy, part.mutable_data_ptr<acc_t>(), L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  launch_sum_slots<T>(part.const_data_ptr<acc_t>(), gw, P.in_c, L.chunks, taps, stream);
+  // Many chunks (NHWC: 352 on ConvNeXt-56) in groups: 57 -> 4.5 us there, ConvNeXt-14 8.5 -> 3.4 us
+  // (H100, session 13, w7_call1_kernels.log / w7_call2_kernels.log). NCHW's 11 chunks keep sum_slots.
+  if (L.chunks >= 64) {
+    launch_sum_slots_grouped<T>(part.const_data_ptr<acc_t>(), gw, P.in_c, L.chunks, taps, stream);
+  } else {
+    launch_sum_slots<T>(part.const_data_ptr<acc_t>(), gw, P.in_c, L.chunks, taps, stream);
+  }
   return true;
 }
 

@@ -1,0 +1,79 @@
+// Launcher of the channels-last 7 x 7 weight-grad from staged bands (cl_band_wgrad2d.cuh), tried in
+// front of walk_wgrad2d (fp32) and tc_wgrad2d (16-bit), for the shapes where it measured faster
+// (H100, session 13, weight-grad alone, main's kernel against this one, ms;
+// bench/results/h100/session13/w7_call2_ab.log):
+//   ConvNeXt-56 (56 x 56, 96 channels), bands of 8 rows: fp32 0.242 -> 0.125 (walk_wgrad2d + its
+//   chunk sum), fp16 / bf16 0.107 -> 0.095 / 0.094 (tc_wgrad2d);
+//   ConvNeXt-14 (14 x 14, 384 channels), one band of the whole plane: fp32 0.068 -> 0.052, fp16 /
+//   bf16 0.0385 -> 0.035 / 0.036.
+// Bands of 16 rows do not fit two stages of a 56-wide plane in 110 KB; bands of 4 rows and two
+// waves of blocks measured slower on both rows (same log). Outputs narrower than 14 or wider than
+// 56: not measured, left to the others.
+#include "ops/depthwise_conv/cuda/cl_band_wgrad2d.cuh"
+#include "ops/depthwise_conv/cuda/launch.h"
+#include "ops/depthwise_conv/cuda/wgrad_sum.cuh"
+
+#include <ATen/ops/empty.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+namespace convx::cuda {
+namespace {
+
+template <typename T>
+bool run7(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
+  constexpr int K = 7;
+  constexpr int64_t max_smem = 110 * 1024;  // two stages: at least two blocks per SM
+  auto kernel = cl_band_wgrad2d<T, K>;
+  ClBandWg L{};
+  // Bands of 16 rows where two stages fit (ConvNeXt-14: the whole plane), else of 8 (ConvNeXt-56);
+  // first for the shared memory, then with as many blocks as run at once (one wave).
+  int band_rows = 16;
+  if (!cl_band_wgrad2d_plan(L, P, K, band_rows, 1, max_smem, sizeof(T))) {
+    band_rows = 8;
+    if (!cl_band_wgrad2d_plan(L, P, K, band_rows, 1, max_smem, sizeof(T))) return false;
+  }
+  if (L.smem > 48 * 1024) {
+    C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(L.smem)));
+  }
+  int per_sm = 0;
+  C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, L.threads, static_cast<size_t>(L.smem)));
+  if (!cl_band_wgrad2d_plan(L, P, K, band_rows, int64_t(std::max(per_sm, 1)) * sm_count(), max_smem, sizeof(T)))
+    return false;
+  const int64_t taps = K * K;
+  const at::Tensor part = at::empty({P.in_c, int64_t(L.chunks), taps}, like.options().dtype(at::kFloat));
+  kernel<<<static_cast<unsigned>(int64_t(L.groups) * L.chunks), L.threads, static_cast<size_t>(L.smem), stream>>>(
+      x, gy, part.mutable_data_ptr<float>(), L);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  launch_sum_slots<T>(part.const_data_ptr<float>(), gw, P.in_c, L.chunks, taps, stream);
+  return true;
+}
+
+}  // namespace
+
+template <typename T>
+bool launch_cl_band_wgrad2d(const T* x, const T* gy, T* gw, const Plan& P, bool channels_last,
+                            const at::TensorBase& like, cudaStream_t stream) {
+  if constexpr (std::is_same_v<T, double>) {
+    return false;
+  } else {
+    // cp.async (sm_80+) of 16-byte halves of a pixel's 32-byte channel group
+    if (!channels_last || !mma16_supported() || P.k[1] != 7 || P.q[2] < 14 || P.q[2] > 56 ||
+        reinterpret_cast<uintptr_t>(x) % 16 != 0 || reinterpret_cast<uintptr_t>(gy) % 16 != 0)
+      return false;
+    return run7<T>(x, gy, gw, P, like, stream);
+  }
+}
+
+template bool launch_cl_band_wgrad2d<float>(const float*, const float*, float*, const Plan&, bool, const at::TensorBase&, cudaStream_t);
+template bool launch_cl_band_wgrad2d<double>(const double*, const double*, double*, const Plan&, bool, const at::TensorBase&, cudaStream_t);
+template bool launch_cl_band_wgrad2d<c10::Half>(const c10::Half*, const c10::Half*, c10::Half*, const Plan&, bool, const at::TensorBase&, cudaStream_t);
+template bool launch_cl_band_wgrad2d<c10::BFloat16>(const c10::BFloat16*, const c10::BFloat16*, c10::BFloat16*, const Plan&, bool, const at::TensorBase&, cudaStream_t);
+
+}  // namespace convx::cuda
