@@ -2466,7 +2466,8 @@ void plane_cases() {
 // allocated and moved by 4 bytes (copies of 4 bytes instead of 16 / 8).
 // tc7f (session 13): the copy width is a template argument U (16 or 4), as the launcher picks it:
 // each problem runs with 16-byte copies where the rows and tensors allow them (the plan must
-// decline them moved by 4 bytes) and with 4-byte copies both ways.
+// decline them moved by 4 bytes) and with 4-byte copies both ways; the warp-per-plane cases
+// (14 x 14, 16 x 14, 9 x 20) run the direct fragment stores, the others the output tile.
 static int tc7_taken = 0;
 template <typename T, int NB, int WPP>
 void tc7_check(const char* what, const Plan& P, bool flip, const Tensor& src, const Tensor& w, const Tensor& bias,

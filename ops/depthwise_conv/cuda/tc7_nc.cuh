@@ -19,8 +19,9 @@
 //   - along a row a warp walks its N-blocks of 8 outputs: the K window of block b (16 inputs) is
 //     the 8-column halves b and b + 1, so each half is loaded once per filter row (ldmatrix.x4 =
 //     two halves for 16-bit, one half for fp32) and feeds two MMAs;
-//   - the accumulators (started at the bias) go through a per-warp shared tile to wide stores of
-//     the warp's output rows, which are one contiguous span of the plane.
+//   - four warps per plane: the accumulators (started at the bias) go through a per-warp shared
+//     tile to 16-byte stores of the warp's output rows, which are one contiguous span of the plane;
+//     a warp per plane (14-wide rows, 4-byte copies) stores its fragments directly (tc7_tile).
 //
 // Toeplitz form (as tc_rows_nc.cuh): for filter row kh and N-block b, D[m][n] += sum_j
 // X[h0 + m + kh - 3][wb + j] * w[kh][j - n - 1], j < 16, where the window starts at staged column
@@ -29,9 +30,10 @@
 // outputs), 4 for fp32 (outputs 8b .. 8b + 7: 7 blocks for 56). Staged row pitch: an odd number of
 // 16-byte units, so ldmatrix's 8 rows fall in 8 different bank groups.
 //
-// Measured (H100, session 13, docs/performance.md "Session 13: tc7n"): ConvNeXt 56 x 56 16-bit
-// 0.039 ms (66% of the copy bandwidth), TF32 0.078; per warp and plane ~650 instructions of which
-// ~180 are the MMAs and their ldmatrix: staging and the output copies are most of the rest.
+// Measured (H100, session 13, docs/performance.md "Session 13: tc7n" and "Session 13: tc7f"):
+// ConvNeXt 56 x 56 16-bit 0.038 ms (67% of the copy bandwidth), TF32 0.067 (77%); per warp and
+// plane ~650 instructions of which ~180 are the MMAs and their ldmatrix: staging and the output
+// copies are most of the rest.
 #pragma once
 
 #include "ops/depthwise_conv/cuda/cp_async.cuh"
@@ -74,11 +76,17 @@ __host__ __device__ constexpr int tc7_pitch(int nb) {
   const int units = (8 * (nb + 1) + V - 1) / V;
   return V * (units | 1);
 }
-// A slot holds the kTc7Warps / wpp planes of a step; then a 16-row output tile per warp.
+// Outputs through a per-warp shared tile (16-byte stores of whole rows) with four warps per plane;
+// a warp per plane stores its fragments (4 bytes of two rows' outputs per lane) directly: on
+// ConvNeXt 14 x 14 16-bit 0.0255 / 0.0243 ms forward / data-grad against 0.0276 / 0.0261 through
+// the tile, while on 56 x 56 the direct stores lost (16-bit 0.061 against 0.038, fp32 the same
+// 0.066; H100, bench/results/h100/session13/tc7f_call1_ab.log).
+__host__ __device__ constexpr bool tc7_tile(int wpp) { return wpp != 1; }
+// A slot holds the kTc7Warps / wpp planes of a step; then (tc7_tile) a 16-row output tile per warp.
 template <typename T>
-__host__ __device__ constexpr int64_t tc7_smem_bytes(int nb, int wpp, int w, bool tile = true) {
+__host__ __device__ constexpr int64_t tc7_smem_bytes(int nb, int wpp, int w) {
   return int64_t(sizeof(T)) * (int64_t(tc7_stages<T>(wpp)) * (kTc7Warps / wpp) * tc7_rows(wpp) * tc7_pitch<T>(nb) +
-                               (tile ? int64_t(kTc7Warps) * 16 * w : 0));
+                               (tc7_tile(wpp) ? int64_t(kTc7Warps) * 16 * w : 0));
 }
 
 struct Tc7Nc {
@@ -119,16 +127,16 @@ __device__ __forceinline__ void tc7_copy(void* dst, const void* src) {
 // step's plane w / WPP (WPP = 4: heights 49-64, one plane per step; WPP = 1: heights up to 16,
 // four planes per step, a warp each). U: bytes per copy in and out, 16 where the rows and both
 // tensors' alignment allow it, else 4; a compile-time width because a run-time one (and the fp32
-// rounding a 4-byte word at a time) cost the TF32 56 x 56 forward 15% (0.078 against 0.068 ms,
-// docs/performance.md "Session 13: tc7n").
-template <typename T, int NB, int WPP, int U, bool DIRECT = false>
+// rounding a 4-byte word at a time, 4-way bank conflicts) cost the TF32 56 x 56 forward 15%
+// (0.078 against 0.067 ms, bench/results/h100/session13/tc7f_call1_ab.log).
+template <typename T, int NB, int WPP, int U>
 __global__ void __launch_bounds__(32 * kTc7Warps, tc7_min_blocks<T, WPP>())
 tc7_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
        const Tc7Nc L) {
   using Bits = std::conditional_t<sizeof(T) == 2, uint16_t, uint32_t>;
   constexpr int LEAD = tc7_lead<T>(), ST = tc7_stages<T>(WPP), THREADS = 32 * kTc7Warps;
   constexpr int PPS = kTc7Warps / WPP, SR = tc7_rows(WPP), V = 16 / sizeof(T);
-  constexpr bool k16 = sizeof(T) == 2;
+  constexpr bool k16 = sizeof(T) == 2, TILE = tc7_tile(WPP);
   extern __shared__ __align__(16) unsigned char smem_raw[];
   Bits* const ring = reinterpret_cast<Bits*>(smem_raw);  // [ST][PPS][SR][pitch]
   const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32, g = lane / 4, t = lane % 4;
@@ -295,11 +303,11 @@ tc7_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ 
     }
 
     // Outputs 8b + 4 - LEAD + 2t, + 1 of rows g, g + 8 into the warp's tile, then the tile's rows
-    // (contiguous in the plane) in copies of U bytes. Only the first and last N-blocks reach
-    // outside the row (8 NB <= W + LEAD + 3); W is even, so o + 1 < W with o.
+    // (contiguous in the plane) in copies of U bytes; without the tile straight to the output
+    // (4-byte aligned: U >= 4, W even). Only the first and last N-blocks reach outside the row
+    // (8 NB <= W + LEAD + 3); W is even, so o + 1 < W with o.
     const bool st0 = g < (valid ? rows : 0), st1 = g + 8 < (valid ? rows : 0);
-    // TEMPORARY A/B variant DIRECT: the fragments stored to global memory directly.
-    T* const orow = DIRECT ? out + (valid ? plane_of(q) : 0) * hw + int64_t(r0 + g) * W : ostage + g * W;
+    T* const orow = TILE ? ostage + g * W : out + (valid ? plane_of(q) : 0) * hw + int64_t(r0 + g) * W;
 #pragma unroll
     for (int b = 0; b < NB; ++b) {
       const int o = 8 * b + 4 - LEAD + 2 * t;
@@ -313,7 +321,7 @@ tc7_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ 
         if (st1) *reinterpret_cast<float2*>(p + 8 * W) = make_float2(acc[b][2], acc[b][3]);
       }
     }
-    if constexpr (DIRECT) continue;
+    if constexpr (!TILE) continue;
     __syncwarp();
     if (valid) {
       T* const dst = out + plane_of(q) * hw + int64_t(r0) * W;
