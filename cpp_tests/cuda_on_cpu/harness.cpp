@@ -2562,7 +2562,7 @@ void tc7_cases() {
   tc7_case<at::BFloat16, 8, 4>(3, 1, 64, 56, 1e-2);
   tc7_case<float, 7, 4>(1, 2, 50, 52, 1e-3);
   // A warp per plane (16-bit, as the launcher): ConvNeXt's 14 x 14 (N3 C3: 9 planes, a partial
-  // last step of 4), height 16 (the tile full), 9 and width 20 (8-byte copies).
+  // last step of 4), height 16 (every row of the M-tile stored), 9 and width 20 (rows of 40 bytes).
   tc7_case<at::Half, 3, 1>(3, 3, 14, 14, 2e-3);
   tc7_case<at::BFloat16, 3, 1>(2, 3, 16, 14, 1e-2);
   tc7_case<at::Half, 3, 1>(1, 5, 9, 20, 2e-3);
