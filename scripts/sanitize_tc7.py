@@ -1,7 +1,7 @@
 """The tensor-core 7 x 7 NCHW kernel (tc7_nc.cuh) on a few small problems and nothing else, for
 compute-sanitizer (memcheck; racecheck of its cp.async plane ring and per-warp output tiles):
 forward and input-grad, fp16 / bf16 / fp32 (TF32), 56 x 56 and 49 x 56 planes (four warps per
-plane), 14 x 14 and 9 x 20 (a warp per plane, 4- and 8-byte copies), block ranges crossing
+plane), 14 x 14 and 9 x 20 (a warp per plane, 4-byte copies, direct stores), block ranges crossing
 channels."""
 
 import torch

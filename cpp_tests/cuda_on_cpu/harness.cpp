@@ -2552,6 +2552,10 @@ void plane_cases() {
 // plane in one block: the B fragments rebuilt at each channel change), 4 blocks (ranges crossing
 // channels mid-way; with a warp per plane, partial steps) and one block per step; the input as
 // allocated and moved by 4 bytes (copies of 4 bytes instead of 16 / 8).
+// tc7f (session 13): the copy width is a template argument U (16 or 4), as the launcher picks it:
+// each problem runs with 16-byte copies where the rows and tensors allow them (the plan must
+// decline them moved by 4 bytes) and with 4-byte copies both ways; the warp-per-plane cases
+// (14 x 14, 16 x 14, 9 x 20) run the direct fragment stores, the others the output tile.
 static int tc7_taken = 0;
 template <typename T, int NB, int WPP>
 void tc7_check(const char* what, const Plan& P, bool flip, const Tensor& src, const Tensor& w, const Tensor& bias,
@@ -2562,23 +2566,36 @@ void tc7_check(const char* what, const Plan& P, bool flip, const Tensor& src, co
   src1.narrow(0, off, src.numel()).copy_(src.flatten());
   for (int moved = 0; moved < 2; ++moved) {
     const T* ip = moved ? src1.data_ptr<T>() + off : src.data_ptr<T>();
-    Tc7Nc L{};
     Tensor o = at::full(ref.sizes(), NAN, src.options());
-    if (!tc7_nc_plan<T>(L, P, flip, ip, o.data_ptr<T>(), NB, WPP)) {
-      std::printf("%-44s %-34s declined FAIL\n", name.c_str(), what);
-      ++failures;
-      return;
+    const bool wide = P.in[2] * int64_t(sizeof(T)) % 16 == 0;  // rows of whole 16-byte copies
+    {
+      Tc7Nc L{};
+      if (tc7_nc_plan<T>(L, P, flip, ip, o.data_ptr<T>(), NB, WPP, 16) != (wide && !moved)) {
+        std::printf("%-44s %-34s unit16 plan FAIL\n", name.c_str(), what);
+        ++failures;
+      }
     }
-    const unsigned steps = static_cast<unsigned>(ceil_div(L.planes, kTc7Warps / WPP));
-    for (unsigned blocks : {1u, 4u, steps}) {
-      o.fill_(NAN);
-      g_smem_bytes = static_cast<size_t>(tc7_smem_bytes<T>(NB, WPP, L.W));
-      launch(dim3{blocks}, dim3{unsigned(32 * kTc7Warps)},
-             [&] { tc7_nc<T, NB, WPP>(ip, w.data_ptr<T>(), bp, o.data_ptr<T>(), L); });
-      ++tc7_taken;
-      check((std::string(what) + " tc7 unit" + std::to_string(L.unit) + " blocks" + std::to_string(blocks)).c_str(), o,
-            ref, name, tol);
-    }
+    auto run_unit = [&](auto u) {
+      constexpr int U = decltype(u)::value;
+      Tc7Nc L{};
+      if (!tc7_nc_plan<T>(L, P, flip, ip, o.data_ptr<T>(), NB, WPP, U)) {
+        std::printf("%-44s %-34s declined FAIL\n", name.c_str(), what);
+        ++failures;
+        return;
+      }
+      const unsigned steps = static_cast<unsigned>(ceil_div(L.planes, kTc7Warps / WPP));
+      for (unsigned blocks : {1u, 4u, steps}) {
+        o.fill_(NAN);
+        g_smem_bytes = static_cast<size_t>(tc7_smem_bytes<T>(NB, WPP, L.W));
+        launch(dim3{blocks}, dim3{unsigned(32 * kTc7Warps)},
+               [&] { tc7_nc<T, NB, WPP, U>(ip, w.data_ptr<T>(), bp, o.data_ptr<T>(), L); });
+        ++tc7_taken;
+        check((std::string(what) + " tc7 unit" + std::to_string(U) + " blocks" + std::to_string(blocks)).c_str(), o,
+              ref, name, tol);
+      }
+    };
+    if (wide && !moved) run_unit(std::integral_constant<int, 16>{});
+    run_unit(std::integral_constant<int, 4>{});
   }
 }
 template <typename T, int NB, int WPP>
@@ -2620,7 +2637,7 @@ bool tc7_declines(int64_t H, int64_t W, int64_t pad, int off, int nb, int wpp) {
   forward_plan(g, P, Q);
   alignas(16) static T buf[16];
   Tc7Nc L{};
-  return !tc7_nc_plan<T>(L, P, false, buf + off, buf, nb, wpp);
+  return !tc7_nc_plan<T>(L, P, false, buf + off, buf, nb, wpp, 4);
 }
 void tc7_cases() {
   // Four warps per plane: ConvNeXt's 56 x 56 (N2 C3: 6 planes, channels changing inside a
@@ -2633,7 +2650,7 @@ void tc7_cases() {
   tc7_case<at::BFloat16, 8, 4>(3, 1, 64, 56, 1e-2);
   tc7_case<float, 7, 4>(1, 2, 50, 52, 1e-3);
   // A warp per plane (16-bit, as the launcher): ConvNeXt's 14 x 14 (N3 C3: 9 planes, a partial
-  // last step of 4), height 16 (the tile full), 9 and width 20 (8-byte copies).
+  // last step of 4), height 16 (every row of the M-tile stored), 9 and width 20 (rows of 40 bytes).
   tc7_case<at::Half, 3, 1>(3, 3, 14, 14, 2e-3);
   tc7_case<at::BFloat16, 3, 1>(2, 3, 16, 14, 1e-2);
   tc7_case<at::Half, 3, 1>(1, 5, 9, 20, 2e-3);

@@ -3,11 +3,11 @@
 // for 16-bit, 7 for fp32 as TF32 where the caller found torch.backends.cudnn.allow_tf32 true) and,
 // 16-bit only, 14 x 14 planes (heights up to 16, a warp per plane, 3 N-blocks).
 //
-// Measured on the H100 (session 13, bench/results/h100/session13/tc7n_call2_ab.log; ms, forward /
-// data-grad, main's kernels -> this one, N64, the kernels alternating in one process):
-//   ConvNeXt 56 x 56 C96: fp16 0.084 / 0.084 (nc_plane) -> 0.039 / 0.039, bf16 0.084 / 0.083 ->
-//   0.039 / 0.039, fp32 (TF32) 0.090 / 0.090 -> 0.078 / 0.078;
-//   ConvNeXt 14 x 14 C384: fp16 / bf16 0.033 / 0.033 (nc_small_planes) -> 0.030 / 0.029.
+// Measured on the H100 (session 13; ms, forward / data-grad, N64, the kernels alternating in one
+// process): ConvNeXt 56 x 56 C96: fp16 / bf16 0.084 / 0.084 (nc_plane) -> 0.038 / 0.038, fp32
+// (TF32) 0.090 / 0.090 -> 0.067 / 0.065; ConvNeXt 14 x 14 C384: fp16 / bf16 0.033 / 0.033
+// (nc_small_planes) -> 0.026 / 0.024 (bench/results/h100/session13/tc7n_call2_ab.log for the
+// kernels replaced, tc7f_call1_ab.log for this version).
 #include "ops/depthwise_conv/cuda/launch.h"
 #include "ops/depthwise_conv/cuda/tc7_nc.cuh"
 
@@ -23,11 +23,11 @@ namespace convx::cuda {
 
 namespace {
 
-template <typename T, int NB, int WPP>
+template <typename T, int NB, int WPP, int U>
 bool run(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, cudaStream_t stream) {
   Tc7Nc L{};
-  if (!tc7_nc_plan<T>(L, P, flip, in, out, NB, WPP)) return false;
-  auto kernel = tc7_nc<T, NB, WPP>;
+  if (!tc7_nc_plan<T>(L, P, flip, in, out, NB, WPP, U)) return false;
+  auto kernel = tc7_nc<T, NB, WPP, U>;
   const int64_t bytes = tc7_smem_bytes<T>(NB, WPP, L.W);
   if (bytes > 48 * 1024) {  // above the default limit: opt in once per size reached
     static std::atomic<int64_t> opted{0};
@@ -51,12 +51,15 @@ bool run(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& 
 template <typename T>
 bool launch_tc7_nc(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, cudaStream_t stream) {
   if (!mma16_supported()) return false;
+  // 16-byte copies where the tensors' alignment allows them, else 4-byte ones (14 x 14 rows, 28
+  // bytes in 16-bit, take 4-byte copies only).
   if constexpr (std::is_same_v<T, float>) {
     // 56 x 56 only: on 14 x 14 planes the TF32 kernel lost to nc_small_planes (0.046 against
     // 0.035 ms, tc7n_call2_ab.log).
-    return run<T, 7, 4>(in, w, flip, bias, out, P, stream);
+    return run<T, 7, 4, 16>(in, w, flip, bias, out, P, stream) || run<T, 7, 4, 4>(in, w, flip, bias, out, P, stream);
   } else {
-    return run<T, 8, 4>(in, w, flip, bias, out, P, stream) || run<T, 3, 1>(in, w, flip, bias, out, P, stream);
+    return run<T, 8, 4, 16>(in, w, flip, bias, out, P, stream) || run<T, 8, 4, 4>(in, w, flip, bias, out, P, stream) ||
+           run<T, 3, 1, 4>(in, w, flip, bias, out, P, stream);
   }
 }
 

@@ -13,14 +13,15 @@
 //     plane moves to the next channel); WPP warps per plane, warp w computing output rows
 //     16 (w % WPP) .. + 15 of the step's plane w / WPP (WPP 4: heights 49-64, a plane per step;
 //     WPP 1: heights up to 16, four planes per step);
-//   - planes are staged by cp.async in copies as wide as the rows allow (16, 8 or 4 bytes; each
+//   - planes are staged by cp.async in copies as wide as the rows allow (16 or 4 bytes; each
 //     input byte read once, no halo re-reads), a ring of tc7_stages steps so that the next
 //     planes load while this one computes: one block barrier per step;
 //   - along a row a warp walks its N-blocks of 8 outputs: the K window of block b (16 inputs) is
 //     the 8-column halves b and b + 1, so each half is loaded once per filter row (ldmatrix.x4 =
 //     two halves for 16-bit, one half for fp32) and feeds two MMAs;
-//   - the accumulators (started at the bias) go through a per-warp shared tile to wide stores of
-//     the warp's output rows, which are one contiguous span of the plane.
+//   - four warps per plane: the accumulators (started at the bias) go through a per-warp shared
+//     tile to 16-byte stores of the warp's output rows, which are one contiguous span of the plane;
+//     a warp per plane (14-wide rows, 4-byte copies) stores its fragments directly (tc7_tile).
 //
 // Toeplitz form (as tc_rows_nc.cuh): for filter row kh and N-block b, D[m][n] += sum_j
 // X[h0 + m + kh - 3][wb + j] * w[kh][j - n - 1], j < 16, where the window starts at staged column
@@ -29,9 +30,10 @@
 // outputs), 4 for fp32 (outputs 8b .. 8b + 7: 7 blocks for 56). Staged row pitch: an odd number of
 // 16-byte units, so ldmatrix's 8 rows fall in 8 different bank groups.
 //
-// Measured (H100, session 13, docs/performance.md "Session 13: tc7n"): ConvNeXt 56 x 56 16-bit
-// 0.039 ms (66% of the copy bandwidth), TF32 0.078; per warp and plane ~650 instructions of which
-// ~180 are the MMAs and their ldmatrix: staging and the output copies are most of the rest.
+// Measured (H100, session 13, docs/performance.md "Session 13: tc7n" and "Session 13: tc7f"):
+// ConvNeXt 56 x 56 16-bit 0.038 ms (67% of the copy bandwidth), TF32 0.067 (77%); per warp and
+// plane ~650 instructions of which ~180 are the MMAs and their ldmatrix: staging and the output
+// copies are most of the rest.
 #pragma once
 
 #include "ops/depthwise_conv/cuda/cp_async.cuh"
@@ -74,18 +76,23 @@ __host__ __device__ constexpr int tc7_pitch(int nb) {
   const int units = (8 * (nb + 1) + V - 1) / V;
   return V * (units | 1);
 }
-// A slot holds the kTc7Warps / wpp planes of a step; then a 16-row output tile per warp.
+// Outputs through a per-warp shared tile (16-byte stores of whole rows) with four warps per plane;
+// a warp per plane stores its fragments (4 bytes of two rows' outputs per lane) directly: on
+// ConvNeXt 14 x 14 16-bit 0.0255 / 0.0243 ms forward / data-grad against 0.0276 / 0.0261 through
+// the tile, while on 56 x 56 the direct stores lost (16-bit 0.061 against 0.038, fp32 the same
+// 0.066; H100, bench/results/h100/session13/tc7f_call1_ab.log).
+__host__ __device__ constexpr bool tc7_tile(int wpp) { return wpp != 1; }
+// A slot holds the kTc7Warps / wpp planes of a step; then (tc7_tile) a 16-row output tile per warp.
 template <typename T>
 __host__ __device__ constexpr int64_t tc7_smem_bytes(int nb, int wpp, int w) {
   return int64_t(sizeof(T)) * (int64_t(tc7_stages<T>(wpp)) * (kTc7Warps / wpp) * tc7_rows(wpp) * tc7_pitch<T>(nb) +
-                               int64_t(kTc7Warps) * 16 * w);
+                               (tc7_tile(wpp) ? int64_t(kTc7Warps) * 16 * w : 0));
 }
 
 struct Tc7Nc {
   uint32_t planes;   // N * C
   int C, H, W;       // channels, plane height and width (read and written)
   int pitch;         // staged row pitch (elements)
-  int unit;          // bytes per copy (16, 8 or 4): what the rows' and tensors' alignment allows
   int flip;          // data-grad: the filter rotated 180 degrees
   FastDiv n_div;     // samples: plane q of the channel-major order is channel q / N, sample q % N
   FastDiv upr_div;   // copy units per row
@@ -107,31 +114,34 @@ __device__ __forceinline__ uint32_t tc7_pack(float lo, float hi) {
 #endif
 }
 
-// `bytes` (16, 8 or 4) bytes from src to dst, both aligned to it.
-__device__ __forceinline__ void tc7_copy(void* dst, const void* src, int bytes) {
-  if (bytes == 16) *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
-  else if (bytes == 8) *reinterpret_cast<uint64_t*>(dst) = *reinterpret_cast<const uint64_t*>(src);
+// U (16 or 4) bytes from src to dst, both aligned to it.
+template <int U>
+__device__ __forceinline__ void tc7_copy(void* dst, const void* src) {
+  if constexpr (U == 16) *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
   else *reinterpret_cast<uint32_t*>(dst) = *reinterpret_cast<const uint32_t*>(src);
 }
 
-// in, out: [N][C][H][W], aligned to L.unit bytes, rows a multiple of it; w: the layer's filter
+// in, out: [N][C][H][W], aligned to U bytes, rows a multiple of it; w: the layer's filter
 // [C][7][7] in T; bias per channel or null. Block b takes planes [b P / grid, (b + 1) P / grid) of
 // the channel-major order, kTc7Warps / WPP planes per step: warp w computes M-tile w % WPP of the
 // step's plane w / WPP (WPP = 4: heights 49-64, one plane per step; WPP = 1: heights up to 16,
-// four planes per step, a warp each).
-template <typename T, int NB, int WPP>
+// four planes per step, a warp each). U: bytes per copy in and out, 16 where the rows and both
+// tensors' alignment allow it, else 4; a compile-time width because a run-time one (and the fp32
+// rounding a 4-byte word at a time, 4-way bank conflicts) cost the TF32 56 x 56 forward 15%
+// (0.078 against 0.067 ms, bench/results/h100/session13/tc7f_call1_ab.log).
+template <typename T, int NB, int WPP, int U>
 __global__ void __launch_bounds__(32 * kTc7Warps, tc7_min_blocks<T, WPP>())
 tc7_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
        const Tc7Nc L) {
   using Bits = std::conditional_t<sizeof(T) == 2, uint16_t, uint32_t>;
   constexpr int LEAD = tc7_lead<T>(), ST = tc7_stages<T>(WPP), THREADS = 32 * kTc7Warps;
   constexpr int PPS = kTc7Warps / WPP, SR = tc7_rows(WPP), V = 16 / sizeof(T);
-  constexpr bool k16 = sizeof(T) == 2;
+  constexpr bool k16 = sizeof(T) == 2, TILE = tc7_tile(WPP);
   extern __shared__ __align__(16) unsigned char smem_raw[];
   Bits* const ring = reinterpret_cast<Bits*>(smem_raw);  // [ST][PPS][SR][pitch]
   const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32, g = lane / 4, t = lane % 4;
   const int H = L.H, W = L.W, pitch = L.pitch, plane_elems = SR * pitch, slot_elems = PPS * plane_elems;
-  const int unit = L.unit, ue = unit / static_cast<int>(sizeof(T));  // bytes and elements per copy
+  constexpr int UE = U / static_cast<int>(sizeof(T));  // elements per copy
   T* const ostage = reinterpret_cast<T*>(smem_raw + sizeof(T) * ST * slot_elems) + warp * 16 * W;
 
   const uint32_t q0 = static_cast<uint32_t>(uint64_t(blockIdx.x) * L.planes / gridDim.x);
@@ -152,7 +162,7 @@ tc7_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ 
   }
   __syncthreads();
 
-  // Step k's planes: copy u of input row r -> staged row r + 3, column LEAD + u ue of the plane's
+  // Step k's planes: copy u of input row r -> staged row r + 3, column LEAD + u UE of the plane's
   // place in slot k % ST. (for_own: the same copies this thread issued, for the fp32 rounding.)
   // Copy i = tid + m THREADS is row r, unit u: (r, u) advance by (dr, du) per m.
   const int upr = static_cast<int>(L.upr_div.d);
@@ -168,18 +178,24 @@ tc7_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ 
       Bits* const dst = ring + (k % ST) * slot_elems + j * plane_elems + 3 * pitch + LEAD;
       int r = static_cast<int>(rt), u = ut;
       for (int i = tid; i < nunits; i += THREADS) {
-        f(dst + r * pitch + u * ue, src + int64_t(i) * ue);
+        f(dst + r * pitch + u * UE, src + int64_t(i) * UE);
         u += du, r += dr;
         if (u >= upr) u -= upr, ++r;
       }
     }
   };
-  auto stage = [&](int k) { for_own(k, [&](Bits* d, const T* s) { cp_async_n(d, s, unit); }); };
+  auto stage = [&](int k) { for_own(k, [&](Bits* d, const T* s) { cp_async_n(d, s, U); }); };
   // fp32: this thread's copies of step k rounded to TF32 in place (complete after its wait),
   // before the barrier publishes them: the tensor core would drop the low mantissa bits instead.
   auto round_own = [&](int k) {
     for_own(k, [&](Bits* d, const T*) {
-      for (int e = 0; e < ue; ++e) d[e] = tf32_round(d[e]);
+      if constexpr (U == 16) {  // one 16-byte access each way: 4-byte ones collide in the banks
+        uint4* const p = reinterpret_cast<uint4*>(d);
+        const uint4 x = *p;
+        *p = make_uint4(tf32_round(x.x), tf32_round(x.y), tf32_round(x.z), tf32_round(x.w));
+      } else {
+        *d = tf32_round(*d);
+      }
     });
   };
 
@@ -287,14 +303,16 @@ tc7_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ 
     }
 
     // Outputs 8b + 4 - LEAD + 2t, + 1 of rows g, g + 8 into the warp's tile, then the tile's rows
-    // (contiguous in the plane) in copies of L.unit bytes. Only the first and last N-blocks reach
-    // outside the row (8 NB <= W + LEAD + 3); W is even, so o + 1 < W with o.
+    // (contiguous in the plane) in copies of U bytes; without the tile straight to the output
+    // (4-byte aligned: U >= 4, W even). Only the first and last N-blocks reach outside the row
+    // (8 NB <= W + LEAD + 3); W is even, so o + 1 < W with o.
     const bool st0 = g < (valid ? rows : 0), st1 = g + 8 < (valid ? rows : 0);
+    T* const orow = TILE ? ostage + g * W : out + (valid ? plane_of(q) : 0) * hw + int64_t(r0 + g) * W;
 #pragma unroll
     for (int b = 0; b < NB; ++b) {
       const int o = 8 * b + 4 - LEAD + 2 * t;
       if ((b == 0 || b == NB - 1) && (o < 0 || o >= W)) continue;
-      T* const p = ostage + g * W + o;
+      T* const p = orow + o;
       if constexpr (k16) {
         if (st0) *reinterpret_cast<uint32_t*>(p) = tc7_pack<T>(acc[b][0], acc[b][1]);
         if (st1) *reinterpret_cast<uint32_t*>(p + 8 * W) = tc7_pack<T>(acc[b][2], acc[b][3]);
@@ -303,11 +321,12 @@ tc7_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ 
         if (st1) *reinterpret_cast<float2*>(p + 8 * W) = make_float2(acc[b][2], acc[b][3]);
       }
     }
+    if constexpr (!TILE) continue;
     __syncwarp();
     if (valid) {
       T* const dst = out + plane_of(q) * hw + int64_t(r0) * W;
-      const int n = rows * W / ue;
-      for (int i = lane; i < n; i += 32) tc7_copy(dst + i * ue, ostage + i * ue, unit);
+      const int n = rows * W / UE;
+      for (int i = lane; i < n; i += 32) tc7_copy<U>(dst + i * UE, ostage + i * UE);
     }
     // The tile is rewritten only after the next step's block barrier.
   }
@@ -317,11 +336,11 @@ tc7_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ 
 // Fills L for plan P (the forward or, flip, the stride-1 data-grad: both a one-phase correlation
 // with a 7 x 7 filter at stride 1) when this kernel covers it with nb N-blocks and wpp warps per
 // plane: multiplier 1, padding 3, output planes as large as the input's, heights in
-// (16 (wpp - 1), 16 wpp], widths whose N-block count is nb (even for 16-bit: pairs of outputs);
-// copies of 16, 8 or 4 bytes, the widest that the rows and both tensors' alignment allow. false
-// otherwise.
+// (16 (wpp - 1), 16 wpp], widths whose N-block count is nb (even for 16-bit: pairs of outputs),
+// rows and both tensors aligned to copies of `unit` (16 or 4) bytes. false otherwise.
 template <typename T>
-bool tc7_nc_plan(Tc7Nc& L, const Plan& P, bool flip, const void* in, const void* out, int nb, int wpp) {
+bool tc7_nc_plan(Tc7Nc& L, const Plan& P, bool flip, const void* in, const void* out, int nb, int wpp,
+                 int unit) {
   if (P.phases != 1 || P.J != 1 || P.in_div != 1 || P.in_c != P.out_c || P.in[0] != 1 || P.k[0] != 1 ||
       P.k[1] != 7 || P.k[2] != 7 || P.S[1] != 1 || P.S[2] != 1 || P.pad[1][0] != 3 || P.pad[2][0] != 3)
     return false;
@@ -331,14 +350,11 @@ bool tc7_nc_plan(Tc7Nc& L, const Plan& P, bool flip, const void* in, const void*
     return false;
   if (planes <= 0 || planes >= (int64_t(1) << 31) || P.N <= 0 || P.N >= (int64_t(1) << 31)) return false;
   const uintptr_t a = reinterpret_cast<uintptr_t>(in) | reinterpret_cast<uintptr_t>(out);
-  int unit = 16;
-  while (unit > 4 && ((W * int64_t(sizeof(T))) % unit != 0 || a % unit != 0)) unit /= 2;
   if ((W * int64_t(sizeof(T))) % unit != 0 || a % unit != 0) return false;
   L.planes = static_cast<uint32_t>(planes);
   L.C = static_cast<int>(P.out_c);
   L.H = static_cast<int>(H), L.W = static_cast<int>(W);
   L.pitch = tc7_pitch<T>(nb);
-  L.unit = unit;
   L.flip = flip ? 1 : 0;
   L.n_div = fast_div(static_cast<uint32_t>(P.N));
   L.upr_div = fast_div(static_cast<uint32_t>(W * int64_t(sizeof(T)) / unit));
