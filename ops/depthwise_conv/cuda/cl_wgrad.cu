@@ -18,6 +18,7 @@
 #include "ops/depthwise_conv/cuda/cl_tiled.cuh"
 #include "ops/depthwise_conv/cuda/cp_async.cuh"
 #include "ops/depthwise_conv/cuda/launch.h"
+#include "ops/depthwise_conv/cuda/words16.cuh"
 
 #include <ATen/ops/empty.h>
 #include <c10/core/ScalarType.h>
@@ -127,34 +128,6 @@ __device__ __forceinline__ const V* held(const V* p) {
   asm volatile("" : "+l"(p));
 #endif
   return p;
-}
-
-// The one 16-bit -> fp32 conversion of load_acc and raw_to_acc: the VW values held in the 32-bit
-// words u (two values each; VW == 1: the low half of u[0]), converted from the words themselves
-// (no repacking into c10::Half / BFloat16 first).
-template <typename T, int VW>
-__device__ __forceinline__ void words_to_acc(const unsigned (&u)[(VW + 1) / 2], float (&out)[VW]) {
-#ifdef __CUDA_ARCH__
-  if constexpr (VW == 1) {
-    if constexpr (std::is_same_v<T, c10::Half>) {
-      out[0] = __half2float(__ushort_as_half(static_cast<unsigned short>(u[0])));
-    } else {
-      out[0] = __uint_as_float(u[0] << 16);
-    }
-  } else {
-#pragma unroll
-    for (int k = 0; k < VW / 2; ++k) {
-      if constexpr (std::is_same_v<T, c10::Half>) {
-        __half2 h;
-        memcpy(&h, &u[k], 4);
-        const float2 f = __half22float2(h);
-        out[2 * k] = f.x, out[2 * k + 1] = f.y;
-      } else {
-        out[2 * k] = __uint_as_float(u[k] << 16), out[2 * k + 1] = __uint_as_float(u[k] & 0xffff0000u);
-      }
-    }
-  }
-#endif
 }
 
 // out = the VW values at p in the opmath type, or zeros when !ok. On the GPU: one load through the

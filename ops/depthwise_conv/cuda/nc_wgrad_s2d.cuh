@@ -16,6 +16,7 @@
 #include "ops/depthwise_conv/cuda/cp_async.cuh"
 #include "ops/depthwise_conv/cuda/nc_wgrad_stream.cuh"
 #include "ops/depthwise_conv/cuda/plan.cuh"
+#include "ops/depthwise_conv/cuda/words16.cuh"
 
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
@@ -110,17 +111,7 @@ __device__ __forceinline__ void nc_s2d_cvt(const T* p, float (&out)[VW]) {
   const W w = *reinterpret_cast<const W*>(p);
   unsigned u[VW / 2];
   memcpy(u, &w, 2 * VW);
-#pragma unroll
-  for (int k = 0; k < VW / 2; ++k) {
-    if constexpr (std::is_same_v<T, c10::Half>) {
-      __half2 h;
-      memcpy(&h, &u[k], 4);
-      const float2 f = __half22float2(h);
-      out[2 * k] = f.x, out[2 * k + 1] = f.y;
-    } else {
-      out[2 * k] = __uint_as_float(u[k] << 16), out[2 * k + 1] = __uint_as_float(u[k] & 0xffff0000u);
-    }
-  }
+  words_to_acc<T, VW>(u, out);
 #else
   for (int k = 0; k < VW; ++k) out[k] = static_cast<float>(p[k]);
 #endif
