@@ -53,8 +53,8 @@ using namespace convx;
 using namespace convx::cuda;
 using at::Tensor;
 static int failures = 0;
-static int64_t cl_out_numel = 0;
-static int cls2_cases = 0;  // problems cl_stride2_dgrad took  // elements written by the channels-last gather under test
+static int64_t cl_out_numel = 0;  // elements written by the channels-last gather under test
+static int cls2_cases = 0;  // problems cl_stride2_dgrad took
 
 template <typename T, int KH, int KW, int S, int R>
 bool nc_run(const T* in, const float* w, const T* bias, T* out, const Plan& P) {
@@ -3149,7 +3149,7 @@ int main() {
   run_case(3, 1, 8, 1, {9, 7, 11}, {5, 3, 3}, {1, 2, 2}, {2, 1, 1});
   run_case(3, 2, 8, 1, {6, 9, 10}, {3, 3, 3}, {1, 2, 2}, {0, 1, 1});
   std::printf("cl_stride2_dgrad problems: %d\n", cls2_cases);
-  if (cls2_cases == 0) ++failures;
+  if (cls2_cases == 0 && !g_rows_only) ++failures;  // rows-only runs no 2-D case
   std::printf("cl_wgrad short16 launches checked: %d\n", clws_taken);
   if (clws_taken == 0) ++failures;
   std::printf("cl_wgrad_depth3d launches checked: %d\n", clw3_taken);
