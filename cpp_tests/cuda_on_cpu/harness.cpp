@@ -1274,10 +1274,10 @@ void tc_ncl_run(const T* in, const T* w, const T* bias, T* out, const TcRow& L) 
   g_smem_bytes = tc_smem_bytes<KS>(1);
   launch(dim3{L.items}, dim3{32}, [&] { tc_row1d<T, KS>(in, w, bias, out, L); });
 }
-template <typename T, int KS>
+template <typename T, int KS, bool V2>
 void tc_cl_run(const T* in, const T* w, const T* bias, T* out, const TcRowCl& L) {
-  g_smem_bytes = tc_cl_smem_bytes<KS>();
-  launch(dim3{L.blocks}, dim3{kTcClThreads}, [&] { tc_row1d_cl<T, KS>(in, w, bias, out, L); });
+  g_smem_bytes = tc_cl_smem_bytes<KS, V2>();
+  launch(dim3{L.blocks}, dim3{kTcClThreads}, [&] { tc_row1d_cl<T, KS, V2>(in, w, bias, out, L); });
 }
 template <typename T>
 void tc_check(const char* what, const Plan& P, const Prep& Q, const Tensor& src, const Tensor& w16, const Tensor& bias,
@@ -1311,7 +1311,8 @@ void tc_check(const char* what, const Plan& P, const Prep& Q, const Tensor& src,
   if (P.out_c % 8 != 0) return;
   Tensor xc = to_cl(src);
   // runs of 1, 2 (the launcher's), 3 tiles per block
-  for (int tps : {1, kTcClTilesPerBlock, 3}) {
+  for (int tps : {1, kTcClTilesPerBlock, 3, 4}) {  // conf (session 13): 4 and the ldmatrix version (v2)
+   for (int v2 : {0, 1}) {
     TcRowCl L{};
     int KS = 0;
     if (!tc_row1d_cl_blocks(L, P, K, wbase, wstep, tps, KS)) {
@@ -1319,13 +1320,14 @@ void tc_check(const char* what, const Plan& P, const Prep& Q, const Tensor& src,
       return;
     }
     Tensor oc = at::full(to_cl(ref).sizes(), NAN, opts);
-    if (KS == 2) tc_cl_run<T, 2>(xc.data_ptr<T>(), wp, bp, oc.data_ptr<T>(), L);
-    else if (KS == 3) tc_cl_run<T, 3>(xc.data_ptr<T>(), wp, bp, oc.data_ptr<T>(), L);
-    else if (KS == 4) tc_cl_run<T, 4>(xc.data_ptr<T>(), wp, bp, oc.data_ptr<T>(), L);
+    if (KS == 2) (v2 ? tc_cl_run<T, 2, true> : tc_cl_run<T, 2, false>)(xc.data_ptr<T>(), wp, bp, oc.data_ptr<T>(), L);
+    else if (KS == 3) (v2 ? tc_cl_run<T, 3, true> : tc_cl_run<T, 3, false>)(xc.data_ptr<T>(), wp, bp, oc.data_ptr<T>(), L);
+    else if (KS == 4) (v2 ? tc_cl_run<T, 4, true> : tc_cl_run<T, 4, false>)(xc.data_ptr<T>(), wp, bp, oc.data_ptr<T>(), L);
     else { ++failures; return; }
     ++tc_taken;
-    check((std::string(what) + " tc cl KS" + std::to_string(KS) + " tps" + std::to_string(tps)).c_str(), from_cl(oc),
-          ref, name, tol);
+    check((std::string(what) + " tc cl KS" + std::to_string(KS) + " tps" + std::to_string(tps) + (v2 ? " v" + std::to_string(v2) : std::string())).c_str(),
+          from_cl(oc), ref, name, tol);
+   }
   }
 }
 // One 1-D problem: N x C rows of length Lx, K taps, padding p (forward and data-grad).
@@ -1593,6 +1595,7 @@ void d3r_case(int64_t N, int64_t C, int64_t D, int64_t H, int64_t W, int64_t pd,
 
 // ---- tc_wgrad1d.cu's tensor-core weight-grads (15 / 31-tap 1-D rows, fp16 / bf16) ----
 static int tcw_taken = 0;
+static bool g_tcw_v2 = false;  // conf (session 13): tcw_cl's ldmatrix staging
 // The launcher's kernel (several chunks: the last block of each channel / group sums), on poisoned partials and gw; `target`
 // blocks (so one and several chunks are both walked). Undefined when it declines.
 template <typename T, int K>
@@ -1609,9 +1612,13 @@ Tensor tcw_run(const T* x, const T* gy, const Plan& P, bool cl, int64_t target, 
       *chunks = L.chunks;
       part = at::full({P.out_c * L.chunks * K}, NAN, at::kFloat);
       counters = at::zeros({int64_t(L.groups)}, at::kInt);
-      g_smem_bytes = tcw_cl_smem_bytes<K>();
+      // conf (session 13): g_tcw_v2 picks the ldmatrix staging
+      g_smem_bytes = g_tcw_v2 ? tcw_cl_smem_bytes2<K, true>() : tcw_cl_smem_bytes2<K, false>();
       launch(dim3{L.groups * L.chunks}, dim3{kTcwThreads}, [&] {
-        tcw_cl<T, K>(x, gy, part.data_ptr<float>(), reinterpret_cast<unsigned*>(counters.data_ptr<int>()), gw.data_ptr<T>(), L);
+        if (g_tcw_v2)
+          tcw_cl<T, K, 1>(x, gy, part.data_ptr<float>(), reinterpret_cast<unsigned*>(counters.data_ptr<int>()), gw.data_ptr<T>(), L);
+        else
+          tcw_cl<T, K, 0>(x, gy, part.data_ptr<float>(), reinterpret_cast<unsigned*>(counters.data_ptr<int>()), gw.data_ptr<T>(), L);
       });
     }
   } else {
@@ -1656,6 +1663,8 @@ void tcw_case(int64_t N, int64_t C, int64_t Lx, int K, int pad, double tol) {
                            std::to_string(C) + " L" + std::to_string(Lx) + " k" + std::to_string(K) + " p" +
                            std::to_string(pad);
   for (bool cl : {false, true}) {
+   for (int v2 = 0; v2 < (cl ? 2 : 1); ++v2) {  // conf (session 13): tcw_cl's ldmatrix staging too
+    g_tcw_v2 = v2 != 0;
     const Tensor xm = cl ? to_cl(x) : x.contiguous(), gm = cl ? to_cl(gy) : gy.contiguous();
     for (int off : {0, 1}) {
       Tensor x1 = at::full({xm.numel() + 1}, NAN, xm.options()), g1 = at::full({gm.numel() + 1}, NAN, gm.options());
@@ -1666,8 +1675,8 @@ void tcw_case(int64_t N, int64_t C, int64_t Lx, int K, int pad, double tol) {
       for (int64_t target : {int64_t(1), cl ? kTcwClWave : kTcwRowsWave, int64_t(4096)}) {
         int64_t chunks = 0;
         const Tensor r = K == 15 ? tcw_run<T, 15>(xp, gp, P, cl, target, &chunks) : tcw_run<T, 31>(xp, gp, P, cl, target, &chunks);
-        const std::string tag = std::string("wgrad tc ") + (cl ? "nlc" : "ncl") + (off ? " off1" : "") + " chunks " +
-                                std::to_string(chunks);
+        const std::string tag = std::string("wgrad tc ") + (cl ? "nlc" : "ncl") + (v2 ? " v2" : "") + (off ? " off1" : "") +
+                                " chunks " + std::to_string(chunks);
         if (r.defined()) {
           ++tcw_taken;
           check(tag.c_str(), r, ref, name, tol);
@@ -1678,6 +1687,7 @@ void tcw_case(int64_t N, int64_t C, int64_t Lx, int K, int pad, double tol) {
         }
       }
     }
+   }
   }
 }
 void tcw_cases() {
@@ -1754,6 +1764,8 @@ void tcw3_case(int64_t N, int64_t C, std::array<int64_t, 3> sz, int KD, std::arr
                 long(N), long(C), long(sz[0]), long(sz[1]), long(sz[2]), KD, long(pad[0]), long(pad[1]), long(pad[2]),
                 long(stride));
   for (bool cl : {false, true}) {
+   for (int v2 = 0; v2 < (cl ? 2 : 1); ++v2) {  // conf (session 13): tcw_cl's ldmatrix staging too
+    g_tcw_v2 = v2 != 0;
     const Tensor xm = cl ? to_cl(x) : x.contiguous(), gm = cl ? to_cl(gy) : gy.contiguous();
     for (int off : {0, 1}) {
       Tensor x1 = at::full({xm.numel() + 1}, NAN, xm.options()), g1 = at::full({gm.numel() + 1}, NAN, gm.options());
@@ -1859,6 +1871,8 @@ void tcw2_case(int64_t N, int64_t C, int64_t H, int64_t W, int K, int64_t ph, in
   std::snprintf(name, sizeof name, "%s N%ld C%ld %ldx%ld k%d p%ld,%ld s%ld", dt == at::kHalf ? "fp16" : "bf16", long(N),
                 long(C), long(H), long(W), K, long(ph), long(pw), long(stride));
   for (bool cl : {false, true}) {
+   for (int v2 = 0; v2 < (cl ? 2 : 1); ++v2) {  // conf (session 13): tcw_cl's ldmatrix staging too
+    g_tcw_v2 = v2 != 0;
     const Tensor xm = cl ? to_cl(x) : x.contiguous(), gm = cl ? to_cl(gy) : gy.contiguous();
     for (int off : {0, 1}) {
       Tensor x1 = at::full({xm.numel() + 1}, NAN, xm.options()), g1 = at::full({gm.numel() + 1}, NAN, gm.options());

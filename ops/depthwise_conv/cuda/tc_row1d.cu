@@ -16,6 +16,7 @@
 
 #include <array>
 #include <atomic>
+#include <cstdlib>
 #include <type_traits>
 
 namespace convx::cuda {
@@ -42,9 +43,23 @@ void run_ncl(const T* in, const T* w, const T* bias, T* out, const TcRow& L, cud
 }
 
 template <typename T, int KS>
-void run_cl(const T* in, const T* w, const T* bias, T* out, const TcRowCl& L, cudaStream_t stream) {
-  tc_row1d_cl<T, KS><<<L.blocks, kTcClThreads, tc_cl_smem_bytes<KS>(), stream>>>(in, w, bias, out, L);
+void run_cl(const T* in, const T* w, const T* bias, T* out, const TcRowCl& L, int v, cudaStream_t stream) {
+  if (v == 1) {
+    tc_row1d_cl<T, KS, true><<<L.blocks, kTcClThreads, tc_cl_smem_bytes<KS, true>(), stream>>>(in, w, bias, out, L);
+  } else {
+    tc_row1d_cl<T, KS, false><<<L.blocks, kTcClThreads, tc_cl_smem_bytes<KS, false>(), stream>>>(in, w, bias, out, L);
+  }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+// TEMPORARY A/B knob (session 13, conf), read per call: CONVX_CONF_AB = VERSION:TILES (version 0
+// main's kernel, 1 ldmatrix staging; tiles per block), default 1:2.
+void conf_ab(int& v, int& tps) {
+  v = 1, tps = kTcClTilesPerBlock;
+  if (const char* e = std::getenv("CONVX_CONF_AB"); e && e[0] && e[1] == ':') {
+    v = e[0] - '0';
+    tps = std::atoi(e + 2);
+  }
 }
 
 }  // namespace
@@ -59,11 +74,13 @@ bool launch_tc_row1d(const T* in, const T* w, int wbase, int wstep, const T* bia
   int KS = 0;
   if (cl) {
     TcRowCl L{};
-    if (!tc_row1d_cl_blocks(L, P, K, wbase, wstep, kTcClTilesPerBlock, KS)) return false;
+    int v = 0, tps = 0;
+    conf_ab(v, tps);
+    if (!tc_row1d_cl_blocks(L, P, K, wbase, wstep, tps, KS)) return false;
     switch (KS) {
-      case 2: run_cl<T, 2>(in, w, bias, out, L, stream); return true;
-      case 3: run_cl<T, 3>(in, w, bias, out, L, stream); return true;
-      case 4: run_cl<T, 4>(in, w, bias, out, L, stream); return true;
+      case 2: run_cl<T, 2>(in, w, bias, out, L, v, stream); return true;
+      case 3: run_cl<T, 3>(in, w, bias, out, L, v, stream); return true;
+      case 4: run_cl<T, 4>(in, w, bias, out, L, v, stream); return true;
       default: return false;
     }
   }

@@ -365,9 +365,20 @@ __host__ __device__ constexpr int tc_cl_row_words() {  // words per channel row 
 // consecutive pairs swap halves, so the copies (a quarter-warp: 2 positions x 4 chunks) and the
 // transposing reads (2 pairs x 4 chunks) are conflict-free.
 __host__ __device__ constexpr int tc_cl_raw_chunk(int p, int ch) { return 8 * (p >> 1) + ((((p ^ (p >> 1)) & 1) << 2) | ch); }
+// V2 (ldmatrix): channel rows of WIN / 2 words, unpadded, stride 4 mod 8 words (the transposing
+// stores of 8 channels x 4 consecutive words are conflict-free); 16-byte unit u of a row sits at
+// u ^ ((u >> 3) & 1), so the A fragments' 8 rows of a matrix (units 2R + h, R consecutive) fall on
+// 8 distinct bank groups. Raw window: chunk ch of position p at 4 p + (ch ^ ((p >> 1) & 3)), so the
+// transposing ldmatrix (8 consecutive positions of one chunk) reads 8 distinct bank groups.
 template <int KS>
+__host__ __device__ constexpr int tc_cl2_row_words() {
+  return tc_win<KS>() / 2 % 8 == 4 ? tc_win<KS>() / 2 : tc_win<KS>() / 2 + 4;
+}
+__host__ __device__ constexpr int tc_cl2_word(int w) { return w ^ (((w >> 5) & 1) << 2); }
+__host__ __device__ constexpr int tc_cl2_raw_chunk(int p, int ch) { return 4 * p + (ch ^ ((p >> 1) & 3)); }
+template <int KS, bool V2>
 __host__ __device__ constexpr int tc_cl_smem_bytes() {  // 32 tap tables, max(rows, output tile), raw window
-  constexpr int win = 32 * tc_cl_row_words<KS>(), outw = 256 * 16;
+  constexpr int win = 32 * (V2 ? tc_cl2_row_words<KS>() : tc_cl_row_words<KS>()), outw = 256 * 16;
   return 4 * (16 * tc_taps_halves<KS>() + (win > outw ? win : outw)) + 64 * tc_win<KS>();
 }
 
@@ -375,15 +386,15 @@ __host__ __device__ constexpr int tc_cl_smem_bytes() {  // 32 tap tables, max(ro
 __host__ __device__ constexpr int tc_cl_out_word(int p, int c) { return 16 * p + 4 * (c ^ ((p >> 1) & 3)); }
 
 // in: [rows][in_len][C]; out: [rows][out_len][C]; w: [C][K]; bias: C or null.
-template <typename T, int KS>
+template <typename T, int KS, bool V2>
 __global__ void __launch_bounds__(kTcClThreads)
 tc_row1d_cl(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
             const TcRowCl L) {
-  constexpr int WIN = tc_win<KS>(), RW = tc_cl_row_words<KS>(), FT = tc_taps_halves<KS>();
+  constexpr int WIN = tc_win<KS>(), RW = V2 ? tc_cl2_row_words<KS>() : tc_cl_row_words<KS>(), FT = tc_taps_halves<KS>();
   extern __shared__ __align__(16) unsigned char smem_raw[];
   uint16_t* const ft = reinterpret_cast<uint16_t*>(smem_raw);  // [32][FT]
   uint32_t* const buf = reinterpret_cast<uint32_t*>(smem_raw) + 16 * FT;
-  constexpr int win_words = 32 * tc_cl_row_words<KS>(), out_words = 256 * 16;
+  constexpr int win_words = 32 * RW, out_words = 256 * 16;
   TcVec* const raw = reinterpret_cast<TcVec*>(buf + (win_words > out_words ? win_words : out_words));
   const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
   uint32_t b = blockIdx.x;
@@ -399,7 +410,8 @@ tc_row1d_cl(const T* __restrict__ in, const T* __restrict__ w, const T* __restri
     for (int v = tid; v < WIN * 4; v += kTcClThreads) {
       const int p = v / 4, ch = v % 4, c = c0 + 8 * ch, pos = p0 + p;
       const bool ok = c < L.C && pos >= 0 && pos < L.in_len;
-      cp_async16(raw + tc_cl_raw_chunk(p, ch), ok ? src + int64_t(pos) * L.C + c : in, ok ? 16 : 0);
+      cp_async16(raw + (V2 ? tc_cl2_raw_chunk(p, ch) : tc_cl_raw_chunk(p, ch)), ok ? src + int64_t(pos) * L.C + c : in,
+                 ok ? 16 : 0);
     }
     cp_async_commit();
   };
@@ -412,9 +424,20 @@ tc_row1d_cl(const T* __restrict__ in, const T* __restrict__ w, const T* __restri
   for (uint32_t q = q0; q < q1; ++q) {
     cp_async_wait<0>();
     __syncthreads();  // the window is in raw; the previous tile's reads of buf are done
+    if constexpr (V2) {
+      // Positions 8 G + [0, 8) per ldmatrix: matrix j = chunk j; lane (g, t) receives channel 8 j
+      // + g's values at positions 8 G + 2 t, + 1, i.e. word 4 G + t of that channel's row.
+      const int g = lane / 4, t = lane % 4;
+      for (int G = warp; G < WIN / 8; G += kTcClWarps) {
+        uint32_t a[4];
+        tc_ldsm_x4_trans(a, reinterpret_cast<const uint32_t*>(raw + tc_cl2_raw_chunk(8 * G + lane % 8, lane / 8)));
+#pragma unroll
+        for (int j = 0; j < 4; ++j) buf[(8 * j + g) * RW + tc_cl2_word(4 * G + t)] = a[j];
+      }
+    }
     // Unit u = (position pair pp = u / 4, chunk ch = u % 4): channel 8 ch + e's word holds its
     // values at positions 2 pp, 2 pp + 1.
-    for (int u = tid; u < (WIN / 2) * 4; u += kTcClThreads) {
+    for (int u = tid; !V2 && u < (WIN / 2) * 4; u += kTcClThreads) {
       const int ch = u % 4, pp = u / 4;
       const TcVec x0 = raw[tc_cl_raw_chunk(2 * pp, ch)], x1 = raw[tc_cl_raw_chunk(2 * pp + 1, ch)];
 #pragma unroll
@@ -440,7 +463,17 @@ tc_row1d_cl(const T* __restrict__ in, const T* __restrict__ w, const T* __restri
       uint32_t bf[KS][2][2];
       tc_b_frags16<KS>(bf, ft + cl * FT, L.sh, lane);
       float acc[2][4] = {};
-      tc_tile_lds<T, KS>(acc, buf + cl * RW, bf, lane);
+      if constexpr (V2) {
+#pragma unroll
+        for (int s = 0; s < KS; ++s) {  // A: rows R = s + [0, 16) (blocks), words 8 R + 4 (lane / 16) + [0, 4)
+          uint32_t a[4];
+          tc_ldsm_x4(a, buf + cl * RW + tc_cl2_word(8 * (s + lane % 8 + 8 * (lane / 8 % 2)) + 4 * (lane / 16)));
+          mma16816<T>(acc[0], a, bf[s][0]);
+          mma16816<T>(acc[1], a, bf[s][1]);
+        }
+      } else {
+        tc_tile_lds<T, KS>(acc, buf + cl * RW, bf, lane);
+      }
       const float b0 = bias && c0 + cl < L.C ? static_cast<float>(bias[c0 + cl]) : 0.f;
 #pragma unroll
       for (int n = 0; n < 2; ++n) {

@@ -328,6 +328,31 @@ __host__ __device__ constexpr int tcw_cl_smem_bytes() {  // + two raw items (dy 
   return tcw_cl_rows_bytes<K>() + 2 * 16 * (2 * kTcwClSeg + 2 * tcw_cl_x_len<K>());
 }
 
+// V2 (ldmatrix): the raw vectors of position p sit at 2 p + (ch ^ ((p >> 2) & 1)) (8 consecutive
+// positions of one channel vector on 8 bank groups), the block transposes them by ldmatrix.trans
+// into 32-bit channel rows (dy: 128 words, x: XLEN / 2; strides 4 mod 8 words, so the stores of 8
+// channels x 4 consecutive words are conflict-free), 16-byte unit u of a row at u ^ ((u >> 3) &
+// 1), and the MMA fragments come from those rows by ldmatrix.trans: 8 blocks of 16 values (units
+// 2 b + c) on 8 distinct bank groups. Per channel and step 4 ldmatrix instead of 8 + 4 NT 16-bit
+// loads, and 4 32-bit stores per 32 channel words instead of 8 16-bit stores per vector.
+constexpr int kTcwCl2DyStride = kTcwClSeg / 2 + 4;  // words
+template <int K>
+__host__ __device__ constexpr int tcw_cl2_x_stride() {
+  return tcw_cl_x_len<K>() / 2 % 8 == 4 ? tcw_cl_x_len<K>() / 2 : tcw_cl_x_len<K>() / 2 + 4;
+}
+__host__ __device__ constexpr int tcw_cl2_unit(int u) { return u ^ ((u >> 3) & 1); }
+__host__ __device__ constexpr int tcw_cl2_raw(int p, int ch) { return 2 * p + (ch ^ ((p >> 2) & 1)); }
+template <int K>
+__host__ __device__ constexpr int tcw_cl2_rows_bytes() {
+  const int stage = 4 * kTcwClCh * (kTcwCl2DyStride + tcw_cl2_x_stride<K>());
+  const int red = kTcwWarps * 16 * (8 * tcw_tiles<K>() + 1) * 4;
+  return stage > red ? stage : red;
+}
+template <int K, bool V2>
+__host__ __device__ constexpr int tcw_cl_smem_bytes2() {
+  return (V2 ? tcw_cl2_rows_bytes<K>() : tcw_cl_rows_bytes<K>()) + 2 * 16 * (2 * kTcwClSeg + 2 * tcw_cl_x_len<K>());
+}
+
 struct TcwCl {
   uint32_t items, segs, chunk, chunks, groups;  // items per channel group, per block; blocks per group; groups
   int in_w, out_w, pad, C;
@@ -359,8 +384,8 @@ inline bool tcw_cl_items(TcwCl& L, const Plan& P, int64_t wave) {
 // == 1, else through part [C][chunks][K] (fp32), summed by the group's last block (counters:
 // groups, zeroed). Grid: groups * chunks blocks (group fastest: the blocks in flight read whole
 // positions) of kTcwThreads; dynamic shared memory tcw_cl_smem_bytes<K>() (> 48 KB).
-template <typename T, int K>
-__global__ void __launch_bounds__(kTcwThreads, 2)
+template <typename T, int K, int V>
+__global__ void __launch_bounds__(kTcwThreads, V == 3 ? 3 : 2)
 tcw_cl(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, unsigned* __restrict__ counters,
         T* __restrict__ gw, const TcwCl L) {
   constexpr int NT = tcw_tiles<K>(), XLEN = tcw_cl_x_len<K>(), XROW = XLEN + 4;
@@ -369,7 +394,11 @@ tcw_cl(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ pa
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* const dys = reinterpret_cast<T*>(smem_raw);
   T* const xs = dys + kTcwClCh * kTcwClDyRow;
-  TcwVec* const raw0 = reinterpret_cast<TcwVec*>(smem_raw + tcw_cl_rows_bytes<K>());  // [2][ND + NX]
+  constexpr bool V2 = V != 0;
+  TcwVec* const raw0 = reinterpret_cast<TcwVec*>(smem_raw + (V2 ? tcw_cl2_rows_bytes<K>() : tcw_cl_rows_bytes<K>()));  // [2][ND + NX]
+  constexpr int XS2 = tcw_cl2_x_stride<K>();
+  uint32_t* const dy32 = reinterpret_cast<uint32_t*>(smem_raw);  // V2: [16][kTcwCl2DyStride]
+  uint32_t* const x32 = dy32 + kTcwClCh * kTcwCl2DyStride;        // V2: [16][XS2]
   const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
   const uint32_t group = blockIdx.x % L.groups, chunk = blockIdx.x / L.groups;
   const int c0 = static_cast<int>(group) * kTcwClCh;
@@ -396,7 +425,8 @@ tcw_cl(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ pa
           ok = ok && xi >= 0 && xi < L.in_w;
           if (ok) p = xr + int64_t(xi) * L.C + ch;
         }
-        cp_async16(raw + v, p, ok ? 16 : 0);
+        const int vv = V2 ? (v < ND ? tcw_cl2_raw(v / 2, v & 1) : ND + tcw_cl2_raw((v - ND) / 2, v & 1)) : v;
+        cp_async16(raw + vv, p, ok ? 16 : 0);
       }
     }
     cp_async_commit();
@@ -420,14 +450,51 @@ tcw_cl(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ pa
     cp_async_wait<1>();  // item t's copies are done (t + 1's may be in flight)
     __syncthreads();     // ... every thread's; the block's reads of the previous item's rows are done
     const TcwVec* const raw = raw0 + (t & 1) * (ND + NX);
-    for (int v = tid; v < ND; v += kTcwThreads) stage(raw[v], dys + 8 * (v & 1) * kTcwClDyRow, kTcwClDyRow, v / 2);
-    for (int v = tid; v < NX; v += kTcwThreads) stage(raw[ND + v], xs + 8 * (v & 1) * XROW, XROW, v / 2);
+    if constexpr (V2) {
+      // ldmatrix.trans q: positions 8 (2 q') + [0, 16) of dy (q < ND / 32) or x, both channel
+      // vectors; matrix j = (group 2 q' + j / 2, vector j % 2); lane (g, t) receives channel 8 (j
+      // % 2) + g's word 4 (2 q' + j / 2) + t.
+      const int g = lane / 4, tq = lane % 4, j = lane / 8;
+      for (int q = warp; q < (ND + NX) / 32; q += kTcwWarps) {
+        const bool isx = q >= ND / 32;
+        const int q2 = isx ? q - ND / 32 : q, p = 8 * (2 * q2 + j / 2) + lane % 8;
+        uint32_t a[4];
+        tc_ldsm_x4_trans(a, reinterpret_cast<const uint32_t*>(raw + (isx ? ND : 0) + tcw_cl2_raw(p, j & 1)));
+        uint32_t* const rows = isx ? x32 : dy32;
+        const int rs = isx ? XS2 : kTcwCl2DyStride;
+#pragma unroll
+        for (int jj = 0; jj < 4; ++jj)
+          rows[(8 * (jj & 1) + g) * rs + 4 * tcw_cl2_unit(2 * q2 + jj / 2) + tq] = a[jj];
+      }
+    } else {
+      for (int v = tid; v < ND; v += kTcwThreads) stage(raw[v], dys + 8 * (v & 1) * kTcwClDyRow, kTcwClDyRow, v / 2);
+      for (int v = tid; v < NX; v += kTcwThreads) stage(raw[ND + v], xs + 8 * (v & 1) * XROW, XROW, v / 2);
+    }
     __syncthreads();  // raw buffer t % 2 is free
     issue(t + 2);
 #pragma unroll
     for (int c = 0; c < 2; ++c) {
       const int cl = 2 * warp + c;
-      tcw_step<T, NT>(dys + cl * kTcwClDyRow, xs + cl * XROW, acc[c], lane);
+      if constexpr (V2) {
+        // A = DY^T (A[i][b] = dy[16 b + i]): matrix j = (i half j % 2, blocks 8 (j / 2) + [0, 8)), its
+        // rows b at units 2 b + j % 2; B (B[b][n] = x[16 b + n]): per pair of n8 tiles, matrix j =
+        // (tile 2 np + j / 2, blocks 8 (j % 2) + [0, 8)), rows at units 2 b + tile.
+        const int r = lane % 8, j = lane / 8;
+        const uint32_t* const dr = dy32 + cl * kTcwCl2DyStride;
+        const uint32_t* const xr = x32 + cl * XS2;
+        uint32_t a[4];
+        tc_ldsm_x4_trans(a, dr + 4 * tcw_cl2_unit(2 * (r + 8 * (j >> 1)) + (j & 1)));
+#pragma unroll
+        for (int np = 0; np < NT / 2; ++np) {
+          uint32_t bb[4];
+          tc_ldsm_x4_trans(bb, xr + 4 * tcw_cl2_unit(2 * (r + 8 * (j & 1)) + 2 * np + (j >> 1)));
+          const uint32_t b0[2] = {bb[0], bb[1]}, b1[2] = {bb[2], bb[3]};
+          mma16816<T>(acc[c][2 * np], a, b0);
+          mma16816<T>(acc[c][2 * np + 1], a, b1);
+        }
+      } else {
+        tcw_step<T, NT>(dys + cl * kTcwClDyRow, xs + cl * XROW, acc[c], lane);
+      }
     }
   }
   cp_async_wait<0>();
