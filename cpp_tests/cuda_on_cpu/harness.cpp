@@ -1764,8 +1764,6 @@ void tcw3_case(int64_t N, int64_t C, std::array<int64_t, 3> sz, int KD, std::arr
                 long(N), long(C), long(sz[0]), long(sz[1]), long(sz[2]), KD, long(pad[0]), long(pad[1]), long(pad[2]),
                 long(stride));
   for (bool cl : {false, true}) {
-   for (int v2 = 0; v2 < (cl ? 2 : 1); ++v2) {  // conf (session 13): tcw_cl's ldmatrix staging too
-    g_tcw_v2 = v2 != 0;
     const Tensor xm = cl ? to_cl(x) : x.contiguous(), gm = cl ? to_cl(gy) : gy.contiguous();
     for (int off : {0, 1}) {
       Tensor x1 = at::full({xm.numel() + 1}, NAN, xm.options()), g1 = at::full({gm.numel() + 1}, NAN, gm.options());
@@ -1871,8 +1869,6 @@ void tcw2_case(int64_t N, int64_t C, int64_t H, int64_t W, int K, int64_t ph, in
   std::snprintf(name, sizeof name, "%s N%ld C%ld %ldx%ld k%d p%ld,%ld s%ld", dt == at::kHalf ? "fp16" : "bf16", long(N),
                 long(C), long(H), long(W), K, long(ph), long(pw), long(stride));
   for (bool cl : {false, true}) {
-   for (int v2 = 0; v2 < (cl ? 2 : 1); ++v2) {  // conf (session 13): tcw_cl's ldmatrix staging too
-    g_tcw_v2 = v2 != 0;
     const Tensor xm = cl ? to_cl(x) : x.contiguous(), gm = cl ? to_cl(gy) : gy.contiguous();
     for (int off : {0, 1}) {
       Tensor x1 = at::full({xm.numel() + 1}, NAN, xm.options()), g1 = at::full({gm.numel() + 1}, NAN, gm.options());
