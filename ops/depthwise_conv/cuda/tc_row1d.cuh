@@ -427,12 +427,16 @@ tc_row1d_cl(const T* __restrict__ in, const T* __restrict__ w, const T* __restri
     if constexpr (V2) {
       // Positions 8 G + [0, 8) per ldmatrix: matrix j = chunk j; lane (g, t) receives channel 8 j
       // + g's values at positions 8 G + 2 t, + 1, i.e. word 4 G + t of that channel's row.
+      // (A block-uniform round count: the CPU harness's ldmatrix is a block-wide exchange.)
       const int g = lane / 4, t = lane % 4;
-      for (int G = warp; G < WIN / 8; G += kTcClWarps) {
+      for (int G0 = 0; G0 < WIN / 8; G0 += kTcClWarps) {
+        const int G = G0 + warp < WIN / 8 ? G0 + warp : WIN / 8 - 1;
         uint32_t a[4];
         tc_ldsm_x4_trans(a, reinterpret_cast<const uint32_t*>(raw + tc_cl2_raw_chunk(8 * G + lane % 8, lane / 8)));
+        if (G0 + warp < WIN / 8) {
 #pragma unroll
-        for (int j = 0; j < 4; ++j) buf[(8 * j + g) * RW + tc_cl2_word(4 * G + t)] = a[j];
+          for (int j = 0; j < 4; ++j) buf[(8 * j + g) * RW + tc_cl2_word(4 * G + t)] = a[j];
+        }
       }
     }
     // Unit u = (position pair pp = u / 4, chunk ch = u % 4): channel 8 ch + e's word holds its

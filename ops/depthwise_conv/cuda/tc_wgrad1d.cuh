@@ -454,17 +454,21 @@ tcw_cl(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ pa
       // ldmatrix.trans q: positions 8 (2 q') + [0, 16) of dy (q < ND / 32) or x, both channel
       // vectors; matrix j = (group 2 q' + j / 2, vector j % 2); lane (g, t) receives channel 8 (j
       // % 2) + g's word 4 (2 q' + j / 2) + t.
+      // (A block-uniform round count: the CPU harness's ldmatrix is a block-wide exchange.)
       const int g = lane / 4, tq = lane % 4, j = lane / 8;
-      for (int q = warp; q < (ND + NX) / 32; q += kTcwWarps) {
+      for (int q0 = 0; q0 < (ND + NX) / 32; q0 += kTcwWarps) {
+        const bool live = q0 + warp < (ND + NX) / 32;
+        const int q = live ? q0 + warp : (ND + NX) / 32 - 1;
         const bool isx = q >= ND / 32;
         const int q2 = isx ? q - ND / 32 : q, p = 8 * (2 * q2 + j / 2) + lane % 8;
         uint32_t a[4];
         tc_ldsm_x4_trans(a, reinterpret_cast<const uint32_t*>(raw + (isx ? ND : 0) + tcw_cl2_raw(p, j & 1)));
         uint32_t* const rows = isx ? x32 : dy32;
         const int rs = isx ? XS2 : kTcwCl2DyStride;
+        if (live) {
 #pragma unroll
-        for (int jj = 0; jj < 4; ++jj)
-          rows[(8 * (jj & 1) + g) * rs + 4 * tcw_cl2_unit(2 * q2 + jj / 2) + tq] = a[jj];
+          for (int jj = 0; jj < 4; ++jj) rows[(8 * (jj & 1) + g) * rs + 4 * tcw_cl2_unit(2 * q2 + jj / 2) + tq] = a[jj];
+        }
       }
     } else {
       for (int v = tid; v < ND; v += kTcwThreads) stage(raw[v], dys + 8 * (v & 1) * kTcwClDyRow, kTcwClDyRow, v / 2);
