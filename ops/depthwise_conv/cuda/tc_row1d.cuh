@@ -429,6 +429,7 @@ tc_row1d_cl(const T* __restrict__ in, const T* __restrict__ w, const T* __restri
       // + g's values at positions 8 G + 2 t, + 1, i.e. word 4 G + t of that channel's row.
       // (A block-uniform round count: the CPU harness's ldmatrix is a block-wide exchange.)
       const int g = lane / 4, t = lane % 4;
+#pragma unroll 1
       for (int G0 = 0; G0 < WIN / 8; G0 += kTcClWarps) {
         const int G = G0 + warp < WIN / 8 ? G0 + warp : WIN / 8 - 1;
         uint32_t a[4];

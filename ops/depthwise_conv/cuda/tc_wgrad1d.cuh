@@ -456,6 +456,7 @@ tcw_cl(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ pa
       // % 2) + g's word 4 (2 q' + j / 2) + t.
       // (A block-uniform round count: the CPU harness's ldmatrix is a block-wide exchange.)
       const int g = lane / 4, tq = lane % 4, j = lane / 8;
+#pragma unroll 1
       for (int q0 = 0; q0 < (ND + NX) / 32; q0 += kTcwWarps) {
         const bool live = q0 + warp < (ND + NX) / 32;
         const int q = live ? q0 + warp : (ND + NX) / 32 - 1;
