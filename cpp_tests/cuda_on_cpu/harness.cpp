@@ -1595,7 +1595,7 @@ void d3r_case(int64_t N, int64_t C, int64_t D, int64_t H, int64_t W, int64_t pd,
 
 // ---- tc_wgrad1d.cu's tensor-core weight-grads (15 / 31-tap 1-D rows, fp16 / bf16) ----
 static int tcw_taken = 0;
-static bool g_tcw_v2 = false;  // conf (session 13): tcw_cl's ldmatrix staging
+static bool g_tcw_v2 = false;  // conf (session 13): tcw_rows' / tcw_cl's ldmatrix staging
 // The launcher's kernel (several chunks: the last block of each channel / group sums), on poisoned partials and gw; `target`
 // blocks (so one and several chunks are both walked). Undefined when it declines.
 template <typename T, int K>
@@ -1629,7 +1629,10 @@ Tensor tcw_run(const T* x, const T* gy, const Plan& P, bool cl, int64_t target, 
     counters = at::zeros({P.out_c}, at::kInt);
     g_smem_bytes = tcw_smem_bytes<K>();
     launch(dim3{unsigned(P.out_c * L.chunks)}, dim3{kTcwThreads}, [&] {
-      tcw_rows<T, K>(x, gy, part.data_ptr<float>(), reinterpret_cast<unsigned*>(counters.data_ptr<int>()), gw.data_ptr<T>(), P, L);
+      if (g_tcw_v2)
+        tcw_rows<T, K, true>(x, gy, part.data_ptr<float>(), reinterpret_cast<unsigned*>(counters.data_ptr<int>()), gw.data_ptr<T>(), P, L);
+      else
+        tcw_rows<T, K, false>(x, gy, part.data_ptr<float>(), reinterpret_cast<unsigned*>(counters.data_ptr<int>()), gw.data_ptr<T>(), P, L);
     });
   }
   // every block counted itself once: each channel's (group's) counter ends at the chunk count
@@ -1663,7 +1666,7 @@ void tcw_case(int64_t N, int64_t C, int64_t Lx, int K, int pad, double tol) {
                            std::to_string(C) + " L" + std::to_string(Lx) + " k" + std::to_string(K) + " p" +
                            std::to_string(pad);
   for (bool cl : {false, true}) {
-   for (int v2 = 0; v2 < (cl ? 2 : 1); ++v2) {  // conf (session 13): tcw_cl's ldmatrix staging too
+   for (int v2 = 0; v2 < 2; ++v2) {  // conf (session 13): tcw_rows' and tcw_cl's ldmatrix staging too
     g_tcw_v2 = v2 != 0;
     const Tensor xm = cl ? to_cl(x) : x.contiguous(), gm = cl ? to_cl(gy) : gy.contiguous();
     for (int off : {0, 1}) {

@@ -43,8 +43,15 @@ bool run_rows(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBas
   TcwRows L{};
   if (!tcw_rows_items(L, P, kTcwRowsWave)) return false;
   const TcwWork w = tcw_work(P.out_c, L.chunks, K, P.out_c, like, stream);
-  tcw_rows<T, K><<<static_cast<unsigned>(P.out_c * L.chunks), kTcwThreads, tcw_smem_bytes<K>(), stream>>>(
-      x, gy, w.part, w.counters, gw, P, L);
+  // TEMPORARY A/B knob (session 13, conf): CONVX_CONF_WR=0 main's staging, default the ldmatrix one.
+  const char* e = std::getenv("CONVX_CONF_WR");
+  if (e && e[0] == '0') {
+    tcw_rows<T, K, false><<<static_cast<unsigned>(P.out_c * L.chunks), kTcwThreads, tcw_smem_bytes<K>(), stream>>>(
+        x, gy, w.part, w.counters, gw, P, L);
+  } else {
+    tcw_rows<T, K, true><<<static_cast<unsigned>(P.out_c * L.chunks), kTcwThreads, tcw_smem_bytes<K>(), stream>>>(
+        x, gy, w.part, w.counters, gw, P, L);
+  }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return true;
 }

@@ -49,6 +49,10 @@ __host__ __device__ constexpr int tcw_tiles() {
   return 2 * ((15 + K + 15) / 16);
 }
 
+// 16-byte unit u of a row staged for ldmatrix.trans (tcw_rows' and tcw_cl's V2) sits at u ^ ((u >>
+// 3) & 1): 8 rows 32 bytes apart (units 2 b + c, consecutive b) then fall on 8 distinct bank groups.
+__host__ __device__ constexpr int tcw_cl2_unit(int u) { return u ^ ((u >> 3) & 1); }
+
 // A 16-byte vector of 16-bit values (uint4 without the CUDA headers, for the CPU harness).
 struct alignas(16) TcwVec {
   uint32_t w[4];
@@ -176,6 +180,37 @@ __host__ __device__ constexpr int tcw_smem_bytes() {  // + the warps' tap sums
   return kTcwWarps * tcw_warp_bytes<K>() + kTcwWarps * 32 * 4;
 }
 
+// V2: the x window's realigned 16-byte units (511 + 8 NT - 15 values: up to 16 NT + 496, whole units).
+template <int K>
+__host__ __device__ constexpr int tcw_rows2_x_units() {
+  return (kTcwSeg - 16 + 8 * tcw_tiles<K>()) / 8;
+}
+// Unit v (< n) of a row staged from vectors v (lane v % 32, register v / 32) that start m values
+// early: values m ... 7 of vector v, then 0 ... m - 1 of vector v + 1 (a shuffle from the next
+// lane, lane 31 from lane 0's next register), stored at unit tcw_cl2_unit(v) of dst.
+template <int NL>
+__device__ __forceinline__ void tcw_realign(const TcwVec (&p)[NL], int m, int n, TcwVec* dst, int lane) {
+  const int q = m >> 1;
+  const bool odd = m & 1;
+#pragma unroll
+  for (int i = 0; i < NL; ++i) {
+    uint32_t c[8];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      c[k] = p[i].w[k];
+      const uint32_t nx = __shfl_sync(0xffffffffu, p[i].w[k], (lane + 1) % 32);
+      const uint32_t n2 = __shfl_sync(0xffffffffu, p[i + 1 < NL ? i + 1 : i].w[k], 0);
+      c[4 + k] = lane == 31 ? (i + 1 < NL ? n2 : 0u) : nx;
+    }
+    auto pick = [&](int k) { return q == 0 ? c[k] : q == 1 ? c[k + 1] : q == 2 ? c[k + 2] : c[k + 3]; };
+    TcwVec o;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) o.w[k] = odd ? (pick(k) >> 16) | (pick(k + 1) << 16) : pick(k);
+    const int v = lane + 32 * i;
+    if (v < n) dst[tcw_cl2_unit(v)] = o;
+  }
+}
+
 struct TcwRows {
   uint32_t items_c, segs, chunk, chunks;  // items per channel, per block; blocks per channel
   int in_w, out_w, pad;
@@ -216,7 +251,11 @@ inline bool tcw_rows_items(TcwRows& L, const Plan& P, int64_t wave) {
 // spills): with the one-wave split the H100 ran Conformer k31 at 32.0 us against 32.8 at 3 blocks,
 // its backward 0.065 ms against 0.069 (session 10, conf1d_call2.log; at session 9's 2.6 waves 4
 // blocks had measured slower).
-template <typename T, int K>
+// V2 (ldmatrix): each staged vector is realigned in registers to its window's start (the next
+// vector's first values by a shuffle) and stored at 16-byte unit u ^ ((u >> 3) & 1) of the warp's
+// rows, so the MMA fragments come by ldmatrix.trans as in tcw_cl's V2 (4 instead of 8 + 4 NT
+// 16-bit loads per step).
+template <typename T, int K, bool V2>
 __global__ void __launch_bounds__(kTcwThreads, 4)
 tcw_rows(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, unsigned* __restrict__ counters,
          T* __restrict__ gw, const Plan P, const TcwRows L) {
@@ -267,20 +306,44 @@ tcw_rows(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ 
   for (uint32_t first = t0; first < t1; first += kTcwWarps, t += kTcwWarps) {
     const int md = pmd, mx = pmx;
     __syncwarp();  // the warp's reads of the previous item are done
+    if constexpr (V2) {
+      tcw_realign<DL>(pd, md, kTcwSeg / 8, dys, lane);
+      tcw_realign<XL>(px, mx, tcw_rows2_x_units<K>(), dys + kTcwSeg / 8, lane);
+    } else {
 #pragma unroll
-    for (int i = 0; i < DL; ++i) {
-      if (lane + 32 * i < kTcwDyVecs) dys[lane + 32 * i] = pd[i];
-    }
+      for (int i = 0; i < DL; ++i) {
+        if (lane + 32 * i < kTcwDyVecs) dys[lane + 32 * i] = pd[i];
+      }
 #pragma unroll
-    for (int i = 0; i < XL; ++i) {
-      if (lane + 32 * i < NX) xs[lane + 32 * i] = px[i];
+      for (int i = 0; i < XL; ++i) {
+        if (lane + 32 * i < NX) xs[lane + 32 * i] = px[i];
+      }
     }
     __syncwarp();
     fetch(t + kTcwWarps, t + kTcwWarps < t1);
-    const T* dv = reinterpret_cast<const T*>(dys) + md;
-    const T* xv = reinterpret_cast<const T*>(xs) + mx;
+    if constexpr (V2) {
+      const uint32_t* const dr = reinterpret_cast<const uint32_t*>(dys);
+      const uint32_t* const xr = dr + 4 * (kTcwSeg / 8);
+      const int r = lane % 8, j = lane / 8;
 #pragma unroll
-    for (int s = 0; s < kTcwSeg / 256; ++s) tcw_step<T, NT>(dv + 256 * s, xv + 256 * s, acc, lane);
+      for (int s = 0; s < kTcwSeg / 256; ++s) {  // as tcw_cl's V2, 32 units on per step
+        uint32_t a[4];
+        tc_ldsm_x4_trans(a, dr + 4 * tcw_cl2_unit(32 * s + 2 * (r + 8 * (j >> 1)) + (j & 1)));
+#pragma unroll
+        for (int np = 0; np < NT / 2; ++np) {
+          uint32_t bb[4];
+          tc_ldsm_x4_trans(bb, xr + 4 * tcw_cl2_unit(32 * s + 2 * (r + 8 * (j & 1)) + 2 * np + (j >> 1)));
+          const uint32_t b0[2] = {bb[0], bb[1]}, b1[2] = {bb[2], bb[3]};
+          mma16816<T>(acc[2 * np], a, b0);
+          mma16816<T>(acc[2 * np + 1], a, b1);
+        }
+      }
+    } else {
+      const T* dv = reinterpret_cast<const T*>(dys) + md;
+      const T* xv = reinterpret_cast<const T*>(xs) + mx;
+#pragma unroll
+      for (int s = 0; s < kTcwSeg / 256; ++s) tcw_step<T, NT>(dv + 256 * s, xv + 256 * s, acc, lane);
+    }
   }
 
   // Diagonal sums per warp, then the warps in order.
@@ -340,7 +403,6 @@ template <int K>
 __host__ __device__ constexpr int tcw_cl2_x_stride() {
   return tcw_cl_x_len<K>() / 2 % 8 == 4 ? tcw_cl_x_len<K>() / 2 : tcw_cl_x_len<K>() / 2 + 4;
 }
-__host__ __device__ constexpr int tcw_cl2_unit(int u) { return u ^ ((u >> 3) & 1); }
 __host__ __device__ constexpr int tcw_cl2_raw(int p, int ch) { return 2 * p + (ch ^ ((p >> 2) & 1)); }
 template <int K>
 __host__ __device__ constexpr int tcw_cl2_rows_bytes() {
