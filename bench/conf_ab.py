@@ -1,5 +1,6 @@
 """TEMPORARY (session 13, conf): A/B of the (N, L, C) Conformer-512 kernels in one process.
-CONVX_CONF_AB = VERSION:TILES picks tc_row1d_cl (0 = main's), CONVX_CONF_WG tcw_cl (0 = main's);
+CONVX_CONF_AB = VERSION:TILES picks tc_row1d_cl (0 = main's), CONVX_CONF_WG tcw_cl (0 = main's),
+CONVX_CONF_WR tcw_rows (NCL; 0 = main's);
 each variant alternates with main's kernel (timing.time_pair_ms), so main's is timed first and
 last. Checks: outputs against float64, new forward / data-grad bitwise equal to main's, weight-grads
 bitwise repeatable."""
@@ -16,6 +17,8 @@ N, C, L, K, P = 32, 512, 1000, 31, 15
 x = torch.randn(N, L, C, device="cuda", dtype=torch.bfloat16).transpose(1, 2)
 w = torch.randn(C, 1, K, device="cuda", dtype=torch.bfloat16)
 dy = torch.randn(N, L, C, device="cuda", dtype=torch.bfloat16).transpose(1, 2)
+xn, dyn = x.contiguous(), dy.contiguous()  # NCL copies
+wgr_ncl = lambda: ops.conv1d_weight_grad(xn, list(w.shape), dyn, [1], [P], [1], C)  # noqa: E731
 fwd = lambda: ops.depthwise_conv1d(x, w, None, [1], [P], [1])  # noqa: E731
 dgr = lambda: ops.conv1d_input_grad(list(x.shape), w, dy, [1], [P], [1], C)  # noqa: E731
 wgr = lambda: ops.conv1d_weight_grad(x, list(w.shape), dy, [1], [P], [1], C)  # noqa: E731
@@ -48,9 +51,10 @@ def check(key, val, fn, ref, base_out):
 
 
 for name, fn, ref, key, variants in (
-        ("fwd", fwd, ref_y, "CONVX_CONF_AB", ("1:2", "1:4", "1:1", "1:3")),
+        ("fwd", fwd, ref_y, "CONVX_CONF_AB", ("1:2", "1:4", "1:1")),
         ("dgrad", dgr, ref_dx, "CONVX_CONF_AB", ("1:2", "1:4", "1:1")),
-        ("wgrad", wgr, ref_dw, "CONVX_CONF_WG", ("1", "3"))):
+        ("wgrad", wgr, ref_dw, "CONVX_CONF_WG", ("1", "3")),
+        ("ncl wgrad", wgr_ncl, ref_dw, "CONVX_CONF_WR", ("1",))):
     base_val = "0:2" if key == "CONVX_CONF_AB" else "0"
     os.environ[key] = base_val
     base_out = fn()
