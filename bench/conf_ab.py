@@ -51,9 +51,9 @@ def check(key, val, fn, ref, base_out):
 
 
 for name, fn, ref, key, variants in (
-        ("fwd", fwd, ref_y, "CONVX_CONF_AB", ("1:2", "1:4", "1:1")),
-        ("dgrad", dgr, ref_dx, "CONVX_CONF_AB", ("1:2", "1:4", "1:1")),
-        ("wgrad", wgr, ref_dw, "CONVX_CONF_WG", ("1", "3")),
+        ("fwd", fwd, ref_y, "CONVX_CONF_AB", ("1:4", "1:0", "0:4")),
+        ("dgrad", dgr, ref_dx, "CONVX_CONF_AB", ("1:4", "1:0")),
+        ("wgrad", wgr, ref_dw, "CONVX_CONF_WG", ("1",)),
         ("ncl wgrad", wgr_ncl, ref_dw, "CONVX_CONF_WR", ("1",))):
     base_val = "0:2" if key == "CONVX_CONF_AB" else "0"
     os.environ[key] = base_val

@@ -1311,11 +1311,13 @@ void tc_check(const char* what, const Plan& P, const Prep& Q, const Tensor& src,
   if (P.out_c % 8 != 0) return;
   Tensor xc = to_cl(src);
   // runs of 1, 2 (the launcher's), 3 tiles per block
-  for (int tps : {1, kTcClTilesPerBlock, 3, 4}) {  // conf (session 13): 4 and the ldmatrix version (v2)
+  // conf (session 13): 4, the ldmatrix version (v1) and persistent grids of 3 and 7 blocks (tps -3, -7:
+  // runs crossing rows and channel groups)
+  for (int tps : {1, kTcClTilesPerBlock, 3, 4, -3, -7}) {
    for (int v2 : {0, 1}) {
     TcRowCl L{};
     int KS = 0;
-    if (!tc_row1d_cl_blocks(L, P, K, wbase, wstep, tps, KS)) {
+    if (!tc_row1d_cl_blocks(L, P, K, wbase, wstep, tps > 0 ? tps : 4, KS, tps > 0 ? 0 : -tps)) {
       std::printf("%-44s %-34s cl declined\n", name.c_str(), what);
       return;
     }

@@ -53,9 +53,9 @@ void run_cl(const T* in, const T* w, const T* bias, T* out, const TcRowCl& L, in
 }
 
 // TEMPORARY A/B knob (session 13, conf), read per call: CONVX_CONF_AB = VERSION:TILES (version 0
-// main's kernel, 1 ldmatrix staging; tiles per block), default 1:2.
+// main's kernel, 1 ldmatrix staging; tiles per block, 0: persistent), default 1:4.
 void conf_ab(int& v, int& tps) {
-  v = 1, tps = kTcClTilesPerBlock;
+  v = 1, tps = 4;
   if (const char* e = std::getenv("CONVX_CONF_AB"); e && e[0] && e[1] == ':') {
     v = e[0] - '0';
     tps = std::atoi(e + 2);
@@ -76,7 +76,8 @@ bool launch_tc_row1d(const T* in, const T* w, int wbase, int wstep, const T* bia
     TcRowCl L{};
     int v = 0, tps = 0;
     conf_ab(v, tps);
-    if (!tc_row1d_cl_blocks(L, P, K, wbase, wstep, tps, KS)) return false;
+    // tps 0: persistent, one block per resident slot (5 per SM: registers and shared memory)
+    if (!tc_row1d_cl_blocks(L, P, K, wbase, wstep, tps > 0 ? tps : 4, KS, tps > 0 ? 0 : 132 * 5)) return false;
     switch (KS) {
       case 2: run_cl<T, 2>(in, w, bias, out, L, v, stream); return true;
       case 3: run_cl<T, 3>(in, w, bias, out, L, v, stream); return true;

@@ -349,8 +349,9 @@ constexpr int kTcClWarps = 4;
 constexpr int kTcClThreads = 32 * kTcClWarps;
 
 struct TcRowCl {
-  uint32_t blocks, cgroups, tiles;  // blocks = rows * segs * cgroups; tiles per row
+  uint32_t blocks, cgroups, tiles;  // blocks = rows * segs * cgroups (or pblocks); tiles per row
   uint32_t segs, tps;               // runs of at most tps tiles per row
+  uint32_t rows, pblocks;           // pblocks > 0: that many blocks share all rows * cgroups * tiles tiles
   int in_len, out_len, C;
   int pad0, sh;
   int K, wbase, wstep;
@@ -386,9 +387,9 @@ __host__ __device__ constexpr int tc_cl_smem_bytes() {  // 32 tap tables, max(ro
 __host__ __device__ constexpr int tc_cl_out_word(int p, int c) { return 16 * p + 4 * (c ^ ((p >> 1) & 3)); }
 
 // in: [rows][in_len][C]; out: [rows][out_len][C]; w: [C][K]; bias: C or null.
-template <typename T, int KS, bool V2>
+template <typename T_, int KS, bool V2>
 __global__ void __launch_bounds__(kTcClThreads)
-tc_row1d_cl(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
+tc_row1d_cl(const T_* __restrict__ in, const T_* __restrict__ w, const T_* __restrict__ bias, T_* __restrict__ out,
             const TcRowCl L) {
   constexpr int WIN = tc_win<KS>(), RW = V2 ? tc_cl2_row_words<KS>() : tc_cl_row_words<KS>(), FT = tc_taps_halves<KS>();
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -397,15 +398,30 @@ tc_row1d_cl(const T* __restrict__ in, const T* __restrict__ w, const T* __restri
   constexpr int win_words = 32 * RW, out_words = 256 * 16;
   TcVec* const raw = reinterpret_cast<TcVec*>(buf + (win_words > out_words ? win_words : out_words));
   const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
-  uint32_t b = blockIdx.x;
-  const uint32_t cg = b % L.cgroups;
-  b /= L.cgroups;
-  const uint32_t seg = b % L.segs, row = b / L.segs;
-  const int c0 = static_cast<int>(cg) * 32;
-  const uint32_t q0 = seg * L.tps, q1 = q0 + L.tps < L.tiles ? q0 + L.tps : L.tiles;
-  const T* const src = in + int64_t(row) * L.in_len * L.C;
+  // Tiles in the order T = (row * cgroups + cg) * tiles + q. A block takes tiles [T0, T1): a
+  // run of one row (segment seg of tps tiles, cg fastest over the blocks), or with L.pblocks > 0
+  // (persistent: one block per resident slot) an even share of all tiles, runs crossing rows.
+  uint32_t T0, T1;
+  if (L.pblocks > 0) {
+    const uint64_t total = uint64_t(L.rows) * L.cgroups * L.tiles;
+    T0 = static_cast<uint32_t>(total * blockIdx.x / L.pblocks);
+    T1 = static_cast<uint32_t>(total * (blockIdx.x + 1) / L.pblocks);
+  } else {
+    uint32_t b = blockIdx.x;
+    const uint32_t cg = b % L.cgroups;
+    b /= L.cgroups;
+    const uint32_t seg = b % L.segs, row = b / L.segs;
+    const uint32_t q0 = seg * L.tps, q1 = q0 + L.tps < L.tiles ? q0 + L.tps : L.tiles;
+    T0 = (row * L.cgroups + cg) * L.tiles + q0;
+    T1 = T0 + (q1 - q0);
+  }
+  if (T0 >= T1) return;
+  auto cg_of = [&](uint32_t T) { return (T / L.tiles) % L.cgroups; };
 
-  auto issue = [&](uint32_t q) {  // tile q's window: chunk v = (position v / 4, channels c0 + 8 (v % 4))
+  auto issue = [&](uint32_t T) {  // tile T's window: chunk v = (position v / 4, channels c0 + 8 (v % 4))
+    const uint32_t q = T % L.tiles, rc = T / L.tiles, row = rc / L.cgroups;
+    const int c0 = static_cast<int>(rc % L.cgroups) * 32;
+    const T_* const src = in + int64_t(row) * L.in_len * L.C;
     const int p0 = static_cast<int>(q) * 256 - L.pad0;
     for (int v = tid; v < WIN * 4; v += kTcClThreads) {
       const int p = v / 4, ch = v % 4, c = c0 + 8 * ch, pos = p0 + p;
@@ -415,15 +431,26 @@ tc_row1d_cl(const T* __restrict__ in, const T* __restrict__ w, const T* __restri
     }
     cp_async_commit();
   };
-  issue(q0);
-  for (int e = tid; e < 32 * FT; e += kTcClThreads) {  // while the first window is in flight
-    const int c = c0 + e / FT, tap = e % FT - kTcGuard;
-    ft[e] = c < L.C && tap >= 0 && tap < L.K ? tc_bits(w[int64_t(c) * L.K + L.wbase + L.wstep * tap]) : uint16_t(0);
-  }
-  T* const dst = out + int64_t(row) * L.out_len * L.C;
-  for (uint32_t q = q0; q < q1; ++q) {
+  auto build_taps = [&](uint32_t cg) {
+    const int c0 = static_cast<int>(cg) * 32;
+    for (int e = tid; e < 32 * FT; e += kTcClThreads) {
+      const int c = c0 + e / FT, tap = e % FT - kTcGuard;
+      ft[e] = c < L.C && tap >= 0 && tap < L.K ? tc_bits(w[int64_t(c) * L.K + L.wbase + L.wstep * tap]) : uint16_t(0);
+    }
+  };
+  issue(T0);
+  uint32_t ft_cg = cg_of(T0);
+  build_taps(ft_cg);  // while the first window is in flight
+  for (uint32_t Tt = T0; Tt < T1; ++Tt) {
+    const uint32_t q = Tt % L.tiles, rc = Tt / L.tiles, row = rc / L.cgroups, cg = rc % L.cgroups;
+    const int c0 = static_cast<int>(cg) * 32;
+    T_* const dst = out + int64_t(row) * L.out_len * L.C;
     cp_async_wait<0>();
-    __syncthreads();  // the window is in raw; the previous tile's reads of buf are done
+    __syncthreads();  // the window is in raw; the previous tile's reads of buf (and ft) are done
+    if (cg != ft_cg) {  // a run crossing into the next channel group (block-uniform)
+      ft_cg = cg;
+      build_taps(cg);
+    }
     if constexpr (V2) {
       // Positions 8 G + [0, 8) per ldmatrix: matrix j = chunk j; lane (g, t) receives channel 8 j
       // + g's values at positions 8 G + 2 t, + 1, i.e. word 4 G + t of that channel's row.
@@ -456,8 +483,8 @@ tc_row1d_cl(const T* __restrict__ in, const T* __restrict__ w, const T* __restri
         buf[(8 * ch + e) * RW + tc_phys(pp)] = word;
       }
     }
-    __syncthreads();  // raw is free, the rows are complete
-    if (q + 1 < q1) issue(q + 1);
+    __syncthreads();  // raw is free, the rows (and taps) are complete
+    if (Tt + 1 < T1) issue(Tt + 1);
 
     // Warp `warp`: channels 8 warp + [0, 8). res[e][n][hh]: channel e's outputs at positions
     // 16 (g + 8 hh) + 8 n + 2 t, + 1 (a packed pair).
@@ -473,18 +500,18 @@ tc_row1d_cl(const T* __restrict__ in, const T* __restrict__ w, const T* __restri
         for (int s = 0; s < KS; ++s) {  // A: rows R = s + [0, 16) (blocks), words 8 R + 4 (lane / 16) + [0, 4)
           uint32_t a[4];
           tc_ldsm_x4(a, buf + cl * RW + tc_cl2_word(8 * (s + lane % 8 + 8 * (lane / 8 % 2)) + 4 * (lane / 16)));
-          mma16816<T>(acc[0], a, bf[s][0]);
-          mma16816<T>(acc[1], a, bf[s][1]);
+          mma16816<T_>(acc[0], a, bf[s][0]);
+          mma16816<T_>(acc[1], a, bf[s][1]);
         }
       } else {
-        tc_tile_lds<T, KS>(acc, buf + cl * RW, bf, lane);
+        tc_tile_lds<T_, KS>(acc, buf + cl * RW, bf, lane);
       }
       const float b0 = bias && c0 + cl < L.C ? static_cast<float>(bias[c0 + cl]) : 0.f;
 #pragma unroll
       for (int n = 0; n < 2; ++n) {
 #pragma unroll
         for (int hh = 0; hh < 2; ++hh)
-          res[e][n][hh] = pack16x2<T>(static_cast<T>(acc[n][2 * hh] + b0), static_cast<T>(acc[n][2 * hh + 1] + b0));
+          res[e][n][hh] = pack16x2<T_>(static_cast<T_>(acc[n][2 * hh] + b0), static_cast<T_>(acc[n][2 * hh + 1] + b0));
       }
     }
     __syncthreads();  // every warp's window reads are done: the tile reuses the rows
@@ -555,7 +582,8 @@ inline bool tc_row1d_items(TcRow& L, const Plan& P, int K, int wbase, int wstep,
 
 // Channels-last: one phase at stride 1, multiplier 1, a 1 x K filter (rows: every sample and
 // leading position), channels a multiple of 8; runs of at most tps_target tiles per block.
-inline bool tc_row1d_cl_blocks(TcRowCl& L, const Plan& P, int K, int wbase, int wstep, int tps_target, int& KS) {
+inline bool tc_row1d_cl_blocks(TcRowCl& L, const Plan& P, int K, int wbase, int wstep, int tps_target, int& KS,
+                               int64_t persist_wave = 0) {
   if (P.phases != 1 || P.in_div != 1 || P.J != 1 || P.out_c != P.in_c || P.S[2] != 1 || P.out_c % 8 != 0) return false;
   for (int d = 0; d < 2; ++d) {
     if (P.k[d] != 1 || P.S[d] != 1 || P.pad[d][0] != 0 || P.in[d] != P.out[d]) return false;
@@ -566,8 +594,14 @@ inline bool tc_row1d_cl_blocks(TcRowCl& L, const Plan& P, int K, int wbase, int 
   const int64_t rows = P.N * P.in[0] * P.in[1], tiles = ceil_div(P.out[2], 256), cgroups = ceil_div(P.out_c, 32);
   const int64_t segs = ceil_div(tiles, std::max(tps_target, 1));
   const int64_t blocks = rows * segs * cgroups;
-  if (blocks <= 0 || blocks >= (int64_t(1) << 31)) return false;
+  if (blocks <= 0 || blocks >= (int64_t(1) << 31) || rows * cgroups * tiles >= (int64_t(1) << 31)) return false;
   L.blocks = static_cast<uint32_t>(blocks);
+  L.rows = static_cast<uint32_t>(rows);
+  L.pblocks = 0;
+  if (persist_wave > 0) {
+    L.pblocks = static_cast<uint32_t>(std::min(rows * cgroups * tiles, persist_wave));
+    L.blocks = L.pblocks;
+  }
   L.cgroups = static_cast<uint32_t>(cgroups);
   L.tiles = static_cast<uint32_t>(tiles);
   L.segs = static_cast<uint32_t>(segs);

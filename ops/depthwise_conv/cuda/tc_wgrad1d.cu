@@ -60,11 +60,10 @@ template <typename T, int K>
 bool run_cl(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
   TcwCl L{};
   if (reinterpret_cast<uintptr_t>(x) % 16 != 0 || reinterpret_cast<uintptr_t>(gy) % 16 != 0) return false;
-  // TEMPORARY A/B knob (session 13, conf): CONVX_CONF_WG = 0 main's staging, 1 (default) the
-  // ldmatrix one, 3 the ldmatrix one at 3 blocks per SM (a wave of 396 blocks).
+  // TEMPORARY A/B knob (session 13, conf): CONVX_CONF_WG = 0 main's staging, else the ldmatrix one.
   const char* e = std::getenv("CONVX_CONF_WG");
-  const int v = e && e[0] == '0' ? 0 : e && e[0] == '3' ? 3 : 1;
-  if (!tcw_cl_items(L, P, v == 3 ? 132 * 3 : kTcwClWave)) return false;
+  const int v = e && e[0] == '0' ? 0 : 1;
+  if (!tcw_cl_items(L, P, kTcwClWave)) return false;
   // more than 48 KB of dynamic shared memory: allowed once per device
   static std::array<std::atomic<bool>, C10_COMPILE_TIME_MAX_GPUS> allowed{};
   const c10::DeviceIndex dev = c10::cuda::current_device();
@@ -73,18 +72,14 @@ bool run_cl(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase&
                                         tcw_cl_smem_bytes2<K, false>()));
     C10_CUDA_CHECK(cudaFuncSetAttribute(tcw_cl<T, K, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         tcw_cl_smem_bytes2<K, true>()));
-    C10_CUDA_CHECK(cudaFuncSetAttribute(tcw_cl<T, K, 3>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        tcw_cl_smem_bytes2<K, true>()));
     allowed[dev].store(true, std::memory_order_relaxed);
   }
   const TcwWork w = tcw_work(P.out_c, L.chunks, K, L.groups, like, stream);
   const unsigned blocks = L.groups * L.chunks;
   if (v == 0) {
     tcw_cl<T, K, 0><<<blocks, kTcwThreads, tcw_cl_smem_bytes2<K, false>(), stream>>>(x, gy, w.part, w.counters, gw, L);
-  } else if (v == 1) {
-    tcw_cl<T, K, 1><<<blocks, kTcwThreads, tcw_cl_smem_bytes2<K, true>(), stream>>>(x, gy, w.part, w.counters, gw, L);
   } else {
-    tcw_cl<T, K, 3><<<blocks, kTcwThreads, tcw_cl_smem_bytes2<K, true>(), stream>>>(x, gy, w.part, w.counters, gw, L);
+    tcw_cl<T, K, 1><<<blocks, kTcwThreads, tcw_cl_smem_bytes2<K, true>(), stream>>>(x, gy, w.part, w.counters, gw, L);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return true;

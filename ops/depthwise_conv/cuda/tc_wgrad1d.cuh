@@ -80,6 +80,18 @@ __device__ __forceinline__ void tcw_step(const T* dy, const T* xw, float (&acc)[
   }
 }
 
+// tcw_step with the A fragment given (tcw_rows' V2).
+template <typename T, int NT>
+__device__ __forceinline__ void tcw_step_b(const uint32_t (&a)[4], const T* xw, float (&acc)[NT][4], int lane) {
+  const int g = lane >> 2, t = lane & 3;
+  const T* xp = xw + 16 * t + g;
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) {
+    const uint32_t b[2] = {pack16x2(xp[8 * nt], xp[64 + 8 * nt]), pack16x2(xp[128 + 8 * nt], xp[192 + 8 * nt])};
+    mma16816<T>(acc[nt], a, b);
+  }
+}
+
 // The warp's M (acc) into red (16 rows of RW floats), then lane k < K returns sum_i M[i][i + k]
 // (other lanes 0). Every lane calls it.
 template <int K, int NT>
@@ -180,37 +192,6 @@ __host__ __device__ constexpr int tcw_smem_bytes() {  // + the warps' tap sums
   return kTcwWarps * tcw_warp_bytes<K>() + kTcwWarps * 32 * 4;
 }
 
-// V2: the x window's realigned 16-byte units (511 + 8 NT - 15 values: up to 16 NT + 496, whole units).
-template <int K>
-__host__ __device__ constexpr int tcw_rows2_x_units() {
-  return (kTcwSeg - 16 + 8 * tcw_tiles<K>()) / 8;
-}
-// Unit v (< n) of a row staged from vectors v (lane v % 32, register v / 32) that start m values
-// early: values m ... 7 of vector v, then 0 ... m - 1 of vector v + 1 (a shuffle from the next
-// lane, lane 31 from lane 0's next register), stored at unit tcw_cl2_unit(v) of dst.
-template <int NL>
-__device__ __forceinline__ void tcw_realign(const TcwVec (&p)[NL], int m, int n, TcwVec* dst, int lane) {
-  const int q = m >> 1;
-  const bool odd = m & 1;
-#pragma unroll
-  for (int i = 0; i < NL; ++i) {
-    uint32_t c[8];
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      c[k] = p[i].w[k];
-      const uint32_t nx = __shfl_sync(0xffffffffu, p[i].w[k], (lane + 1) % 32);
-      const uint32_t n2 = __shfl_sync(0xffffffffu, p[i + 1 < NL ? i + 1 : i].w[k], 0);
-      c[4 + k] = lane == 31 ? (i + 1 < NL ? n2 : 0u) : nx;
-    }
-    auto pick = [&](int k) { return q == 0 ? c[k] : q == 1 ? c[k + 1] : q == 2 ? c[k + 2] : c[k + 3]; };
-    TcwVec o;
-#pragma unroll
-    for (int k = 0; k < 4; ++k) o.w[k] = odd ? (pick(k) >> 16) | (pick(k + 1) << 16) : pick(k);
-    const int v = lane + 32 * i;
-    if (v < n) dst[tcw_cl2_unit(v)] = o;
-  }
-}
-
 struct TcwRows {
   uint32_t items_c, segs, chunk, chunks;  // items per channel, per block; blocks per channel
   int in_w, out_w, pad;
@@ -251,10 +232,9 @@ inline bool tcw_rows_items(TcwRows& L, const Plan& P, int64_t wave) {
 // spills): with the one-wave split the H100 ran Conformer k31 at 32.0 us against 32.8 at 3 blocks,
 // its backward 0.065 ms against 0.069 (session 10, conf1d_call2.log; at session 9's 2.6 waves 4
 // blocks had measured slower).
-// V2 (ldmatrix): each staged vector is realigned in registers to its window's start (the next
-// vector's first values by a shuffle) and stored at 16-byte unit u ^ ((u >> 3) & 1) of the warp's
-// rows, so the MMA fragments come by ldmatrix.trans as in tcw_cl's V2 (4 instead of 8 + 4 NT
-// 16-bit loads per step).
+// V2: an item whose dy segment starts on the 16-byte grid (md == 0) stages it at units u ^ ((u >>
+// 3) & 1) and takes the A fragments by ldmatrix.trans (one instead of 8 16-bit loads per step;
+// rows = the blocks of tcw_step's order); x keeps tcw_step's 16-bit loads.
 template <typename T, int K, bool V2>
 __global__ void __launch_bounds__(kTcwThreads, 4)
 tcw_rows(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, unsigned* __restrict__ counters,
@@ -306,37 +286,29 @@ tcw_rows(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ 
   for (uint32_t first = t0; first < t1; first += kTcwWarps, t += kTcwWarps) {
     const int md = pmd, mx = pmx;
     __syncwarp();  // the warp's reads of the previous item are done
-    if constexpr (V2) {
-      tcw_realign<DL>(pd, md, kTcwSeg / 8, dys, lane);
-      tcw_realign<XL>(px, mx, tcw_rows2_x_units<K>(), dys + kTcwSeg / 8, lane);
-    } else {
+    const bool lds_a = V2 && md == 0;  // warp-uniform
 #pragma unroll
-      for (int i = 0; i < DL; ++i) {
-        if (lane + 32 * i < kTcwDyVecs) dys[lane + 32 * i] = pd[i];
-      }
+    for (int i = 0; i < DL; ++i) {
+      const int v = lane + 32 * i;
+      if (v < kTcwDyVecs) dys[lds_a ? tcw_cl2_unit(v) : v] = pd[i];
+    }
 #pragma unroll
-      for (int i = 0; i < XL; ++i) {
-        if (lane + 32 * i < NX) xs[lane + 32 * i] = px[i];
-      }
+    for (int i = 0; i < XL; ++i) {
+      if (lane + 32 * i < NX) xs[lane + 32 * i] = px[i];
     }
     __syncwarp();
     fetch(t + kTcwWarps, t + kTcwWarps < t1);
-    if constexpr (V2) {
+    if (lds_a) {
+      // ldmatrix.trans row r of matrix j: reduction row k = r + 8 (j / 2), i.e. block b = k / 2 % 4 +
+      // 4 (k % 2) + 8 (k / 8) as in tcw_step; its values 8 (j % 2) + [0, 8) = unit 2 b + j % 2.
+      const int r = lane % 8, j = lane / 8, b = r / 2 + 4 * (r % 2) + 8 * (j / 2);
       const uint32_t* const dr = reinterpret_cast<const uint32_t*>(dys);
-      const uint32_t* const xr = dr + 4 * (kTcwSeg / 8);
-      const int r = lane % 8, j = lane / 8;
+      const T* xv = reinterpret_cast<const T*>(xs) + mx;
 #pragma unroll
-      for (int s = 0; s < kTcwSeg / 256; ++s) {  // as tcw_cl's V2, 32 units on per step
+      for (int s = 0; s < kTcwSeg / 256; ++s) {
         uint32_t a[4];
-        tc_ldsm_x4_trans(a, dr + 4 * tcw_cl2_unit(32 * s + 2 * (r + 8 * (j >> 1)) + (j & 1)));
-#pragma unroll
-        for (int np = 0; np < NT / 2; ++np) {
-          uint32_t bb[4];
-          tc_ldsm_x4_trans(bb, xr + 4 * tcw_cl2_unit(32 * s + 2 * (r + 8 * (j & 1)) + 2 * np + (j >> 1)));
-          const uint32_t b0[2] = {bb[0], bb[1]}, b1[2] = {bb[2], bb[3]};
-          mma16816<T>(acc[2 * np], a, b0);
-          mma16816<T>(acc[2 * np + 1], a, b1);
-        }
+        tc_ldsm_x4_trans(a, dr + 4 * tcw_cl2_unit(32 * s + 2 * b + j % 2));
+        tcw_step_b<T, NT>(a, xv + 256 * s, acc, lane);
       }
     } else {
       const T* dv = reinterpret_cast<const T*>(dys) + md;
@@ -447,7 +419,7 @@ inline bool tcw_cl_items(TcwCl& L, const Plan& P, int64_t wave) {
 // groups, zeroed). Grid: groups * chunks blocks (group fastest: the blocks in flight read whole
 // positions) of kTcwThreads; dynamic shared memory tcw_cl_smem_bytes<K>() (> 48 KB).
 template <typename T, int K, int V>
-__global__ void __launch_bounds__(kTcwThreads, V == 3 ? 3 : 2)
+__global__ void __launch_bounds__(kTcwThreads, 2)
 tcw_cl(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, unsigned* __restrict__ counters,
         T* __restrict__ gw, const TcwCl L) {
   constexpr int NT = tcw_tiles<K>(), XLEN = tcw_cl_x_len<K>(), XROW = XLEN + 4;
