@@ -50,7 +50,15 @@ def check(key, val, fn, ref, base_out):
           f"== main's {same}", flush=True)
 
 
+# k15 causal (N, L, C) forward, the bench's other tc_row1d_cl row (its data-grad is the same kernel)
+xk = torch.randn(8, 4096, 2048, device="cuda", dtype=torch.bfloat16).transpose(1, 2)
+wk = torch.randn(2048, 1, 15, device="cuda", dtype=torch.bfloat16)
+fwd15 = lambda: ops.depthwise_conv1d(xk, wk, None, [1], [14], [1])  # noqa: E731
+ref15 = torch.nn.functional.conv1d(xk[:1].double(), wk.double(), None, 1, 14, 1, 2048)
+fwd15_1 = lambda: fwd15()[:1]  # noqa: E731  (checked on the first sample)
+
 for name, fn, ref, key, variants in (
+        ("k15 fwd", fwd15_1, ref15, "CONVX_CONF_AB", ("1:2", "1:4", "1:0")),
         ("fwd", fwd, ref_y, "CONVX_CONF_AB", ("1:4", "1:0", "0:4")),
         ("dgrad", dgr, ref_dx, "CONVX_CONF_AB", ("1:4", "1:0")),
         ("wgrad", wgr, ref_dw, "CONVX_CONF_WG", ("1",)),
