@@ -298,21 +298,26 @@ tcw_rows(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ 
     }
     __syncwarp();
     fetch(t + kTcwWarps, t + kTcwWarps < t1);
-    if (lds_a) {
+    const T* xv = reinterpret_cast<const T*>(xs) + mx;
+    if constexpr (V2) {
       // ldmatrix.trans row r of matrix j: reduction row k = r + 8 (j / 2), i.e. block b = k / 2 % 4 +
       // 4 (k % 2) + 8 (k / 8) as in tcw_step; its values 8 (j % 2) + [0, 8) = unit 2 b + j % 2.
+      // Every warp loads (the CPU harness's ldmatrix is a block-wide exchange); warps whose dy was
+      // staged unaligned (!lds_a) drop it and take tcw_step's loads.
       const int r = lane % 8, j = lane / 8, b = r / 2 + 4 * (r % 2) + 8 * (j / 2);
       const uint32_t* const dr = reinterpret_cast<const uint32_t*>(dys);
-      const T* xv = reinterpret_cast<const T*>(xs) + mx;
 #pragma unroll
       for (int s = 0; s < kTcwSeg / 256; ++s) {
         uint32_t a[4];
         tc_ldsm_x4_trans(a, dr + 4 * tcw_cl2_unit(32 * s + 2 * b + j % 2));
-        tcw_step_b<T, NT>(a, xv + 256 * s, acc, lane);
+        if (lds_a) {
+          tcw_step_b<T, NT>(a, xv + 256 * s, acc, lane);
+        } else {
+          tcw_step<T, NT>(reinterpret_cast<const T*>(dys) + md + 256 * s, xv + 256 * s, acc, lane);
+        }
       }
     } else {
       const T* dv = reinterpret_cast<const T*>(dys) + md;
-      const T* xv = reinterpret_cast<const T*>(xs) + mx;
 #pragma unroll
       for (int s = 0; s < kTcwSeg / 256; ++s) tcw_step<T, NT>(dv + 256 * s, xv + 256 * s, acc, lane);
     }
