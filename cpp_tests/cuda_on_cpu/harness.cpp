@@ -1274,10 +1274,10 @@ void tc_ncl_run(const T* in, const T* w, const T* bias, T* out, const TcRow& L) 
   g_smem_bytes = tc_smem_bytes<KS>(1);
   launch(dim3{L.items}, dim3{32}, [&] { tc_row1d<T, KS>(in, w, bias, out, L); });
 }
-template <typename T, int KS, bool V2>
+template <typename T, int KS>
 void tc_cl_run(const T* in, const T* w, const T* bias, T* out, const TcRowCl& L) {
-  g_smem_bytes = tc_cl_smem_bytes<KS, V2>();
-  launch(dim3{L.blocks}, dim3{kTcClThreads}, [&] { tc_row1d_cl<T, KS, V2>(in, w, bias, out, L); });
+  g_smem_bytes = tc_cl_smem_bytes<KS, KS == 3>();  // the launcher's variant (3 k-steps: ldmatrix)
+  launch(dim3{L.blocks}, dim3{kTcClThreads}, [&] { tc_row1d_cl<T, KS, KS == 3>(in, w, bias, out, L); });
 }
 template <typename T>
 void tc_check(const char* what, const Plan& P, const Prep& Q, const Tensor& src, const Tensor& w16, const Tensor& bias,
@@ -1310,26 +1310,23 @@ void tc_check(const char* what, const Plan& P, const Prep& Q, const Tensor& src,
   }
   if (P.out_c % 8 != 0) return;
   Tensor xc = to_cl(src);
-  // runs of 1, 2 (the launcher's), 3 tiles per block
-  // conf (session 13): 4, the ldmatrix version (v1) and persistent grids of 3 and 7 blocks (tps -3, -7:
-  // runs crossing rows and channel groups)
-  for (int tps : {1, kTcClTilesPerBlock, 3, 4, -3, -7}) {
-   for (int v2 : {0, 1}) {
+  // runs of 1, 2, 3 and 4 tiles per block (conf, session 13: the launcher's 2, or 4 for 3 k-steps on
+  // rows of at most 4 tiles; the 3-k-step variant stages by ldmatrix)
+  for (int tps : {1, kTcClTilesPerBlock, 3, kTcClTilesPerRowBlock}) {
     TcRowCl L{};
     int KS = 0;
-    if (!tc_row1d_cl_blocks(L, P, K, wbase, wstep, tps > 0 ? tps : 4, KS, tps > 0 ? 0 : -tps)) {
+    if (!tc_row1d_cl_blocks(L, P, K, wbase, wstep, tps, KS)) {
       std::printf("%-44s %-34s cl declined\n", name.c_str(), what);
       return;
     }
     Tensor oc = at::full(to_cl(ref).sizes(), NAN, opts);
-    if (KS == 2) (v2 ? tc_cl_run<T, 2, true> : tc_cl_run<T, 2, false>)(xc.data_ptr<T>(), wp, bp, oc.data_ptr<T>(), L);
-    else if (KS == 3) (v2 ? tc_cl_run<T, 3, true> : tc_cl_run<T, 3, false>)(xc.data_ptr<T>(), wp, bp, oc.data_ptr<T>(), L);
-    else if (KS == 4) (v2 ? tc_cl_run<T, 4, true> : tc_cl_run<T, 4, false>)(xc.data_ptr<T>(), wp, bp, oc.data_ptr<T>(), L);
+    if (KS == 2) tc_cl_run<T, 2>(xc.data_ptr<T>(), wp, bp, oc.data_ptr<T>(), L);
+    else if (KS == 3) tc_cl_run<T, 3>(xc.data_ptr<T>(), wp, bp, oc.data_ptr<T>(), L);
+    else if (KS == 4) tc_cl_run<T, 4>(xc.data_ptr<T>(), wp, bp, oc.data_ptr<T>(), L);
     else { ++failures; return; }
     ++tc_taken;
-    check((std::string(what) + " tc cl KS" + std::to_string(KS) + " tps" + std::to_string(tps) + (v2 ? " v" + std::to_string(v2) : std::string())).c_str(),
-          from_cl(oc), ref, name, tol);
-   }
+    check((std::string(what) + " tc cl KS" + std::to_string(KS) + " tps" + std::to_string(tps)).c_str(), from_cl(oc),
+          ref, name, tol);
   }
 }
 // One 1-D problem: N x C rows of length Lx, K taps, padding p (forward and data-grad).
@@ -1597,7 +1594,6 @@ void d3r_case(int64_t N, int64_t C, int64_t D, int64_t H, int64_t W, int64_t pd,
 
 // ---- tc_wgrad1d.cu's tensor-core weight-grads (15 / 31-tap 1-D rows, fp16 / bf16) ----
 static int tcw_taken = 0;
-static bool g_tcw_v2 = false;  // conf (session 13): tcw_rows' / tcw_cl's ldmatrix staging
 // The launcher's kernel (several chunks: the last block of each channel / group sums), on poisoned partials and gw; `target`
 // blocks (so one and several chunks are both walked). Undefined when it declines.
 template <typename T, int K>
@@ -1614,13 +1610,9 @@ Tensor tcw_run(const T* x, const T* gy, const Plan& P, bool cl, int64_t target, 
       *chunks = L.chunks;
       part = at::full({P.out_c * L.chunks * K}, NAN, at::kFloat);
       counters = at::zeros({int64_t(L.groups)}, at::kInt);
-      // conf (session 13): g_tcw_v2 picks the ldmatrix staging
-      g_smem_bytes = g_tcw_v2 ? tcw_cl_smem_bytes2<K, true>() : tcw_cl_smem_bytes2<K, false>();
+      g_smem_bytes = tcw_cl_smem_bytes<K>();
       launch(dim3{L.groups * L.chunks}, dim3{kTcwThreads}, [&] {
-        if (g_tcw_v2)
-          tcw_cl<T, K, 1>(x, gy, part.data_ptr<float>(), reinterpret_cast<unsigned*>(counters.data_ptr<int>()), gw.data_ptr<T>(), L);
-        else
-          tcw_cl<T, K, 0>(x, gy, part.data_ptr<float>(), reinterpret_cast<unsigned*>(counters.data_ptr<int>()), gw.data_ptr<T>(), L);
+        tcw_cl<T, K>(x, gy, part.data_ptr<float>(), reinterpret_cast<unsigned*>(counters.data_ptr<int>()), gw.data_ptr<T>(), L);
       });
     }
   } else {
@@ -1631,10 +1623,7 @@ Tensor tcw_run(const T* x, const T* gy, const Plan& P, bool cl, int64_t target, 
     counters = at::zeros({P.out_c}, at::kInt);
     g_smem_bytes = tcw_smem_bytes<K>();
     launch(dim3{unsigned(P.out_c * L.chunks)}, dim3{kTcwThreads}, [&] {
-      if (g_tcw_v2)
-        tcw_rows<T, K, true>(x, gy, part.data_ptr<float>(), reinterpret_cast<unsigned*>(counters.data_ptr<int>()), gw.data_ptr<T>(), P, L);
-      else
-        tcw_rows<T, K, false>(x, gy, part.data_ptr<float>(), reinterpret_cast<unsigned*>(counters.data_ptr<int>()), gw.data_ptr<T>(), P, L);
+      tcw_rows<T, K>(x, gy, part.data_ptr<float>(), reinterpret_cast<unsigned*>(counters.data_ptr<int>()), gw.data_ptr<T>(), P, L);
     });
   }
   // every block counted itself once: each channel's (group's) counter ends at the chunk count
@@ -1668,8 +1657,6 @@ void tcw_case(int64_t N, int64_t C, int64_t Lx, int K, int pad, double tol) {
                            std::to_string(C) + " L" + std::to_string(Lx) + " k" + std::to_string(K) + " p" +
                            std::to_string(pad);
   for (bool cl : {false, true}) {
-   for (int v2 = 0; v2 < 2; ++v2) {  // conf (session 13): tcw_rows' and tcw_cl's ldmatrix staging too
-    g_tcw_v2 = v2 != 0;
     const Tensor xm = cl ? to_cl(x) : x.contiguous(), gm = cl ? to_cl(gy) : gy.contiguous();
     for (int off : {0, 1}) {
       Tensor x1 = at::full({xm.numel() + 1}, NAN, xm.options()), g1 = at::full({gm.numel() + 1}, NAN, gm.options());
@@ -1680,8 +1667,8 @@ void tcw_case(int64_t N, int64_t C, int64_t Lx, int K, int pad, double tol) {
       for (int64_t target : {int64_t(1), cl ? kTcwClWave : kTcwRowsWave, int64_t(4096)}) {
         int64_t chunks = 0;
         const Tensor r = K == 15 ? tcw_run<T, 15>(xp, gp, P, cl, target, &chunks) : tcw_run<T, 31>(xp, gp, P, cl, target, &chunks);
-        const std::string tag = std::string("wgrad tc ") + (cl ? "nlc" : "ncl") + (v2 ? " v2" : "") + (off ? " off1" : "") +
-                                " chunks " + std::to_string(chunks);
+        const std::string tag = std::string("wgrad tc ") + (cl ? "nlc" : "ncl") + (off ? " off1" : "") + " chunks " +
+                                std::to_string(chunks);
         if (r.defined()) {
           ++tcw_taken;
           check(tag.c_str(), r, ref, name, tol);
@@ -1692,7 +1679,6 @@ void tcw_case(int64_t N, int64_t C, int64_t Lx, int K, int pad, double tol) {
         }
       }
     }
-   }
   }
 }
 void tcw_cases() {

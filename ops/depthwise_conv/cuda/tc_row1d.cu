@@ -16,7 +16,6 @@
 
 #include <array>
 #include <atomic>
-#include <cstdlib>
 #include <type_traits>
 
 namespace convx::cuda {
@@ -42,24 +41,12 @@ void run_ncl(const T* in, const T* w, const T* bias, T* out, const TcRow& L, cud
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
+// LDSM for 3 k-steps only (measured there; tc_row1d.cuh).
 template <typename T, int KS>
-void run_cl(const T* in, const T* w, const T* bias, T* out, const TcRowCl& L, int v, cudaStream_t stream) {
-  if (v == 1) {
-    tc_row1d_cl<T, KS, true><<<L.blocks, kTcClThreads, tc_cl_smem_bytes<KS, true>(), stream>>>(in, w, bias, out, L);
-  } else {
-    tc_row1d_cl<T, KS, false><<<L.blocks, kTcClThreads, tc_cl_smem_bytes<KS, false>(), stream>>>(in, w, bias, out, L);
-  }
+void run_cl(const T* in, const T* w, const T* bias, T* out, const TcRowCl& L, cudaStream_t stream) {
+  constexpr bool ldsm = KS == 3;
+  tc_row1d_cl<T, KS, ldsm><<<L.blocks, kTcClThreads, tc_cl_smem_bytes<KS, ldsm>(), stream>>>(in, w, bias, out, L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-}
-
-// TEMPORARY A/B knob (session 13, conf), read per call: CONVX_CONF_AB = VERSION:TILES (version 0
-// main's kernel, 1 ldmatrix staging; tiles per block, 0: persistent), default 1:4.
-void conf_ab(int& v, int& tps) {
-  v = 1, tps = 4;
-  if (const char* e = std::getenv("CONVX_CONF_AB"); e && e[0] && e[1] == ':') {
-    v = e[0] - '0';
-    tps = std::atoi(e + 2);
-  }
 }
 
 }  // namespace
@@ -74,14 +61,11 @@ bool launch_tc_row1d(const T* in, const T* w, int wbase, int wstep, const T* bia
   int KS = 0;
   if (cl) {
     TcRowCl L{};
-    int v = 0, tps = 0;
-    conf_ab(v, tps);
-    // tps 0: persistent, one block per resident slot (5 per SM: registers and shared memory)
-    if (!tc_row1d_cl_blocks(L, P, K, wbase, wstep, tps > 0 ? tps : 4, KS, tps > 0 ? 0 : 132 * 5)) return false;
+    if (!tc_row1d_cl_blocks(L, P, K, wbase, wstep, tc_cl_tiles_per_block(K, P.pad[2][0], P.out[2]), KS)) return false;
     switch (KS) {
-      case 2: run_cl<T, 2>(in, w, bias, out, L, v, stream); return true;
-      case 3: run_cl<T, 3>(in, w, bias, out, L, v, stream); return true;
-      case 4: run_cl<T, 4>(in, w, bias, out, L, v, stream); return true;
+      case 2: run_cl<T, 2>(in, w, bias, out, L, stream); return true;
+      case 3: run_cl<T, 3>(in, w, bias, out, L, stream); return true;
+      case 4: run_cl<T, 4>(in, w, bias, out, L, stream); return true;
       default: return false;
     }
   }

@@ -306,7 +306,15 @@ tc_row1d(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict_
 // B: a 16-bit tap table per channel, each B register from two 16-bit loads (measured faster than
 // the NCL kernel's pair tables with one tile per block: Conformer 0.039 against 0.050 ms, session
 // 9, req*_bench_ab.log; a block builds 32 channels' tables).
-constexpr int kTcClTilesPerBlock = 2;
+// Session 13 (H100, bench/results/h100/session13/conf_call1_ab.log, Conformer k31 bf16 per call,
+// alternating with main's kernel in one process): the LDSM variant at 2 tiles per block 36.5 ->
+// 36.4 / 36.7 -> 36.5 us forward, 36.4 -> 35.9 / 36.5 -> 35.8 data-grad; at 4 tiles per block (one
+// block per row and channel group on these 4-tile rows: 512 blocks, all resident) 36.5 -> 34.0 /
+// 36.3 -> 33.8 forward, 36.0 -> 33.8 / 36.2 -> 33.8 data-grad (1 tile: 45.8, slower); the same bits.
+// So 3 k-steps take LDSM, and rows of at most 4 tiles one block per row; 2 and 4 k-steps (k15
+// causal, not measured in session 13; 4 tiles per block ran it slower in session 10) keep the
+// shared-memory transpose and runs of 2 tiles.
+constexpr int kTcClTilesPerBlock = 2, kTcClTilesPerRowBlock = 4;
 
 // Guard of the per-channel 16-bit tap table: Tw reads taps -15 - sh ... 16 KS - 1.
 template <int KS>
@@ -349,9 +357,8 @@ constexpr int kTcClWarps = 4;
 constexpr int kTcClThreads = 32 * kTcClWarps;
 
 struct TcRowCl {
-  uint32_t blocks, cgroups, tiles;  // blocks = rows * segs * cgroups (or pblocks); tiles per row
+  uint32_t blocks, cgroups, tiles;  // blocks = rows * segs * cgroups; tiles per row
   uint32_t segs, tps;               // runs of at most tps tiles per row
-  uint32_t rows, pblocks;           // pblocks > 0: that many blocks share all rows * cgroups * tiles tiles
   int in_len, out_len, C;
   int pad0, sh;
   int K, wbase, wstep;
@@ -366,20 +373,21 @@ __host__ __device__ constexpr int tc_cl_row_words() {  // words per channel row 
 // consecutive pairs swap halves, so the copies (a quarter-warp: 2 positions x 4 chunks) and the
 // transposing reads (2 pairs x 4 chunks) are conflict-free.
 __host__ __device__ constexpr int tc_cl_raw_chunk(int p, int ch) { return 8 * (p >> 1) + ((((p ^ (p >> 1)) & 1) << 2) | ch); }
-// V2 (ldmatrix): channel rows of WIN / 2 words, unpadded, stride 4 mod 8 words (the transposing
-// stores of 8 channels x 4 consecutive words are conflict-free); 16-byte unit u of a row sits at
-// u ^ ((u >> 3) & 1), so the A fragments' 8 rows of a matrix (units 2R + h, R consecutive) fall on
-// 8 distinct bank groups. Raw window: chunk ch of position p at 4 p + (ch ^ ((p >> 1) & 3)), so the
-// transposing ldmatrix (8 consecutive positions of one chunk) reads 8 distinct bank groups.
+// LDSM (the kernel's variant for 3 k-steps): the threads transpose by ldmatrix.trans and read the
+// A fragments by ldmatrix. Channel rows of WIN / 2 words, unpadded, stride 4 mod 8 words (a
+// transposing store, 8 channels x 4 consecutive words, is conflict-free), 16-byte unit u of a row
+// at u ^ ((u >> 3) & 1) (an A matrix's 8 rows, units 2 R + h for consecutive R, on 8 bank groups);
+// raw window chunk ch of position p at 4 p + (ch ^ ((p >> 1) & 3)) (a transposing matrix, 8
+// consecutive positions of one chunk, on 8 bank groups).
 template <int KS>
-__host__ __device__ constexpr int tc_cl2_row_words() {
+__host__ __device__ constexpr int tc_cl_ldsm_row_words() {
   return tc_win<KS>() / 2 % 8 == 4 ? tc_win<KS>() / 2 : tc_win<KS>() / 2 + 4;
 }
-__host__ __device__ constexpr int tc_cl2_word(int w) { return w ^ (((w >> 5) & 1) << 2); }
-__host__ __device__ constexpr int tc_cl2_raw_chunk(int p, int ch) { return 4 * p + (ch ^ ((p >> 1) & 3)); }
-template <int KS, bool V2>
+__host__ __device__ constexpr int tc_cl_ldsm_word(int w) { return w ^ (((w >> 5) & 1) << 2); }
+__host__ __device__ constexpr int tc_cl_ldsm_raw_chunk(int p, int ch) { return 4 * p + (ch ^ ((p >> 1) & 3)); }
+template <int KS, bool LDSM>
 __host__ __device__ constexpr int tc_cl_smem_bytes() {  // 32 tap tables, max(rows, output tile), raw window
-  constexpr int win = 32 * (V2 ? tc_cl2_row_words<KS>() : tc_cl_row_words<KS>()), outw = 256 * 16;
+  constexpr int win = 32 * (LDSM ? tc_cl_ldsm_row_words<KS>() : tc_cl_row_words<KS>()), outw = 256 * 16;
   return 4 * (16 * tc_taps_halves<KS>() + (win > outw ? win : outw)) + 64 * tc_win<KS>();
 }
 
@@ -387,89 +395,65 @@ __host__ __device__ constexpr int tc_cl_smem_bytes() {  // 32 tap tables, max(ro
 __host__ __device__ constexpr int tc_cl_out_word(int p, int c) { return 16 * p + 4 * (c ^ ((p >> 1) & 3)); }
 
 // in: [rows][in_len][C]; out: [rows][out_len][C]; w: [C][K]; bias: C or null.
-template <typename T_, int KS, bool V2>
+template <typename T, int KS, bool LDSM>
 __global__ void __launch_bounds__(kTcClThreads)
-tc_row1d_cl(const T_* __restrict__ in, const T_* __restrict__ w, const T_* __restrict__ bias, T_* __restrict__ out,
+tc_row1d_cl(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
             const TcRowCl L) {
-  constexpr int WIN = tc_win<KS>(), RW = V2 ? tc_cl2_row_words<KS>() : tc_cl_row_words<KS>(), FT = tc_taps_halves<KS>();
+  constexpr int WIN = tc_win<KS>(), RW = LDSM ? tc_cl_ldsm_row_words<KS>() : tc_cl_row_words<KS>();
+  constexpr int FT = tc_taps_halves<KS>();
   extern __shared__ __align__(16) unsigned char smem_raw[];
   uint16_t* const ft = reinterpret_cast<uint16_t*>(smem_raw);  // [32][FT]
   uint32_t* const buf = reinterpret_cast<uint32_t*>(smem_raw) + 16 * FT;
   constexpr int win_words = 32 * RW, out_words = 256 * 16;
   TcVec* const raw = reinterpret_cast<TcVec*>(buf + (win_words > out_words ? win_words : out_words));
   const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
-  // Tiles in the order T = (row * cgroups + cg) * tiles + q. A block takes tiles [T0, T1): a
-  // run of one row (segment seg of tps tiles, cg fastest over the blocks), or with L.pblocks > 0
-  // (persistent: one block per resident slot) an even share of all tiles, runs crossing rows.
-  uint32_t T0, T1;
-  if (L.pblocks > 0) {
-    const uint64_t total = uint64_t(L.rows) * L.cgroups * L.tiles;
-    T0 = static_cast<uint32_t>(total * blockIdx.x / L.pblocks);
-    T1 = static_cast<uint32_t>(total * (blockIdx.x + 1) / L.pblocks);
-  } else {
-    uint32_t b = blockIdx.x;
-    const uint32_t cg = b % L.cgroups;
-    b /= L.cgroups;
-    const uint32_t seg = b % L.segs, row = b / L.segs;
-    const uint32_t q0 = seg * L.tps, q1 = q0 + L.tps < L.tiles ? q0 + L.tps : L.tiles;
-    T0 = (row * L.cgroups + cg) * L.tiles + q0;
-    T1 = T0 + (q1 - q0);
-  }
-  if (T0 >= T1) return;
-  auto cg_of = [&](uint32_t T) { return (T / L.tiles) % L.cgroups; };
+  uint32_t b = blockIdx.x;
+  const uint32_t cg = b % L.cgroups;
+  b /= L.cgroups;
+  const uint32_t seg = b % L.segs, row = b / L.segs;
+  const int c0 = static_cast<int>(cg) * 32;
+  const uint32_t q0 = seg * L.tps, q1 = q0 + L.tps < L.tiles ? q0 + L.tps : L.tiles;
+  const T* const src = in + int64_t(row) * L.in_len * L.C;
 
-  auto issue = [&](uint32_t T) {  // tile T's window: chunk v = (position v / 4, channels c0 + 8 (v % 4))
-    const uint32_t q = T % L.tiles, rc = T / L.tiles, row = rc / L.cgroups;
-    const int c0 = static_cast<int>(rc % L.cgroups) * 32;
-    const T_* const src = in + int64_t(row) * L.in_len * L.C;
+  auto issue = [&](uint32_t q) {  // tile q's window: chunk v = (position v / 4, channels c0 + 8 (v % 4))
     const int p0 = static_cast<int>(q) * 256 - L.pad0;
     for (int v = tid; v < WIN * 4; v += kTcClThreads) {
       const int p = v / 4, ch = v % 4, c = c0 + 8 * ch, pos = p0 + p;
       const bool ok = c < L.C && pos >= 0 && pos < L.in_len;
-      cp_async16(raw + (V2 ? tc_cl2_raw_chunk(p, ch) : tc_cl_raw_chunk(p, ch)), ok ? src + int64_t(pos) * L.C + c : in,
-                 ok ? 16 : 0);
+      cp_async16(raw + (LDSM ? tc_cl_ldsm_raw_chunk(p, ch) : tc_cl_raw_chunk(p, ch)),
+                 ok ? src + int64_t(pos) * L.C + c : in, ok ? 16 : 0);
     }
     cp_async_commit();
   };
-  auto build_taps = [&](uint32_t cg) {
-    const int c0 = static_cast<int>(cg) * 32;
-    for (int e = tid; e < 32 * FT; e += kTcClThreads) {
-      const int c = c0 + e / FT, tap = e % FT - kTcGuard;
-      ft[e] = c < L.C && tap >= 0 && tap < L.K ? tc_bits(w[int64_t(c) * L.K + L.wbase + L.wstep * tap]) : uint16_t(0);
-    }
-  };
-  issue(T0);
-  uint32_t ft_cg = cg_of(T0);
-  build_taps(ft_cg);  // while the first window is in flight
-  for (uint32_t Tt = T0; Tt < T1; ++Tt) {
-    const uint32_t q = Tt % L.tiles, rc = Tt / L.tiles, row = rc / L.cgroups, cg = rc % L.cgroups;
-    const int c0 = static_cast<int>(cg) * 32;
-    T_* const dst = out + int64_t(row) * L.out_len * L.C;
+  issue(q0);
+  for (int e = tid; e < 32 * FT; e += kTcClThreads) {  // while the first window is in flight
+    const int c = c0 + e / FT, tap = e % FT - kTcGuard;
+    ft[e] = c < L.C && tap >= 0 && tap < L.K ? tc_bits(w[int64_t(c) * L.K + L.wbase + L.wstep * tap]) : uint16_t(0);
+  }
+  T* const dst = out + int64_t(row) * L.out_len * L.C;
+  for (uint32_t q = q0; q < q1; ++q) {
     cp_async_wait<0>();
-    __syncthreads();  // the window is in raw; the previous tile's reads of buf (and ft) are done
-    if (cg != ft_cg) {  // a run crossing into the next channel group (block-uniform)
-      ft_cg = cg;
-      build_taps(cg);
-    }
-    if constexpr (V2) {
-      // Positions 8 G + [0, 8) per ldmatrix: matrix j = chunk j; lane (g, t) receives channel 8 j
-      // + g's values at positions 8 G + 2 t, + 1, i.e. word 4 G + t of that channel's row.
-      // (A block-uniform round count: the CPU harness's ldmatrix is a block-wide exchange.)
+    __syncthreads();  // the window is in raw; the previous tile's reads of buf are done
+    if constexpr (LDSM) {
+      // Positions 8 G + [0, 8) per ldmatrix.trans: matrix j = chunk j; lane (g, t) receives channel
+      // 8 j + g's values at positions 8 G + 2 t, + 1, i.e. word 4 G + t of that channel's row. A
+      // block-uniform round count (the CPU harness's ldmatrix is a block-wide exchange): the last
+      // round's idle warps load and drop.
       const int g = lane / 4, t = lane % 4;
 #pragma unroll 1
       for (int G0 = 0; G0 < WIN / 8; G0 += kTcClWarps) {
         const int G = G0 + warp < WIN / 8 ? G0 + warp : WIN / 8 - 1;
         uint32_t a[4];
-        tc_ldsm_x4_trans(a, reinterpret_cast<const uint32_t*>(raw + tc_cl2_raw_chunk(8 * G + lane % 8, lane / 8)));
+        tc_ldsm_x4_trans(a, reinterpret_cast<const uint32_t*>(raw + tc_cl_ldsm_raw_chunk(8 * G + lane % 8, lane / 8)));
         if (G0 + warp < WIN / 8) {
 #pragma unroll
-          for (int j = 0; j < 4; ++j) buf[(8 * j + g) * RW + tc_cl2_word(4 * G + t)] = a[j];
+          for (int j = 0; j < 4; ++j) buf[(8 * j + g) * RW + tc_cl_ldsm_word(4 * G + t)] = a[j];
         }
       }
     }
     // Unit u = (position pair pp = u / 4, chunk ch = u % 4): channel 8 ch + e's word holds its
     // values at positions 2 pp, 2 pp + 1.
-    for (int u = tid; !V2 && u < (WIN / 2) * 4; u += kTcClThreads) {
+    for (int u = tid; !LDSM && u < (WIN / 2) * 4; u += kTcClThreads) {
       const int ch = u % 4, pp = u / 4;
       const TcVec x0 = raw[tc_cl_raw_chunk(2 * pp, ch)], x1 = raw[tc_cl_raw_chunk(2 * pp + 1, ch)];
 #pragma unroll
@@ -483,8 +467,8 @@ tc_row1d_cl(const T_* __restrict__ in, const T_* __restrict__ w, const T_* __res
         buf[(8 * ch + e) * RW + tc_phys(pp)] = word;
       }
     }
-    __syncthreads();  // raw is free, the rows (and taps) are complete
-    if (Tt + 1 < T1) issue(Tt + 1);
+    __syncthreads();  // raw is free, the rows are complete
+    if (q + 1 < q1) issue(q + 1);
 
     // Warp `warp`: channels 8 warp + [0, 8). res[e][n][hh]: channel e's outputs at positions
     // 16 (g + 8 hh) + 8 n + 2 t, + 1 (a packed pair).
@@ -495,23 +479,23 @@ tc_row1d_cl(const T_* __restrict__ in, const T_* __restrict__ w, const T_* __res
       uint32_t bf[KS][2][2];
       tc_b_frags16<KS>(bf, ft + cl * FT, L.sh, lane);
       float acc[2][4] = {};
-      if constexpr (V2) {
+      if constexpr (LDSM) {
 #pragma unroll
         for (int s = 0; s < KS; ++s) {  // A: rows R = s + [0, 16) (blocks), words 8 R + 4 (lane / 16) + [0, 4)
           uint32_t a[4];
-          tc_ldsm_x4(a, buf + cl * RW + tc_cl2_word(8 * (s + lane % 8 + 8 * (lane / 8 % 2)) + 4 * (lane / 16)));
-          mma16816<T_>(acc[0], a, bf[s][0]);
-          mma16816<T_>(acc[1], a, bf[s][1]);
+          tc_ldsm_x4(a, buf + cl * RW + tc_cl_ldsm_word(8 * (s + lane % 8 + 8 * (lane / 8 % 2)) + 4 * (lane / 16)));
+          mma16816<T>(acc[0], a, bf[s][0]);
+          mma16816<T>(acc[1], a, bf[s][1]);
         }
       } else {
-        tc_tile_lds<T_, KS>(acc, buf + cl * RW, bf, lane);
+        tc_tile_lds<T, KS>(acc, buf + cl * RW, bf, lane);
       }
       const float b0 = bias && c0 + cl < L.C ? static_cast<float>(bias[c0 + cl]) : 0.f;
 #pragma unroll
       for (int n = 0; n < 2; ++n) {
 #pragma unroll
         for (int hh = 0; hh < 2; ++hh)
-          res[e][n][hh] = pack16x2<T_>(static_cast<T_>(acc[n][2 * hh] + b0), static_cast<T_>(acc[n][2 * hh + 1] + b0));
+          res[e][n][hh] = pack16x2<T>(static_cast<T>(acc[n][2 * hh] + b0), static_cast<T>(acc[n][2 * hh + 1] + b0));
       }
     }
     __syncthreads();  // every warp's window reads are done: the tile reuses the rows
@@ -559,6 +543,14 @@ inline void tc_window(int K, int pad, int& pad0, int& sh, int& KS) {
   KS = static_cast<int>(ceil_div(15 + K + sh, 16));
 }
 
+// Channels-last tiles per block: 3 k-steps on rows of at most 4 tiles take a whole row per block
+// (measured faster, kTcClTilesPerBlock's comment), everything else main's runs of 2.
+inline int tc_cl_tiles_per_block(int K, int pad, int64_t out_len) {
+  int pad0 = 0, sh = 0, KS = 0;
+  tc_window(K, pad, pad0, sh, KS);
+  return KS == 3 && ceil_div(out_len, 256) <= kTcClTilesPerRowBlock ? kTcClTilesPerRowBlock : kTcClTilesPerBlock;
+}
+
 // NCL: 1-D rows, one phase at stride 1, multiplier 1; tps_target tiles per warp at most.
 inline bool tc_row1d_items(TcRow& L, const Plan& P, int K, int wbase, int wstep, int tps_target, int& KS) {
   if (P.phases != 1 || P.S[2] != 1 || P.J != 1 || P.in_div != 1 || P.k[0] != 1 || P.k[1] != 1) return false;
@@ -582,8 +574,7 @@ inline bool tc_row1d_items(TcRow& L, const Plan& P, int K, int wbase, int wstep,
 
 // Channels-last: one phase at stride 1, multiplier 1, a 1 x K filter (rows: every sample and
 // leading position), channels a multiple of 8; runs of at most tps_target tiles per block.
-inline bool tc_row1d_cl_blocks(TcRowCl& L, const Plan& P, int K, int wbase, int wstep, int tps_target, int& KS,
-                               int64_t persist_wave = 0) {
+inline bool tc_row1d_cl_blocks(TcRowCl& L, const Plan& P, int K, int wbase, int wstep, int tps_target, int& KS) {
   if (P.phases != 1 || P.in_div != 1 || P.J != 1 || P.out_c != P.in_c || P.S[2] != 1 || P.out_c % 8 != 0) return false;
   for (int d = 0; d < 2; ++d) {
     if (P.k[d] != 1 || P.S[d] != 1 || P.pad[d][0] != 0 || P.in[d] != P.out[d]) return false;
@@ -594,14 +585,8 @@ inline bool tc_row1d_cl_blocks(TcRowCl& L, const Plan& P, int K, int wbase, int 
   const int64_t rows = P.N * P.in[0] * P.in[1], tiles = ceil_div(P.out[2], 256), cgroups = ceil_div(P.out_c, 32);
   const int64_t segs = ceil_div(tiles, std::max(tps_target, 1));
   const int64_t blocks = rows * segs * cgroups;
-  if (blocks <= 0 || blocks >= (int64_t(1) << 31) || rows * cgroups * tiles >= (int64_t(1) << 31)) return false;
+  if (blocks <= 0 || blocks >= (int64_t(1) << 31)) return false;
   L.blocks = static_cast<uint32_t>(blocks);
-  L.rows = static_cast<uint32_t>(rows);
-  L.pblocks = 0;
-  if (persist_wave > 0) {
-    L.pblocks = static_cast<uint32_t>(std::min(rows * cgroups * tiles, persist_wave));
-    L.blocks = L.pblocks;
-  }
   L.cgroups = static_cast<uint32_t>(cgroups);
   L.tiles = static_cast<uint32_t>(tiles);
   L.segs = static_cast<uint32_t>(segs);

@@ -14,7 +14,6 @@
 
 #include <array>
 #include <atomic>
-#include <cstdlib>
 #include <type_traits>
 
 namespace convx::cuda {
@@ -43,15 +42,8 @@ bool run_rows(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBas
   TcwRows L{};
   if (!tcw_rows_items(L, P, kTcwRowsWave)) return false;
   const TcwWork w = tcw_work(P.out_c, L.chunks, K, P.out_c, like, stream);
-  // TEMPORARY A/B knob (session 13, conf): CONVX_CONF_WR=0 main's staging, default the ldmatrix one.
-  const char* e = std::getenv("CONVX_CONF_WR");
-  if (e && e[0] == '0') {
-    tcw_rows<T, K, false><<<static_cast<unsigned>(P.out_c * L.chunks), kTcwThreads, tcw_smem_bytes<K>(), stream>>>(
-        x, gy, w.part, w.counters, gw, P, L);
-  } else {
-    tcw_rows<T, K, true><<<static_cast<unsigned>(P.out_c * L.chunks), kTcwThreads, tcw_smem_bytes<K>(), stream>>>(
-        x, gy, w.part, w.counters, gw, P, L);
-  }
+  tcw_rows<T, K><<<static_cast<unsigned>(P.out_c * L.chunks), kTcwThreads, tcw_smem_bytes<K>(), stream>>>(
+      x, gy, w.part, w.counters, gw, P, L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return true;
 }
@@ -60,27 +52,16 @@ template <typename T, int K>
 bool run_cl(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
   TcwCl L{};
   if (reinterpret_cast<uintptr_t>(x) % 16 != 0 || reinterpret_cast<uintptr_t>(gy) % 16 != 0) return false;
-  // TEMPORARY A/B knob (session 13, conf): CONVX_CONF_WG = 0 main's staging, else the ldmatrix one.
-  const char* e = std::getenv("CONVX_CONF_WG");
-  const int v = e && e[0] == '0' ? 0 : 1;
   if (!tcw_cl_items(L, P, kTcwClWave)) return false;
   // more than 48 KB of dynamic shared memory: allowed once per device
   static std::array<std::atomic<bool>, C10_COMPILE_TIME_MAX_GPUS> allowed{};
   const c10::DeviceIndex dev = c10::cuda::current_device();
   if (!allowed[dev].load(std::memory_order_relaxed)) {
-    C10_CUDA_CHECK(cudaFuncSetAttribute(tcw_cl<T, K, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        tcw_cl_smem_bytes2<K, false>()));
-    C10_CUDA_CHECK(cudaFuncSetAttribute(tcw_cl<T, K, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        tcw_cl_smem_bytes2<K, true>()));
+    C10_CUDA_CHECK(cudaFuncSetAttribute(tcw_cl<T, K>, cudaFuncAttributeMaxDynamicSharedMemorySize, tcw_cl_smem_bytes<K>()));
     allowed[dev].store(true, std::memory_order_relaxed);
   }
   const TcwWork w = tcw_work(P.out_c, L.chunks, K, L.groups, like, stream);
-  const unsigned blocks = L.groups * L.chunks;
-  if (v == 0) {
-    tcw_cl<T, K, 0><<<blocks, kTcwThreads, tcw_cl_smem_bytes2<K, false>(), stream>>>(x, gy, w.part, w.counters, gw, L);
-  } else {
-    tcw_cl<T, K, 1><<<blocks, kTcwThreads, tcw_cl_smem_bytes2<K, true>(), stream>>>(x, gy, w.part, w.counters, gw, L);
-  }
+  tcw_cl<T, K><<<L.groups * L.chunks, kTcwThreads, tcw_cl_smem_bytes<K>(), stream>>>(x, gy, w.part, w.counters, gw, L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return true;
 }

@@ -49,10 +49,6 @@ __host__ __device__ constexpr int tcw_tiles() {
   return 2 * ((15 + K + 15) / 16);
 }
 
-// 16-byte unit u of a row staged for ldmatrix.trans (tcw_rows' and tcw_cl's V2) sits at u ^ ((u >>
-// 3) & 1): 8 rows 32 bytes apart (units 2 b + c, consecutive b) then fall on 8 distinct bank groups.
-__host__ __device__ constexpr int tcw_cl2_unit(int u) { return u ^ ((u >> 3) & 1); }
-
 // A 16-byte vector of 16-bit values (uint4 without the CUDA headers, for the CPU harness).
 struct alignas(16) TcwVec {
   uint32_t w[4];
@@ -72,18 +68,6 @@ __device__ __forceinline__ void tcw_step(const T* dy, const T* xw, float (&acc)[
   const T* d = dy + 16 * t + g;
   const uint32_t a[4] = {pack16x2(d[0], d[64]), pack16x2(d[8], d[72]), pack16x2(d[128], d[192]),
                          pack16x2(d[136], d[200])};
-  const T* xp = xw + 16 * t + g;
-#pragma unroll
-  for (int nt = 0; nt < NT; ++nt) {
-    const uint32_t b[2] = {pack16x2(xp[8 * nt], xp[64 + 8 * nt]), pack16x2(xp[128 + 8 * nt], xp[192 + 8 * nt])};
-    mma16816<T>(acc[nt], a, b);
-  }
-}
-
-// tcw_step with the A fragment given (tcw_rows' V2).
-template <typename T, int NT>
-__device__ __forceinline__ void tcw_step_b(const uint32_t (&a)[4], const T* xw, float (&acc)[NT][4], int lane) {
-  const int g = lane >> 2, t = lane & 3;
   const T* xp = xw + 16 * t + g;
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt) {
@@ -232,10 +216,7 @@ inline bool tcw_rows_items(TcwRows& L, const Plan& P, int64_t wave) {
 // spills): with the one-wave split the H100 ran Conformer k31 at 32.0 us against 32.8 at 3 blocks,
 // its backward 0.065 ms against 0.069 (session 10, conf1d_call2.log; at session 9's 2.6 waves 4
 // blocks had measured slower).
-// V2: an item whose dy segment starts on the 16-byte grid (md == 0) stages it at units u ^ ((u >>
-// 3) & 1) and takes the A fragments by ldmatrix.trans (one instead of 8 16-bit loads per step;
-// rows = the blocks of tcw_step's order); x keeps tcw_step's 16-bit loads.
-template <typename T, int K, bool V2>
+template <typename T, int K>
 __global__ void __launch_bounds__(kTcwThreads, 4)
 tcw_rows(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, unsigned* __restrict__ counters,
          T* __restrict__ gw, const Plan P, const TcwRows L) {
@@ -286,11 +267,9 @@ tcw_rows(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ 
   for (uint32_t first = t0; first < t1; first += kTcwWarps, t += kTcwWarps) {
     const int md = pmd, mx = pmx;
     __syncwarp();  // the warp's reads of the previous item are done
-    const bool lds_a = V2 && md == 0;  // warp-uniform
 #pragma unroll
     for (int i = 0; i < DL; ++i) {
-      const int v = lane + 32 * i;
-      if (v < kTcwDyVecs) dys[lds_a ? tcw_cl2_unit(v) : v] = pd[i];
+      if (lane + 32 * i < kTcwDyVecs) dys[lane + 32 * i] = pd[i];
     }
 #pragma unroll
     for (int i = 0; i < XL; ++i) {
@@ -298,29 +277,10 @@ tcw_rows(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ 
     }
     __syncwarp();
     fetch(t + kTcwWarps, t + kTcwWarps < t1);
+    const T* dv = reinterpret_cast<const T*>(dys) + md;
     const T* xv = reinterpret_cast<const T*>(xs) + mx;
-    if constexpr (V2) {
-      // ldmatrix.trans row r of matrix j: reduction row k = r + 8 (j / 2), i.e. block b = k / 2 % 4 +
-      // 4 (k % 2) + 8 (k / 8) as in tcw_step; its values 8 (j % 2) + [0, 8) = unit 2 b + j % 2.
-      // Every warp loads (the CPU harness's ldmatrix is a block-wide exchange); warps whose dy was
-      // staged unaligned (!lds_a) drop it and take tcw_step's loads.
-      const int r = lane % 8, j = lane / 8, b = r / 2 + 4 * (r % 2) + 8 * (j / 2);
-      const uint32_t* const dr = reinterpret_cast<const uint32_t*>(dys);
 #pragma unroll
-      for (int s = 0; s < kTcwSeg / 256; ++s) {
-        uint32_t a[4];
-        tc_ldsm_x4_trans(a, dr + 4 * tcw_cl2_unit(32 * s + 2 * b + j % 2));
-        if (lds_a) {
-          tcw_step_b<T, NT>(a, xv + 256 * s, acc, lane);
-        } else {
-          tcw_step<T, NT>(reinterpret_cast<const T*>(dys) + md + 256 * s, xv + 256 * s, acc, lane);
-        }
-      }
-    } else {
-      const T* dv = reinterpret_cast<const T*>(dys) + md;
-#pragma unroll
-      for (int s = 0; s < kTcwSeg / 256; ++s) tcw_step<T, NT>(dv + 256 * s, xv + 256 * s, acc, lane);
-    }
+    for (int s = 0; s < kTcwSeg / 256; ++s) tcw_step<T, NT>(dv + 256 * s, xv + 256 * s, acc, lane);
   }
 
   // Diagonal sums per warp, then the warps in order.
@@ -344,52 +304,42 @@ tcw_rows(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ 
 // ---------------------------------------------------------------------------------- (N, L, C)
 // Block: 16 channels (two 16-byte vectors per position: whole 32-byte sectors) x a fixed chunk of
 // (sample, 256-output segment) items. Each item's dy segment and x window (position-major, as
-// stored) arrive by cp.async into one of two raw buffers; the block stores them transposed into
-// shared rows, one per channel (row strides 4 mod 8 values: the two channel vectors of a position
-// land 16 banks apart), starts the copies of the item after next into the buffer just read, and
-// warp w runs one step for its channels 2w and 2w + 1: two items in flight per block. (With the
-// vectors prefetched through registers, one item in flight, the H100 ran Conformer k31 at 42.8
-// us against 41.4 here, chunks as below; session 10, conf1d_call1.log.) Channels past C (C a
-// multiple of 8, not of 16) are zeros and not written.
+// stored) arrive by cp.async into one of two raw buffers; the block transposes them by
+// ldmatrix.trans into 32-bit shared rows, one per channel, starts the copies of the item after next
+// into the buffer just read, and warp w runs one step for its channels 2w and 2w + 1, its
+// fragments by ldmatrix.trans from the rows: two items in flight per block. (With the vectors
+// prefetched through registers, one item in flight, the H100 ran Conformer k31 at 42.8 us against
+// 41.4 with two; session 10, conf1d_call1.log.) Channels past C (C a multiple of 8, not of 16) are
+// zeros and not written.
+// Layouts: raw vector ch of position p at 2 p + (ch ^ ((p >> 2) & 1)) (the 8 positions of one
+// ldmatrix.trans matrix on 8 bank groups); rows of dy 128 words, of x XLEN / 2, strides 4 mod 8
+// words (a transposing store, 8 channels x 4 consecutive words, is conflict-free); 16-byte unit u
+// of a row at tcw_unit(u), so a fragment's 8 blocks (units 2 b + c) sit on 8 bank groups. Against
+// session 10's 16-bit transposing stores (8 per vector) and 16-bit fragment loads (8 + 4 NT per
+// step), measured on the H100 (session 13, bench/results/h100/session13/conf_call1_ab.log,
+// Conformer k31 bf16 weight-grad per call, alternating in one process): 45.1 -> 42.3 and 41.2 ->
+// 40.4 us, the same bits; 96 registers instead of 121.
 constexpr int kTcwClSeg = 256, kTcwClCh = 16;
-constexpr int kTcwClDyRow = kTcwClSeg + 4;  // shared row stride of dy (values)
+constexpr int kTcwClDyStride = kTcwClSeg / 2 + 4;  // shared row stride of dy (words)
 template <int K>
 __host__ __device__ constexpr int tcw_cl_x_len() {  // x window positions: 240 + 8 NT
   return kTcwClSeg - 16 + 8 * tcw_tiles<K>();
 }
 template <int K>
+__host__ __device__ constexpr int tcw_cl_x_stride() {  // shared row stride of x (words): 4 mod 8
+  return tcw_cl_x_len<K>() / 2 % 8 == 4 ? tcw_cl_x_len<K>() / 2 : tcw_cl_x_len<K>() / 2 + 4;
+}
+__host__ __device__ constexpr int tcw_unit(int u) { return u ^ ((u >> 3) & 1); }
+__host__ __device__ constexpr int tcw_cl_raw(int p, int ch) { return 2 * p + (ch ^ ((p >> 2) & 1)); }
+template <int K>
 __host__ __device__ constexpr int tcw_cl_rows_bytes() {  // the channel rows, or (after the items) the warps' M
-  const int stage = kTcwClCh * (kTcwClDyRow + tcw_cl_x_len<K>() + 4) * 2;
+  const int stage = 4 * kTcwClCh * (kTcwClDyStride + tcw_cl_x_stride<K>());
   const int red = kTcwWarps * 16 * (8 * tcw_tiles<K>() + 1) * 4;
   return stage > red ? stage : red;
 }
 template <int K>
 __host__ __device__ constexpr int tcw_cl_smem_bytes() {  // + two raw items (dy and x vectors)
   return tcw_cl_rows_bytes<K>() + 2 * 16 * (2 * kTcwClSeg + 2 * tcw_cl_x_len<K>());
-}
-
-// V2 (ldmatrix): the raw vectors of position p sit at 2 p + (ch ^ ((p >> 2) & 1)) (8 consecutive
-// positions of one channel vector on 8 bank groups), the block transposes them by ldmatrix.trans
-// into 32-bit channel rows (dy: 128 words, x: XLEN / 2; strides 4 mod 8 words, so the stores of 8
-// channels x 4 consecutive words are conflict-free), 16-byte unit u of a row at u ^ ((u >> 3) &
-// 1), and the MMA fragments come from those rows by ldmatrix.trans: 8 blocks of 16 values (units
-// 2 b + c) on 8 distinct bank groups. Per channel and step 4 ldmatrix instead of 8 + 4 NT 16-bit
-// loads, and 4 32-bit stores per 32 channel words instead of 8 16-bit stores per vector.
-constexpr int kTcwCl2DyStride = kTcwClSeg / 2 + 4;  // words
-template <int K>
-__host__ __device__ constexpr int tcw_cl2_x_stride() {
-  return tcw_cl_x_len<K>() / 2 % 8 == 4 ? tcw_cl_x_len<K>() / 2 : tcw_cl_x_len<K>() / 2 + 4;
-}
-__host__ __device__ constexpr int tcw_cl2_raw(int p, int ch) { return 2 * p + (ch ^ ((p >> 2) & 1)); }
-template <int K>
-__host__ __device__ constexpr int tcw_cl2_rows_bytes() {
-  const int stage = 4 * kTcwClCh * (kTcwCl2DyStride + tcw_cl2_x_stride<K>());
-  const int red = kTcwWarps * 16 * (8 * tcw_tiles<K>() + 1) * 4;
-  return stage > red ? stage : red;
-}
-template <int K, bool V2>
-__host__ __device__ constexpr int tcw_cl_smem_bytes2() {
-  return (V2 ? tcw_cl2_rows_bytes<K>() : tcw_cl_rows_bytes<K>()) + 2 * 16 * (2 * kTcwClSeg + 2 * tcw_cl_x_len<K>());
 }
 
 struct TcwCl {
@@ -423,21 +373,17 @@ inline bool tcw_cl_items(TcwCl& L, const Plan& P, int64_t wave) {
 // == 1, else through part [C][chunks][K] (fp32), summed by the group's last block (counters:
 // groups, zeroed). Grid: groups * chunks blocks (group fastest: the blocks in flight read whole
 // positions) of kTcwThreads; dynamic shared memory tcw_cl_smem_bytes<K>() (> 48 KB).
-template <typename T, int K, int V>
+template <typename T, int K>
 __global__ void __launch_bounds__(kTcwThreads, 2)
 tcw_cl(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, unsigned* __restrict__ counters,
         T* __restrict__ gw, const TcwCl L) {
-  constexpr int NT = tcw_tiles<K>(), XLEN = tcw_cl_x_len<K>(), XROW = XLEN + 4;
+  constexpr int NT = tcw_tiles<K>(), XLEN = tcw_cl_x_len<K>(), XS = tcw_cl_x_stride<K>();
   constexpr int ND = 2 * kTcwClSeg, NX = 2 * XLEN;  // vectors per item
-  static_assert(ND % kTcwThreads == 0 && XLEN % 8 == 0, "whole rounds of dy vectors; x rows 4 mod 8");
+  static_assert(ND % 32 == 0 && NX % 32 == 0, "whole ldmatrix rounds (16 positions x 2 vectors)");
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  T* const dys = reinterpret_cast<T*>(smem_raw);
-  T* const xs = dys + kTcwClCh * kTcwClDyRow;
-  constexpr bool V2 = V != 0;
-  TcwVec* const raw0 = reinterpret_cast<TcwVec*>(smem_raw + (V2 ? tcw_cl2_rows_bytes<K>() : tcw_cl_rows_bytes<K>()));  // [2][ND + NX]
-  constexpr int XS2 = tcw_cl2_x_stride<K>();
-  uint32_t* const dy32 = reinterpret_cast<uint32_t*>(smem_raw);  // V2: [16][kTcwCl2DyStride]
-  uint32_t* const x32 = dy32 + kTcwClCh * kTcwCl2DyStride;        // V2: [16][XS2]
+  uint32_t* const dy32 = reinterpret_cast<uint32_t*>(smem_raw);  // [16][kTcwClDyStride]
+  uint32_t* const x32 = dy32 + kTcwClCh * kTcwClDyStride;        // [16][XS]
+  TcwVec* const raw0 = reinterpret_cast<TcwVec*>(smem_raw + tcw_cl_rows_bytes<K>());  // [2][ND + NX]
   const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
   const uint32_t group = blockIdx.x % L.groups, chunk = blockIdx.x / L.groups;
   const int c0 = static_cast<int>(group) * kTcwClCh;
@@ -464,17 +410,10 @@ tcw_cl(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ pa
           ok = ok && xi >= 0 && xi < L.in_w;
           if (ok) p = xr + int64_t(xi) * L.C + ch;
         }
-        const int vv = V2 ? (v < ND ? tcw_cl2_raw(v / 2, v & 1) : ND + tcw_cl2_raw((v - ND) / 2, v & 1)) : v;
-        cp_async16(raw + vv, p, ok ? 16 : 0);
+        cp_async16(raw + (v < ND ? tcw_cl_raw(v / 2, v & 1) : ND + tcw_cl_raw((v - ND) / 2, v & 1)), p, ok ? 16 : 0);
       }
     }
     cp_async_commit();
-  };
-  auto stage = [](const TcwVec& v, T* row0, int rs, int p) {  // 8 channels' values of position p
-    T e[8];
-    std::memcpy(e, &v, 16);
-#pragma unroll
-    for (int i = 0; i < 8; ++i) row0[i * rs + p] = e[i];
   };
 
   float acc[2][NT][4];
@@ -489,11 +428,11 @@ tcw_cl(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ pa
     cp_async_wait<1>();  // item t's copies are done (t + 1's may be in flight)
     __syncthreads();     // ... every thread's; the block's reads of the previous item's rows are done
     const TcwVec* const raw = raw0 + (t & 1) * (ND + NX);
-    if constexpr (V2) {
-      // ldmatrix.trans q: positions 8 (2 q') + [0, 16) of dy (q < ND / 32) or x, both channel
-      // vectors; matrix j = (group 2 q' + j / 2, vector j % 2); lane (g, t) receives channel 8 (j
-      // % 2) + g's word 4 (2 q' + j / 2) + t.
-      // (A block-uniform round count: the CPU harness's ldmatrix is a block-wide exchange.)
+    {
+      // ldmatrix.trans q: positions 16 q' + [0, 16) of dy (q < ND / 32) or x, both vectors; matrix
+      // j = (positions 8 (2 q' + j / 2) + [0, 8), vector j % 2); lane (g, t) receives channel 8 (j %
+      // 2) + g's word 4 (2 q' + j / 2) + t. A block-uniform round count (the CPU harness's
+      // ldmatrix is a block-wide exchange): the last round's idle warps load and drop.
       const int g = lane / 4, tq = lane % 4, j = lane / 8;
 #pragma unroll 1
       for (int q0 = 0; q0 < (ND + NX) / 32; q0 += kTcwWarps) {
@@ -502,42 +441,34 @@ tcw_cl(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ pa
         const bool isx = q >= ND / 32;
         const int q2 = isx ? q - ND / 32 : q, p = 8 * (2 * q2 + j / 2) + lane % 8;
         uint32_t a[4];
-        tc_ldsm_x4_trans(a, reinterpret_cast<const uint32_t*>(raw + (isx ? ND : 0) + tcw_cl2_raw(p, j & 1)));
+        tc_ldsm_x4_trans(a, reinterpret_cast<const uint32_t*>(raw + (isx ? ND : 0) + tcw_cl_raw(p, j & 1)));
         uint32_t* const rows = isx ? x32 : dy32;
-        const int rs = isx ? XS2 : kTcwCl2DyStride;
+        const int rs = isx ? XS : kTcwClDyStride;
         if (live) {
 #pragma unroll
-          for (int jj = 0; jj < 4; ++jj) rows[(8 * (jj & 1) + g) * rs + 4 * tcw_cl2_unit(2 * q2 + jj / 2) + tq] = a[jj];
+          for (int jj = 0; jj < 4; ++jj) rows[(8 * (jj & 1) + g) * rs + 4 * tcw_unit(2 * q2 + jj / 2) + tq] = a[jj];
         }
       }
-    } else {
-      for (int v = tid; v < ND; v += kTcwThreads) stage(raw[v], dys + 8 * (v & 1) * kTcwClDyRow, kTcwClDyRow, v / 2);
-      for (int v = tid; v < NX; v += kTcwThreads) stage(raw[ND + v], xs + 8 * (v & 1) * XROW, XROW, v / 2);
     }
     __syncthreads();  // raw buffer t % 2 is free
     issue(t + 2);
 #pragma unroll
     for (int c = 0; c < 2; ++c) {
-      const int cl = 2 * warp + c;
-      if constexpr (V2) {
-        // A = DY^T (A[i][b] = dy[16 b + i]): matrix j = (i half j % 2, blocks 8 (j / 2) + [0, 8)), its
-        // rows b at units 2 b + j % 2; B (B[b][n] = x[16 b + n]): per pair of n8 tiles, matrix j =
-        // (tile 2 np + j / 2, blocks 8 (j % 2) + [0, 8)), rows at units 2 b + tile.
-        const int r = lane % 8, j = lane / 8;
-        const uint32_t* const dr = dy32 + cl * kTcwCl2DyStride;
-        const uint32_t* const xr = x32 + cl * XS2;
-        uint32_t a[4];
-        tc_ldsm_x4_trans(a, dr + 4 * tcw_cl2_unit(2 * (r + 8 * (j >> 1)) + (j & 1)));
+      // A = DY^T (A[i][b] = dy[16 b + i]): matrix j = (i half j % 2, blocks 8 (j / 2) + [0, 8)), its
+      // rows b at units 2 b + j % 2; B (B[b][n] = x[16 b + n]): per pair of n8 tiles, matrix j =
+      // (tile 2 np + j / 2, blocks 8 (j % 2) + [0, 8)), rows at units 2 b + tile.
+      const int cl = 2 * warp + c, r = lane % 8, j = lane / 8;
+      const uint32_t* const dr = dy32 + cl * kTcwClDyStride;
+      const uint32_t* const xr = x32 + cl * XS;
+      uint32_t a[4];
+      tc_ldsm_x4_trans(a, dr + 4 * tcw_unit(2 * (r + 8 * (j >> 1)) + (j & 1)));
 #pragma unroll
-        for (int np = 0; np < NT / 2; ++np) {
-          uint32_t bb[4];
-          tc_ldsm_x4_trans(bb, xr + 4 * tcw_cl2_unit(2 * (r + 8 * (j & 1)) + 2 * np + (j >> 1)));
-          const uint32_t b0[2] = {bb[0], bb[1]}, b1[2] = {bb[2], bb[3]};
-          mma16816<T>(acc[c][2 * np], a, b0);
-          mma16816<T>(acc[c][2 * np + 1], a, b1);
-        }
-      } else {
-        tcw_step<T, NT>(dys + cl * kTcwClDyRow, xs + cl * XROW, acc[c], lane);
+      for (int np = 0; np < NT / 2; ++np) {
+        uint32_t bb[4];
+        tc_ldsm_x4_trans(bb, xr + 4 * tcw_unit(2 * (r + 8 * (j & 1)) + 2 * np + (j >> 1)));
+        const uint32_t b0[2] = {bb[0], bb[1]}, b1[2] = {bb[2], bb[3]};
+        mma16816<T>(acc[c][2 * np], a, b0);
+        mma16816<T>(acc[c][2 * np + 1], a, b1);
       }
     }
   }
