@@ -9,11 +9,12 @@
 // products, fp32 sums), and
 //     gw[k] = sum over segments of sum_i M[i][i + k]
 // (dy[o] meets x[o + k - pad]: the diagonal sums, done once per warp at the end, on M summed over
-// all its segments). Both operands are read from a row segment staged in shared memory in its
+// all its segments). NCL: both operands are read from a row segment staged in shared memory in its
 // natural order: the fragments' register pairs (blocks b and b + 4, 64 values apart in the row,
 // tcw_step) are built from 16-bit shared loads (A: 8, B: 4 KW / 8 per 256 outputs), so the staged window
 // may start at any element: the staging needs no alignment and the loads from global memory are
-// aligned 16-byte vectors wherever they lie inside the row.
+// aligned 16-byte vectors wherever they lie inside the row. (N, L, C): the block transposes the
+// staged tiles into channel rows and takes the fragments by ldmatrix.trans (see tcw_cl).
 //
 // Deterministic: every sum is in a fixed order (the MMA's within a warp's segment, segments in the
 // warp's order, the 16 diagonal terms in order, the block's warps in order, then the blocks'
