@@ -1290,8 +1290,8 @@ void tc_ncl_run(const T* in, const T* w, const T* bias, T* out, const TcRow& L) 
 }
 template <typename T, int KS>
 void tc_cl_run(const T* in, const T* w, const T* bias, T* out, const TcRowCl& L) {
-  g_smem_bytes = tc_cl_smem_bytes<KS>();
-  launch(dim3{L.blocks}, dim3{kTcClThreads}, [&] { tc_row1d_cl<T, KS>(in, w, bias, out, L); });
+  g_smem_bytes = tc_cl_smem_bytes<KS, KS == 3>();  // the launcher's variant (3 k-steps: ldmatrix)
+  launch(dim3{L.blocks}, dim3{kTcClThreads}, [&] { tc_row1d_cl<T, KS, KS == 3>(in, w, bias, out, L); });
 }
 template <typename T>
 void tc_check(const char* what, const Plan& P, const Prep& Q, const Tensor& src, const Tensor& w16, const Tensor& bias,
@@ -1324,8 +1324,9 @@ void tc_check(const char* what, const Plan& P, const Prep& Q, const Tensor& src,
   }
   if (P.out_c % 8 != 0) return;
   Tensor xc = to_cl(src);
-  // runs of 1, 2 (the launcher's), 3 tiles per block
-  for (int tps : {1, kTcClTilesPerBlock, 3}) {
+  // runs of 1, 2, 3 and 4 tiles per block (conf, session 13: the launcher's 2, or 4 for 3 k-steps on
+  // rows of at most 4 tiles; the 3-k-step variant stages by ldmatrix)
+  for (int tps : {1, kTcClTilesPerBlock, 3, kTcClTilesPerRowBlock}) {
     TcRowCl L{};
     int KS = 0;
     if (!tc_row1d_cl_blocks(L, P, K, wbase, wstep, tps, KS)) {

@@ -41,9 +41,11 @@ void run_ncl(const T* in, const T* w, const T* bias, T* out, const TcRow& L, cud
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
+// LDSM for 3 k-steps only (measured there; tc_row1d.cuh).
 template <typename T, int KS>
 void run_cl(const T* in, const T* w, const T* bias, T* out, const TcRowCl& L, cudaStream_t stream) {
-  tc_row1d_cl<T, KS><<<L.blocks, kTcClThreads, tc_cl_smem_bytes<KS>(), stream>>>(in, w, bias, out, L);
+  constexpr bool ldsm = KS == 3;
+  tc_row1d_cl<T, KS, ldsm><<<L.blocks, kTcClThreads, tc_cl_smem_bytes<KS, ldsm>(), stream>>>(in, w, bias, out, L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
@@ -59,7 +61,7 @@ bool launch_tc_row1d(const T* in, const T* w, int wbase, int wstep, const T* bia
   int KS = 0;
   if (cl) {
     TcRowCl L{};
-    if (!tc_row1d_cl_blocks(L, P, K, wbase, wstep, kTcClTilesPerBlock, KS)) return false;
+    if (!tc_row1d_cl_blocks(L, P, K, wbase, wstep, tc_cl_tiles_per_block(K, P.pad[2][0], P.out[2]), KS)) return false;
     switch (KS) {
       case 2: run_cl<T, 2>(in, w, bias, out, L, stream); return true;
       case 3: run_cl<T, 3>(in, w, bias, out, L, stream); return true;

@@ -306,7 +306,15 @@ tc_row1d(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict_
 // B: a 16-bit tap table per channel, each B register from two 16-bit loads (measured faster than
 // the NCL kernel's pair tables with one tile per block: Conformer 0.039 against 0.050 ms, session
 // 9, req*_bench_ab.log; a block builds 32 channels' tables).
-constexpr int kTcClTilesPerBlock = 2;
+// Session 13 (H100, bench/results/h100/session13/conf_call1_ab.log, Conformer k31 bf16 per call,
+// alternating with main's kernel in one process): the LDSM variant at 2 tiles per block 36.5 ->
+// 36.4 / 36.7 -> 36.5 us forward, 36.4 -> 35.9 / 36.5 -> 35.8 data-grad; at 4 tiles per block (one
+// block per row and channel group on these 4-tile rows: 512 blocks, all resident) 36.5 -> 34.0 /
+// 36.3 -> 33.8 forward, 36.0 -> 33.8 / 36.2 -> 33.8 data-grad (1 tile: 45.8, slower); the same bits.
+// So 3 k-steps take LDSM, and rows of at most 4 tiles one block per row; 2 and 4 k-steps (k15
+// causal, not measured in session 13; 4 tiles per block ran it slower in session 10) keep the
+// shared-memory transpose and runs of 2 tiles.
+constexpr int kTcClTilesPerBlock = 2, kTcClTilesPerRowBlock = 4;
 
 // Guard of the per-channel 16-bit tap table: Tw reads taps -15 - sh ... 16 KS - 1.
 template <int KS>
@@ -365,9 +373,21 @@ __host__ __device__ constexpr int tc_cl_row_words() {  // words per channel row 
 // consecutive pairs swap halves, so the copies (a quarter-warp: 2 positions x 4 chunks) and the
 // transposing reads (2 pairs x 4 chunks) are conflict-free.
 __host__ __device__ constexpr int tc_cl_raw_chunk(int p, int ch) { return 8 * (p >> 1) + ((((p ^ (p >> 1)) & 1) << 2) | ch); }
+// LDSM (the kernel's variant for 3 k-steps): the threads transpose by ldmatrix.trans and read the
+// A fragments by ldmatrix. Channel rows of WIN / 2 words, unpadded, stride 4 mod 8 words (a
+// transposing store, 8 channels x 4 consecutive words, is conflict-free), 16-byte unit u of a row
+// at u ^ ((u >> 3) & 1) (an A matrix's 8 rows, units 2 R + h for consecutive R, on 8 bank groups);
+// raw window chunk ch of position p at 4 p + (ch ^ ((p >> 1) & 3)) (a transposing matrix, 8
+// consecutive positions of one chunk, on 8 bank groups).
 template <int KS>
+__host__ __device__ constexpr int tc_cl_ldsm_row_words() {
+  return tc_win<KS>() / 2 % 8 == 4 ? tc_win<KS>() / 2 : tc_win<KS>() / 2 + 4;
+}
+__host__ __device__ constexpr int tc_cl_ldsm_word(int w) { return w ^ (((w >> 5) & 1) << 2); }
+__host__ __device__ constexpr int tc_cl_ldsm_raw_chunk(int p, int ch) { return 4 * p + (ch ^ ((p >> 1) & 3)); }
+template <int KS, bool LDSM>
 __host__ __device__ constexpr int tc_cl_smem_bytes() {  // 32 tap tables, max(rows, output tile), raw window
-  constexpr int win = 32 * tc_cl_row_words<KS>(), outw = 256 * 16;
+  constexpr int win = 32 * (LDSM ? tc_cl_ldsm_row_words<KS>() : tc_cl_row_words<KS>()), outw = 256 * 16;
   return 4 * (16 * tc_taps_halves<KS>() + (win > outw ? win : outw)) + 64 * tc_win<KS>();
 }
 
@@ -375,15 +395,16 @@ __host__ __device__ constexpr int tc_cl_smem_bytes() {  // 32 tap tables, max(ro
 __host__ __device__ constexpr int tc_cl_out_word(int p, int c) { return 16 * p + 4 * (c ^ ((p >> 1) & 3)); }
 
 // in: [rows][in_len][C]; out: [rows][out_len][C]; w: [C][K]; bias: C or null.
-template <typename T, int KS>
+template <typename T, int KS, bool LDSM>
 __global__ void __launch_bounds__(kTcClThreads)
 tc_row1d_cl(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
             const TcRowCl L) {
-  constexpr int WIN = tc_win<KS>(), RW = tc_cl_row_words<KS>(), FT = tc_taps_halves<KS>();
+  constexpr int WIN = tc_win<KS>(), RW = LDSM ? tc_cl_ldsm_row_words<KS>() : tc_cl_row_words<KS>();
+  constexpr int FT = tc_taps_halves<KS>();
   extern __shared__ __align__(16) unsigned char smem_raw[];
   uint16_t* const ft = reinterpret_cast<uint16_t*>(smem_raw);  // [32][FT]
   uint32_t* const buf = reinterpret_cast<uint32_t*>(smem_raw) + 16 * FT;
-  constexpr int win_words = 32 * tc_cl_row_words<KS>(), out_words = 256 * 16;
+  constexpr int win_words = 32 * RW, out_words = 256 * 16;
   TcVec* const raw = reinterpret_cast<TcVec*>(buf + (win_words > out_words ? win_words : out_words));
   const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
   uint32_t b = blockIdx.x;
@@ -399,7 +420,8 @@ tc_row1d_cl(const T* __restrict__ in, const T* __restrict__ w, const T* __restri
     for (int v = tid; v < WIN * 4; v += kTcClThreads) {
       const int p = v / 4, ch = v % 4, c = c0 + 8 * ch, pos = p0 + p;
       const bool ok = c < L.C && pos >= 0 && pos < L.in_len;
-      cp_async16(raw + tc_cl_raw_chunk(p, ch), ok ? src + int64_t(pos) * L.C + c : in, ok ? 16 : 0);
+      cp_async16(raw + (LDSM ? tc_cl_ldsm_raw_chunk(p, ch) : tc_cl_raw_chunk(p, ch)),
+                 ok ? src + int64_t(pos) * L.C + c : in, ok ? 16 : 0);
     }
     cp_async_commit();
   };
@@ -412,9 +434,26 @@ tc_row1d_cl(const T* __restrict__ in, const T* __restrict__ w, const T* __restri
   for (uint32_t q = q0; q < q1; ++q) {
     cp_async_wait<0>();
     __syncthreads();  // the window is in raw; the previous tile's reads of buf are done
+    if constexpr (LDSM) {
+      // Positions 8 G + [0, 8) per ldmatrix.trans: matrix j = chunk j; lane (g, t) receives channel
+      // 8 j + g's values at positions 8 G + 2 t, + 1, i.e. word 4 G + t of that channel's row. A
+      // block-uniform round count (the CPU harness's ldmatrix is a block-wide exchange): the last
+      // round's idle warps load and drop.
+      const int g = lane / 4, t = lane % 4;
+#pragma unroll 1
+      for (int G0 = 0; G0 < WIN / 8; G0 += kTcClWarps) {
+        const int G = G0 + warp < WIN / 8 ? G0 + warp : WIN / 8 - 1;
+        uint32_t a[4];
+        tc_ldsm_x4_trans(a, reinterpret_cast<const uint32_t*>(raw + tc_cl_ldsm_raw_chunk(8 * G + lane % 8, lane / 8)));
+        if (G0 + warp < WIN / 8) {
+#pragma unroll
+          for (int j = 0; j < 4; ++j) buf[(8 * j + g) * RW + tc_cl_ldsm_word(4 * G + t)] = a[j];
+        }
+      }
+    }
     // Unit u = (position pair pp = u / 4, chunk ch = u % 4): channel 8 ch + e's word holds its
     // values at positions 2 pp, 2 pp + 1.
-    for (int u = tid; u < (WIN / 2) * 4; u += kTcClThreads) {
+    for (int u = tid; !LDSM && u < (WIN / 2) * 4; u += kTcClThreads) {
       const int ch = u % 4, pp = u / 4;
       const TcVec x0 = raw[tc_cl_raw_chunk(2 * pp, ch)], x1 = raw[tc_cl_raw_chunk(2 * pp + 1, ch)];
 #pragma unroll
@@ -440,7 +479,17 @@ tc_row1d_cl(const T* __restrict__ in, const T* __restrict__ w, const T* __restri
       uint32_t bf[KS][2][2];
       tc_b_frags16<KS>(bf, ft + cl * FT, L.sh, lane);
       float acc[2][4] = {};
-      tc_tile_lds<T, KS>(acc, buf + cl * RW, bf, lane);
+      if constexpr (LDSM) {
+#pragma unroll
+        for (int s = 0; s < KS; ++s) {  // A: rows R = s + [0, 16) (blocks), words 8 R + 4 (lane / 16) + [0, 4)
+          uint32_t a[4];
+          tc_ldsm_x4(a, buf + cl * RW + tc_cl_ldsm_word(8 * (s + lane % 8 + 8 * (lane / 8 % 2)) + 4 * (lane / 16)));
+          mma16816<T>(acc[0], a, bf[s][0]);
+          mma16816<T>(acc[1], a, bf[s][1]);
+        }
+      } else {
+        tc_tile_lds<T, KS>(acc, buf + cl * RW, bf, lane);
+      }
       const float b0 = bias && c0 + cl < L.C ? static_cast<float>(bias[c0 + cl]) : 0.f;
 #pragma unroll
       for (int n = 0; n < 2; ++n) {
@@ -492,6 +541,14 @@ inline void tc_window(int K, int pad, int& pad0, int& sh, int& KS) {
   pad0 = static_cast<int>(ceil_div(int64_t(pad) + (int64_t(1) << 30), 8) * 8 - (int64_t(1) << 30));
   sh = pad0 - pad;
   KS = static_cast<int>(ceil_div(15 + K + sh, 16));
+}
+
+// Channels-last tiles per block: 3 k-steps on rows of at most 4 tiles take a whole row per block
+// (measured faster, kTcClTilesPerBlock's comment), everything else main's runs of 2.
+inline int tc_cl_tiles_per_block(int K, int pad, int64_t out_len) {
+  int pad0 = 0, sh = 0, KS = 0;
+  tc_window(K, pad, pad0, sh, KS);
+  return KS == 3 && ceil_div(out_len, 256) <= kTcClTilesPerRowBlock ? kTcClTilesPerRowBlock : kTcClTilesPerBlock;
 }
 
 // NCL: 1-D rows, one phase at stride 1, multiplier 1; tps_target tiles per warp at most.

@@ -9,11 +9,12 @@
 // products, fp32 sums), and
 //     gw[k] = sum over segments of sum_i M[i][i + k]
 // (dy[o] meets x[o + k - pad]: the diagonal sums, done once per warp at the end, on M summed over
-// all its segments). Both operands are read from a row segment staged in shared memory in its
+// all its segments). NCL: both operands are read from a row segment staged in shared memory in its
 // natural order: the fragments' register pairs (blocks b and b + 4, 64 values apart in the row,
 // tcw_step) are built from 16-bit shared loads (A: 8, B: 4 KW / 8 per 256 outputs), so the staged window
 // may start at any element: the staging needs no alignment and the loads from global memory are
-// aligned 16-byte vectors wherever they lie inside the row.
+// aligned 16-byte vectors wherever they lie inside the row. (N, L, C): the block transposes the
+// staged tiles into channel rows and takes the fragments by ldmatrix.trans (see tcw_cl).
 //
 // Deterministic: every sum is in a fixed order (the MMA's within a warp's segment, segments in the
 // warp's order, the 16 diagonal terms in order, the block's warps in order, then the blocks'
@@ -304,22 +305,36 @@ tcw_rows(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ 
 // ---------------------------------------------------------------------------------- (N, L, C)
 // Block: 16 channels (two 16-byte vectors per position: whole 32-byte sectors) x a fixed chunk of
 // (sample, 256-output segment) items. Each item's dy segment and x window (position-major, as
-// stored) arrive by cp.async into one of two raw buffers; the block stores them transposed into
-// shared rows, one per channel (row strides 4 mod 8 values: the two channel vectors of a position
-// land 16 banks apart), starts the copies of the item after next into the buffer just read, and
-// warp w runs one step for its channels 2w and 2w + 1: two items in flight per block. (With the
-// vectors prefetched through registers, one item in flight, the H100 ran Conformer k31 at 42.8
-// us against 41.4 here, chunks as below; session 10, conf1d_call1.log.) Channels past C (C a
-// multiple of 8, not of 16) are zeros and not written.
+// stored) arrive by cp.async into one of two raw buffers; the block transposes them by
+// ldmatrix.trans into 32-bit shared rows, one per channel, starts the copies of the item after next
+// into the buffer just read, and warp w runs one step for its channels 2w and 2w + 1, its
+// fragments by ldmatrix.trans from the rows: two items in flight per block. (With the vectors
+// prefetched through registers, one item in flight, the H100 ran Conformer k31 at 42.8 us against
+// 41.4 with two; session 10, conf1d_call1.log.) Channels past C (C a multiple of 8, not of 16) are
+// zeros and not written.
+// Layouts: raw vector ch of position p at 2 p + (ch ^ ((p >> 2) & 1)) (the 8 positions of one
+// ldmatrix.trans matrix on 8 bank groups); rows of dy 128 words, of x XLEN / 2, strides 4 mod 8
+// words (a transposing store, 8 channels x 4 consecutive words, is conflict-free); 16-byte unit u
+// of a row at tcw_unit(u), so a fragment's 8 blocks (units 2 b + c) sit on 8 bank groups. Against
+// session 10's 16-bit transposing stores (8 per vector) and 16-bit fragment loads (8 + 4 NT per
+// step), measured on the H100 (session 13, bench/results/h100/session13/conf_call1_ab.log,
+// Conformer k31 bf16 weight-grad per call, alternating in one process): 45.1 -> 42.3 and 41.2 ->
+// 40.4 us, the same bits; 96 registers instead of 121.
 constexpr int kTcwClSeg = 256, kTcwClCh = 16;
-constexpr int kTcwClDyRow = kTcwClSeg + 4;  // shared row stride of dy (values)
+constexpr int kTcwClDyStride = kTcwClSeg / 2 + 4;  // shared row stride of dy (words)
 template <int K>
 __host__ __device__ constexpr int tcw_cl_x_len() {  // x window positions: 240 + 8 NT
   return kTcwClSeg - 16 + 8 * tcw_tiles<K>();
 }
 template <int K>
+__host__ __device__ constexpr int tcw_cl_x_stride() {  // shared row stride of x (words): 4 mod 8
+  return tcw_cl_x_len<K>() / 2 % 8 == 4 ? tcw_cl_x_len<K>() / 2 : tcw_cl_x_len<K>() / 2 + 4;
+}
+__host__ __device__ constexpr int tcw_unit(int u) { return u ^ ((u >> 3) & 1); }
+__host__ __device__ constexpr int tcw_cl_raw(int p, int ch) { return 2 * p + (ch ^ ((p >> 2) & 1)); }
+template <int K>
 __host__ __device__ constexpr int tcw_cl_rows_bytes() {  // the channel rows, or (after the items) the warps' M
-  const int stage = kTcwClCh * (kTcwClDyRow + tcw_cl_x_len<K>() + 4) * 2;
+  const int stage = 4 * kTcwClCh * (kTcwClDyStride + tcw_cl_x_stride<K>());
   const int red = kTcwWarps * 16 * (8 * tcw_tiles<K>() + 1) * 4;
   return stage > red ? stage : red;
 }
@@ -363,12 +378,12 @@ template <typename T, int K>
 __global__ void __launch_bounds__(kTcwThreads, 2)
 tcw_cl(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, unsigned* __restrict__ counters,
         T* __restrict__ gw, const TcwCl L) {
-  constexpr int NT = tcw_tiles<K>(), XLEN = tcw_cl_x_len<K>(), XROW = XLEN + 4;
+  constexpr int NT = tcw_tiles<K>(), XLEN = tcw_cl_x_len<K>(), XS = tcw_cl_x_stride<K>();
   constexpr int ND = 2 * kTcwClSeg, NX = 2 * XLEN;  // vectors per item
-  static_assert(ND % kTcwThreads == 0 && XLEN % 8 == 0, "whole rounds of dy vectors; x rows 4 mod 8");
+  static_assert(ND % 32 == 0 && NX % 32 == 0, "whole ldmatrix rounds (16 positions x 2 vectors)");
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  T* const dys = reinterpret_cast<T*>(smem_raw);
-  T* const xs = dys + kTcwClCh * kTcwClDyRow;
+  uint32_t* const dy32 = reinterpret_cast<uint32_t*>(smem_raw);  // [16][kTcwClDyStride]
+  uint32_t* const x32 = dy32 + kTcwClCh * kTcwClDyStride;        // [16][XS]
   TcwVec* const raw0 = reinterpret_cast<TcwVec*>(smem_raw + tcw_cl_rows_bytes<K>());  // [2][ND + NX]
   const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
   const uint32_t group = blockIdx.x % L.groups, chunk = blockIdx.x / L.groups;
@@ -396,16 +411,10 @@ tcw_cl(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ pa
           ok = ok && xi >= 0 && xi < L.in_w;
           if (ok) p = xr + int64_t(xi) * L.C + ch;
         }
-        cp_async16(raw + v, p, ok ? 16 : 0);
+        cp_async16(raw + (v < ND ? tcw_cl_raw(v / 2, v & 1) : ND + tcw_cl_raw((v - ND) / 2, v & 1)), p, ok ? 16 : 0);
       }
     }
     cp_async_commit();
-  };
-  auto stage = [](const TcwVec& v, T* row0, int rs, int p) {  // 8 channels' values of position p
-    T e[8];
-    std::memcpy(e, &v, 16);
-#pragma unroll
-    for (int i = 0; i < 8; ++i) row0[i * rs + p] = e[i];
   };
 
   float acc[2][NT][4];
@@ -420,14 +429,48 @@ tcw_cl(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ pa
     cp_async_wait<1>();  // item t's copies are done (t + 1's may be in flight)
     __syncthreads();     // ... every thread's; the block's reads of the previous item's rows are done
     const TcwVec* const raw = raw0 + (t & 1) * (ND + NX);
-    for (int v = tid; v < ND; v += kTcwThreads) stage(raw[v], dys + 8 * (v & 1) * kTcwClDyRow, kTcwClDyRow, v / 2);
-    for (int v = tid; v < NX; v += kTcwThreads) stage(raw[ND + v], xs + 8 * (v & 1) * XROW, XROW, v / 2);
+    {
+      // ldmatrix.trans q: positions 16 q' + [0, 16) of dy (q < ND / 32) or x, both vectors; matrix
+      // j = (positions 8 (2 q' + j / 2) + [0, 8), vector j % 2); lane (g, t) receives channel 8 (j %
+      // 2) + g's word 4 (2 q' + j / 2) + t. A block-uniform round count (the CPU harness's
+      // ldmatrix is a block-wide exchange): the last round's idle warps load and drop.
+      const int g = lane / 4, tq = lane % 4, j = lane / 8;
+#pragma unroll 1
+      for (int q0 = 0; q0 < (ND + NX) / 32; q0 += kTcwWarps) {
+        const bool live = q0 + warp < (ND + NX) / 32;
+        const int q = live ? q0 + warp : (ND + NX) / 32 - 1;
+        const bool isx = q >= ND / 32;
+        const int q2 = isx ? q - ND / 32 : q, p = 8 * (2 * q2 + j / 2) + lane % 8;
+        uint32_t a[4];
+        tc_ldsm_x4_trans(a, reinterpret_cast<const uint32_t*>(raw + (isx ? ND : 0) + tcw_cl_raw(p, j & 1)));
+        uint32_t* const rows = isx ? x32 : dy32;
+        const int rs = isx ? XS : kTcwClDyStride;
+        if (live) {
+#pragma unroll
+          for (int jj = 0; jj < 4; ++jj) rows[(8 * (jj & 1) + g) * rs + 4 * tcw_unit(2 * q2 + jj / 2) + tq] = a[jj];
+        }
+      }
+    }
     __syncthreads();  // raw buffer t % 2 is free
     issue(t + 2);
 #pragma unroll
     for (int c = 0; c < 2; ++c) {
-      const int cl = 2 * warp + c;
-      tcw_step<T, NT>(dys + cl * kTcwClDyRow, xs + cl * XROW, acc[c], lane);
+      // A = DY^T (A[i][b] = dy[16 b + i]): matrix j = (i half j % 2, blocks 8 (j / 2) + [0, 8)), its
+      // rows b at units 2 b + j % 2; B (B[b][n] = x[16 b + n]): per pair of n8 tiles, matrix j =
+      // (tile 2 np + j / 2, blocks 8 (j % 2) + [0, 8)), rows at units 2 b + tile.
+      const int cl = 2 * warp + c, r = lane % 8, j = lane / 8;
+      const uint32_t* const dr = dy32 + cl * kTcwClDyStride;
+      const uint32_t* const xr = x32 + cl * XS;
+      uint32_t a[4];
+      tc_ldsm_x4_trans(a, dr + 4 * tcw_unit(2 * (r + 8 * (j >> 1)) + (j & 1)));
+#pragma unroll
+      for (int np = 0; np < NT / 2; ++np) {
+        uint32_t bb[4];
+        tc_ldsm_x4_trans(bb, xr + 4 * tcw_unit(2 * (r + 8 * (j & 1)) + 2 * np + (j >> 1)));
+        const uint32_t b0[2] = {bb[0], bb[1]}, b1[2] = {bb[2], bb[3]};
+        mma16816<T>(acc[c][2 * np], a, b0);
+        mma16816<T>(acc[c][2 * np + 1], a, b1);
+      }
     }
   }
   cp_async_wait<0>();
