@@ -827,6 +827,25 @@ inline Plan rows_as_depth(const Plan& P) {
   return Q;
 }
 
+// The products of one input column j (its VW channel values xf) with the grad_output window g of
+// the KH output rows that input row meets (g[KH - 1 - kh]: the row filter row kh reaches), added
+// into the tap sums: column j meets tap kw at strip position j - kw. Shared by cl_wgrad_rows and
+// cl_wgrad_s2d; j is a compile-time value once their column loops are unrolled.
+template <int KH, int KW, int R, int VW>
+__device__ __forceinline__ void add_input_column(float (&acc)[KH * KW][VW], const float (&g)[KH][R][VW],
+                                                 const float (&xf)[VW], int j) {
+#pragma unroll
+  for (int kw = 0; kw < KW; ++kw) {
+    if (j >= kw && j - kw < R) {
+#pragma unroll
+      for (int kh = 0; kh < KH; ++kh) {
+#pragma unroll
+        for (int v = 0; v < VW; ++v) acc[kh * KW + kw][v] += g[KH - 1 - kh][j - kw][v] * xf[v];
+      }
+    }
+  }
+}
+
 // 2-D 16-bit KH x KW weight-grad at stride 1 on cl_wgrad_depth3d's items, block layout, dealing
 // and ordered sums (the plan is rows_as_depth's: the rows are its depth), streaming each column of
 // output rows with the next input row's loads in flight while the current row's products are
@@ -915,17 +934,7 @@ cl_wgrad_rows(const T* __restrict__ x, const T* __restrict__ gy, float* __restri
         for (int j = 0; j < SEG; ++j) {
           float xf[VW];
           raw_to_acc<T, VW>(xcur[j], xf);
-#pragma unroll
-          for (int kw = 0; kw < KW; ++kw) {
-            // input column j meets tap kw at strip position j - kw
-            if (j >= kw && j - kw < R) {
-#pragma unroll
-              for (int kh = 0; kh < KH; ++kh) {
-#pragma unroll
-                for (int v = 0; v < VW; ++v) acc[kh * KW + kw][v] += g[KH - 1 - kh][j - kw][v] * xf[v];
-              }
-            }
-          }
+          add_input_column<KH, KW, R, VW>(acc, g, xf, j);
         }
       }
     }
@@ -1105,17 +1114,7 @@ cl_wgrad_s2d(const T* __restrict__ x, const T* __restrict__ gy, float* __restric
       for (int j = 0; j < R + K - 1; ++j) {
         float xf[VW];
         raw_to_acc<T, VW>(*reinterpret_cast<const Pack<T, VW>*>(buf + xmine + j * CH), xf);
-#pragma unroll
-        for (int kw = 0; kw < K; ++kw) {
-          // input column j meets tap kw at strip position j - kw
-          if (j >= kw && j - kw < R) {
-#pragma unroll
-            for (int kh = 0; kh < K; ++kh) {
-#pragma unroll
-              for (int v = 0; v < VW; ++v) acc[kh * K + kw][v] += g[K - 1 - kh][j - kw][v] * xf[v];
-            }
-          }
-        }
+        add_input_column<K, K, R, VW>(acc, g, xf, j);
       }
     }
   }
