@@ -98,19 +98,33 @@ __device__ __forceinline__ void walk_row(const T* __restrict__ r, int ps, uint32
   for (int c = 0; c < NX; ++c) o[c] = (ok && ((m >> c) & 1u)) ? static_cast<acc_t>(r[c * ps]) : acc_t(0);
 }
 
-// An item's geometry: first output row / column, rows in the band, the input window's origin
-// and the column masks (xm: input columns ix0 + c, om: the R output columns inside the row).
+// An item's geometry: first output row / column, rows in the band, the input window's origin,
+// the column masks (xm: input columns ix0 + c, om: the R output columns inside the row) and the
+// 32-bit in-plane offsets of its first output / input element and the row pitches, for a position
+// step of ps elements (1 NCHW, C NHWC; walk2d_plan bounds them, padding included).
 struct WalkItem {
   int qy0, qx0, th, iy0, ix0;
   uint32_t xm, om;
+  int opitch, xpitch, oo, xo;
 };
 
+template <typename acc_t, int K, int R>
+__device__ __forceinline__ void zero_ring(acc_t (&ring)[K][R]) {
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) ring[k][r] = acc_t(0);
+  }
+}
+
 template <int NX, int R>
-__device__ __forceinline__ WalkItem walk_item(const Walk2d& L, int band, int strip) {
+__device__ __forceinline__ WalkItem walk_item(const Walk2d& L, int band, int strip, int ps) {
   WalkItem I;
   I.qy0 = band * L.TH, I.qx0 = strip * R;
   I.th = L.QH - I.qy0 < L.TH ? L.QH - I.qy0 : L.TH;
   I.iy0 = I.qy0 - L.ph, I.ix0 = I.qx0 - L.pw;
+  I.opitch = L.QW * ps, I.xpitch = L.IW * ps;
+  I.oo = I.qy0 * I.opitch + I.qx0 * ps, I.xo = I.iy0 * I.xpitch + I.ix0 * ps;
   I.xm = I.om = 0;
 #pragma unroll
   for (int c = 0; c < NX; ++c) I.xm |= uint32_t(I.ix0 + c >= 0 && I.ix0 + c < L.IW) << c;
@@ -125,16 +139,10 @@ template <typename T, int K, typename acc_t>
 __device__ __forceinline__ void wgrad_item(const T* __restrict__ x, const T* __restrict__ g, int ps, const Walk2d& L,
                                            int band, int strip, acc_t (&v)[K * K]) {
   constexpr int R = kWalkCols, NX = R + K - 1;
-  const WalkItem I = walk_item<NX, R>(L, band, strip);
-  // 32-bit in-plane offsets (walk2d_plan bounds them, padding included)
-  const int gpitch = L.QW * ps, xpitch = L.IW * ps;
-  const int go = I.qy0 * gpitch + I.qx0 * ps, xo = I.iy0 * xpitch + I.ix0 * ps;
+  const WalkItem I = walk_item<NX, R>(L, band, strip, ps);
+  const int gpitch = I.opitch, xpitch = I.xpitch, go = I.oo, xo = I.xo;
   acc_t ring[K][R];
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-#pragma unroll
-    for (int r = 0; r < R; ++r) ring[k][r] = acc_t(0);
-  }
+  zero_ring(ring);
   const int steps = I.th + K - 1;
   acc_t xn[NX], gn[R];
   bool xok = I.iy0 >= 0 && I.iy0 < L.IH;
@@ -224,16 +232,10 @@ template <typename T, int K, typename acc_t>
 __device__ __forceinline__ void conv_item(const T* __restrict__ x, T* __restrict__ y, int ps, const Walk2d& L,
                                           int band, int strip, const acc_t (&wr)[K * K], acc_t bias) {
   constexpr int R = kWalkCols, NX = R + K - 1;
-  const WalkItem I = walk_item<NX, R>(L, band, strip);
-  // 32-bit in-plane offsets (walk2d_plan bounds them, padding included)
-  const int ypitch = L.QW * ps, xpitch = L.IW * ps;
-  const int yo = I.qy0 * ypitch + I.qx0 * ps, xo = I.iy0 * xpitch + I.ix0 * ps;
+  const WalkItem I = walk_item<NX, R>(L, band, strip, ps);
+  const int ypitch = I.opitch, xpitch = I.xpitch, yo = I.oo, xo = I.xo;
   acc_t ring[K][R];
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-#pragma unroll
-    for (int r = 0; r < R; ++r) ring[k][r] = acc_t(0);
-  }
+  zero_ring(ring);
   const int steps = I.th + K - 1;
   acc_t xn[NX];
   bool xok = I.iy0 >= 0 && I.iy0 < L.IH;
