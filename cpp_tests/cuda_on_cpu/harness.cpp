@@ -2265,26 +2265,34 @@ void walk_cases() {
 // cl_band_wgrad2d.cu) and the grouped chunk sum (wgrad_sum.cuh, walk_wgrad2d.cu) ----
 static int clbw_taken = 0;
 // The kernel on NaN-poisoned partials and NaN-filled shared memory (shim), then the ordered chunk
-// sum; undefined when the plan declines. Bands of 4 / 8 / 16 rows.
-template <typename T>
-Tensor clbw_run(const T* x, const T* gy, const Plan& P, int band_rows, int64_t target, int* chunks) {
+// sum (fused: zeroed counters, the group's last block sums; else sum_slots after); undefined when
+// the plan declines. clw (session 14): K 5 and tiles of TC = 4 columns, the fused sum.
+template <typename T, int K, int TC>
+Tensor clbw_run(const T* x, const T* gy, const Plan& P, int band_rows, int64_t target, bool fused, int* chunks) {
+  constexpr int NV = K * K;
   ClBandWg L{};
-  if (!cl_band_wgrad2d_plan(L, P, 7, band_rows, target, 110 * 1024, sizeof(T))) return Tensor();
+  if (!cl_band_wgrad2d_plan(L, P, K, TC, band_rows, target, 110 * 1024, sizeof(T))) return Tensor();
   *chunks = L.chunks;
-  Tensor part = at::full({P.in_c, int64_t(L.chunks), 49}, NAN, at::kFloat);
-  Tensor gw = at::full({P.in_c * 49}, NAN, c10::CppTypeToScalarType<T>::value);
+  Tensor part = at::full({P.in_c, int64_t(L.chunks), NV}, NAN, at::kFloat);
+  Tensor gw = at::full({P.in_c * NV}, NAN, c10::CppTypeToScalarType<T>::value);
+  std::vector<unsigned> counters(size_t(L.groups), 0u);
   float* pp = part.data_ptr<float>();
+  T* gp = gw.data_ptr<T>();
+  unsigned* cp = fused ? counters.data() : nullptr;
   g_smem_bytes = size_t(L.smem);
-  launch(dim3{unsigned(L.groups * L.chunks)}, dim3{unsigned(L.threads)}, [&] { cl_band_wgrad2d<T, 7>(x, gy, pp, L); });
-  const int64_t n = P.in_c * 49;
-  launch(dim3{unsigned((n + 255) / 256)}, dim3{256u}, [&] { sum_slots<T>(pp, gw.data_ptr<T>(), P.in_c, L.chunks, 49); });
+  launch(dim3{unsigned(L.groups * L.chunks)}, dim3{unsigned(L.threads)},
+         [&] { cl_band_wgrad2d<T, K, TC>(x, gy, pp, cp, gp, L); });
+  if (!fused) {
+    const int64_t n = P.in_c * NV;
+    launch(dim3{unsigned((n + 255) / 256)}, dim3{256u}, [&] { sum_slots<T>(pp, gp, P.in_c, L.chunks, NV); });
+  }
   return gw;
 }
-template <typename T>
+template <typename T, int K = 7, int TC = 8>
 void clbw_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t pw, double tol) {
   at::manual_seed(19);
   const auto dt = c10::CppTypeToScalarType<T>::value;
-  Tensor x = at::randn({N, C, H, W}).to(dt), w = at::randn({C, 1, 7, 7});
+  Tensor x = at::randn({N, C, H, W}).to(dt), w = at::randn({C, 1, K, K});
   Tensor y = at::conv2d(x.to(at::kDouble), w.to(at::kDouble), Tensor(), 1, {ph, pw}, 1, C);
   Tensor gy = at::randn(y.sizes()).to(dt);
   const Tensor ref = std::get<1>(at::convolution_backward(
@@ -2294,18 +2302,19 @@ void clbw_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t p
   g.batch = N, g.in_channels = C, g.out_channels = C, g.groups = C;
   g.input[0] = g.output[0] = g.kernel[0] = g.stride[0] = 1, g.padding[0] = 0;
   g.input[1] = H, g.input[2] = W, g.output[1] = y.size(2), g.output[2] = y.size(3);
-  g.kernel[1] = g.kernel[2] = 7, g.padding[1] = ph, g.padding[2] = pw, g.stride[1] = g.stride[2] = 1;
+  g.kernel[1] = g.kernel[2] = K, g.padding[1] = ph, g.padding[2] = pw, g.stride[1] = g.stride[2] = 1;
   Plan P{}; Prep Q{};
   forward_plan(g, P, Q);
   char name[96];
-  std::snprintf(name, sizeof name, "%s N%ld C%ld %ldx%ld k7 p%ld,%ld",
+  std::snprintf(name, sizeof name, "%s N%ld C%ld %ldx%ld k%d p%ld,%ld TC%d",
                 dt == at::kHalf ? "fp16" : dt == at::kBFloat16 ? "bf16" : "fp32", long(N), long(C), long(H), long(W),
-                long(ph), long(pw));
+                K, long(ph), long(pw), TC);
   const Tensor xm = to_cl(x), gm = to_cl(gy);
-  for (int rows : {4, 8, 16}) for (int64_t target : {int64_t(1), int64_t(1) << 30}) {
+  for (int rows : {4, 8, 16}) for (int64_t target : {int64_t(1), int64_t(1) << 30}) for (bool fused : {false, true}) {
     int chunks = 0;
-    const Tensor r = clbw_run<T>(xm.data_ptr<T>(), gm.data_ptr<T>(), P, rows, target, &chunks);
-    const std::string tag = "wgrad cl band " + std::to_string(rows) + " chunks " + std::to_string(chunks);
+    const Tensor r = clbw_run<T, K, TC>(xm.data_ptr<T>(), gm.data_ptr<T>(), P, rows, target, fused, &chunks);
+    const std::string tag = "wgrad cl band " + std::to_string(rows) + " chunks " + std::to_string(chunks) +
+                            (fused ? " fused" : "");
     if (!r.defined()) {
       ++failures;
       std::printf("%-44s %-34s declined FAIL\n", name, tag.c_str());
@@ -2341,6 +2350,17 @@ void clbw_cases() {
   clbw_case<float>(3, 8, 12, 10, 0, 0, 1e-5);
   clbw_case<at::BFloat16>(3, 16, 14, 14, 3, 3, 1e-2);
   clbw_case<at::Half>(2, 32, 12, 18, 2, 4, 2e-3);
+  // clw (session 14): tiles of 4 columns (fp32 7 x 7), 5 x 5 fp32 with tiles of 8 and 4 columns
+  // (EfficientNet's 'same' padding, planes cut by the tiles, padding 4 and 0, a plane smaller than
+  // the filter)
+  clbw_case<float, 7, 4>(2, 16, 17, 22, 3, 3, 1e-5);
+  clbw_case<float, 7, 4>(1, 8, 9, 11, 6, 6, 1e-5);
+  clbw_case<float, 7, 4>(3, 8, 12, 10, 0, 0, 1e-5);
+  clbw_case<float, 5, 8>(2, 16, 13, 22, 2, 2, 1e-5);
+  clbw_case<float, 5, 8>(1, 8, 9, 11, 4, 4, 1e-5);
+  clbw_case<float, 5, 4>(2, 16, 13, 22, 2, 2, 1e-5);
+  clbw_case<float, 5, 4>(1, 8, 3, 2, 2, 2, 1e-5);
+  clbw_case<float, 5, 4>(3, 8, 12, 10, 0, 1, 1e-5);
   sumg_case(3, 100, 49);
   sumg_case(2, 64, 49);
   sumg_case(2, 7, 9);

@@ -37,9 +37,10 @@ sed -e 's#"ops/depthwise_conv/cuda/nc_plane_cp.cuh"#"nc_plane_cp.cuh"#' \
 # through -I"$tmp", also by the files including it by its full path)
 mkdir -p "$tmp/ops/depthwise_conv/cuda"
 sed -e 's/__shared__ acc_t red/static acc_t red/' "$src/wgrad_sum.cuh" >"$tmp/ops/depthwise_conv/cuda/wgrad_sum.cuh"
-# the channels-last 7x7 band weight-grad: its dynamic shared memory
+# the channels-last band weight-grad: its dynamic shared memory, its include of tc_wgrad1d.cuh (the
+# last block's chunk sum) points at the copy
 sed -e 's/extern __shared__ __align__(16) unsigned char smem_raw\[\];/unsigned char* smem_raw = g_smem;/' \
-  "$src/cl_band_wgrad2d.cuh" >"$tmp/cl_band_wgrad2d.cuh"
+    -e 's#"ops/depthwise_conv/cuda/tc_wgrad1d.cuh"#"tc_wgrad1d.cuh"#' "$src/cl_band_wgrad2d.cuh" >"$tmp/cl_band_wgrad2d.cuh"
 # the stride-2 data-grad kernel: its include of nc_stream.cuh (FastDiv) points at the copy
 sed -e 's#"ops/depthwise_conv/cuda/nc_stream.cuh"#"nc_stream.cuh"#' "$src/nc_stride2_dgrad.cuh" >"$tmp/nc_stride2_dgrad.cuh"
 # the depth-streaming NCDHW kernels: its includes of the two files above point at the copies

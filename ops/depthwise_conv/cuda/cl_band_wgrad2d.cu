@@ -21,37 +21,62 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <type_traits>
 
 namespace convx::cuda {
 namespace {
 
-template <typename T>
-bool run7(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
-  constexpr int K = 7;
+// TEMPORARY A/B knob (session 14, clw; removed after the A/B): CONVX_CLW unset or "off": main's
+// routing (7 x 7 only, TC 8, bands of 16 rows where two stages fit else 8, sum_slots launched
+// after); "<TC>,<band rows>,<fused 0|1>": that variant (5 x 5 fp32 too).
+struct ClwKnob {
+  bool off = true;
+  int tc = 8, band = 8, fused = 0;
+};
+ClwKnob clw_knob() {
+  ClwKnob k;
+  const char* e = std::getenv("CONVX_CLW");
+  if (e != nullptr && std::strcmp(e, "off") != 0 && std::sscanf(e, "%d,%d,%d", &k.tc, &k.band, &k.fused) == 3) k.off = false;
+  return k;
+}
+
+template <typename T, int K, int TC>
+bool run(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream,
+         int band_a, int band_b, bool fused) {
   constexpr int64_t max_smem = 110 * 1024;  // two stages: at least two blocks per SM
-  auto kernel = cl_band_wgrad2d<T, K>;
+  constexpr int NV = K * K;
+  auto kernel = cl_band_wgrad2d<T, K, TC>;
   ClBandWg L{};
-  // Bands of 16 rows where two stages fit (ConvNeXt-14: the whole plane), else of 8 (ConvNeXt-56);
-  // first for the shared memory, then with as many blocks as run at once (one wave).
-  int band_rows = 16;
-  if (!cl_band_wgrad2d_plan(L, P, K, band_rows, 1, max_smem, sizeof(T))) {
-    band_rows = 8;
-    if (!cl_band_wgrad2d_plan(L, P, K, band_rows, 1, max_smem, sizeof(T))) return false;
+  // band_a rows where two stages fit, else band_b; first for the shared memory, then with as many
+  // blocks as run at once (one wave).
+  int band_rows = band_a;
+  if (!cl_band_wgrad2d_plan(L, P, K, TC, band_rows, 1, max_smem, sizeof(T))) {
+    band_rows = band_b;
+    if (!cl_band_wgrad2d_plan(L, P, K, TC, band_rows, 1, max_smem, sizeof(T))) return false;
   }
   if (L.smem > 48 * 1024) {
     C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(L.smem)));
   }
   int per_sm = 0;
   C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, L.threads, static_cast<size_t>(L.smem)));
-  if (!cl_band_wgrad2d_plan(L, P, K, band_rows, int64_t(std::max(per_sm, 1)) * sm_count(), max_smem, sizeof(T)))
+  if (!cl_band_wgrad2d_plan(L, P, K, TC, band_rows, int64_t(std::max(per_sm, 1)) * sm_count(), max_smem, sizeof(T)))
     return false;
-  const int64_t taps = K * K;
-  const at::Tensor part = at::empty({P.in_c, int64_t(L.chunks), taps}, like.options().dtype(at::kFloat));
+  // partials [C][chunks][taps], then (fused) the groups' zeroed counters
+  const int64_t nf = P.in_c * L.chunks * NV;
+  const at::Tensor buf = at::empty({nf + L.groups}, like.options().dtype(at::kFloat));
+  float* part = buf.mutable_data_ptr<float>();
+  unsigned* counters = nullptr;
+  if (fused) {
+    counters = reinterpret_cast<unsigned*>(part + nf);
+    if (L.chunks > 1) C10_CUDA_CHECK(cudaMemsetAsync(counters, 0, L.groups * sizeof(unsigned), stream));
+  }
   kernel<<<static_cast<unsigned>(int64_t(L.groups) * L.chunks), L.threads, static_cast<size_t>(L.smem), stream>>>(
-      x, gy, part.mutable_data_ptr<float>(), L);
+      x, gy, part, counters, gw, L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  launch_sum_slots<T>(part.const_data_ptr<float>(), gw, P.in_c, L.chunks, taps, stream);
+  if (!fused) launch_sum_slots<T>(part, gw, P.in_c, L.chunks, NV, stream);
   return true;
 }
 
@@ -64,10 +89,28 @@ bool launch_cl_band_wgrad2d(const T* x, const T* gy, T* gw, const Plan& P, bool 
     return false;
   } else {
     // cp.async (sm_80+) of 16-byte halves of a pixel's 32-byte channel group
-    if (!channels_last || !mma16_supported() || P.k[1] != 7 || P.q[2] < 14 || P.q[2] > 56 ||
+    if (!channels_last || !mma16_supported() || P.q[2] < 14 || P.q[2] > 56 ||
         reinterpret_cast<uintptr_t>(x) % 16 != 0 || reinterpret_cast<uintptr_t>(gy) % 16 != 0)
       return false;
-    return run7<T>(x, gy, gw, P, like, stream);
+    const ClwKnob k = clw_knob();
+    if (k.off) {
+      if (P.k[1] != 7) return false;
+      return run<T, 7, 8>(x, gy, gw, P, like, stream, 16, 8, false);
+    }
+    if (P.k[1] == 7) {
+      if (k.tc == 4) {
+        if constexpr (std::is_same_v<T, float>) return run<T, 7, 4>(x, gy, gw, P, like, stream, k.band, 8, k.fused != 0);
+        return false;
+      }
+      return run<T, 7, 8>(x, gy, gw, P, like, stream, k.band, 8, k.fused != 0);
+    }
+    if constexpr (std::is_same_v<T, float>) {
+      if (P.k[1] == 5) {
+        if (k.tc == 4) return run<T, 5, 4>(x, gy, gw, P, like, stream, k.band, 8, k.fused != 0);
+        return run<T, 5, 8>(x, gy, gw, P, like, stream, k.band, 8, k.fused != 0);
+      }
+    }
+    return false;
   }
 }
 

@@ -22,6 +22,7 @@
 
 #include "ops/depthwise_conv/cuda/cp_async.cuh"
 #include "ops/depthwise_conv/cuda/plan.cuh"
+#include "ops/depthwise_conv/cuda/tc_wgrad1d.cuh"
 
 #include <algorithm>
 #include <cstdint>
@@ -29,13 +30,13 @@
 
 namespace convx::cuda {
 
-constexpr int kBandWgRows = 4, kBandWgCols = 8, kBandWgMaxThreads = 256;  // a thread's tile; a block
+constexpr int kBandWgRows = 4, kBandWgMaxThreads = 256;  // a thread's tile rows; a block
 
-// One tile's products added into v: dy rows q = 0 .. 3 (8 columns each, grow) and the K + 3 x rows
-// they meet (8 + K - 1 columns each, xrow), every index static.
-template <int K, typename GRow, typename XRow>
+// One tile's products added into v: dy rows q = 0 .. 3 (TC columns each, grow) and the K + 3 x rows
+// they meet (TC + K - 1 columns each, xrow), every index static.
+template <int K, int TC, typename GRow, typename XRow>
 __device__ __forceinline__ void wg_tile(GRow grow, XRow xrow, float (&v)[K * K]) {
-  constexpr int TR = kBandWgRows, TC = kBandWgCols, NX = TC + K - 1;
+  constexpr int TR = kBandWgRows, NX = TC + K - 1;
   float g[TR][TC];
 #pragma unroll
   for (int q = 0; q < TR; ++q) grow(q, g[q]);
@@ -60,7 +61,7 @@ __device__ __forceinline__ void wg_tile(GRow grow, XRow xrow, float (&v)[K * K])
 struct ClBandWg {
   int IH, IW, QH, QW, ph, pw, C, N;
   int TH, bands;          // output rows per band, bands per plane
-  int XR, XG, GG;         // staged x rows; 8-pixel groups per staged x / dy row
+  int XR, XG, GG;         // staged x rows; TC-pixel groups per staged x / dy row
   int items, per, chunks; // items (sample, band) per channel group; per block; blocks per group
   int groups, tiles;      // channel groups of CB; tiles of a band (threads: tiles x CB, whole warps)
   int threads;
@@ -69,10 +70,11 @@ struct ClBandWg {
 
 // The launch layout from the shapes alone; false when not covered (not one phase of a 2-D K x K
 // filter at stride 1, multiplier 1, padding 0 .. K - 1, channels a multiple of CB, two stages
-// within max_smem bytes). band_rows: TH, a multiple of kBandWgRows (capped at the plane's rows);
-// target_blocks: blocks wanted in all (channel groups x chunks); esz: bytes per value. The
-// tensors' 16-byte alignment is the launcher's check.
-inline bool cl_band_wgrad2d_plan(ClBandWg& L, const Plan& P, int K, int band_rows, int64_t target_blocks,
+// within max_smem bytes). tc: a tile's output columns TC (the staged rows' pixel groups);
+// band_rows: TH, a multiple of kBandWgRows (capped at the plane's rows); target_blocks: blocks
+// wanted in all (channel groups x chunks); esz: bytes per value. The tensors' 16-byte alignment is
+// the launcher's check.
+inline bool cl_band_wgrad2d_plan(ClBandWg& L, const Plan& P, int K, int tc, int band_rows, int64_t target_blocks,
                                  int64_t max_smem, int esz) {
   if (P.phases != 1 || P.k[0] != 1 || P.k[1] != K || P.k[2] != K || P.S[0] != 1 || P.S[1] != 1 || P.S[2] != 1 ||
       P.in[0] != 1 || P.q[0] != 1 || P.in_div != 1 || P.out_c != P.in_c || P.N <= 0 || P.q[1] != P.out[1] ||
@@ -81,12 +83,12 @@ inline bool cl_band_wgrad2d_plan(ClBandWg& L, const Plan& P, int K, int band_row
   const int64_t ph = P.pad[1][0], pw = P.pad[2][0], CB = 32 / esz;
   if (ph < 0 || pw < 0 || ph >= K || pw >= K || P.in_c % CB != 0) return false;
   const int64_t TH = std::min<int64_t>(band_rows, ceil_div(P.q[1], kBandWgRows) * kBandWgRows);
-  const int64_t GG = ceil_div(P.q[2], kBandWgCols), XG = ceil_div(GG * kBandWgCols + K - 1, 8);
-  const int64_t XR = TH + K - 1, GS = 9 * CB;  // values per staged 8-pixel group (one pixel of padding)
+  const int64_t GG = ceil_div(P.q[2], tc), XG = ceil_div(GG * tc + K - 1, tc);
+  const int64_t XR = TH + K - 1, GS = (tc + 1) * CB;  // values per staged pixel group (one pixel of padding)
   const int64_t stage = (XR * XG + TH * GG) * GS;
   const int64_t tiles = TH / kBandWgRows * GG, threads = ceil_div(tiles * CB, 32) * 32;
   const int64_t smem = 2 * stage * esz;
-  if (threads > kBandWgMaxThreads || smem > max_smem || threads * K * K * 4 > smem) return false;
+  if (threads > kBandWgMaxThreads || smem > max_smem || threads * K * K * 4 > smem) return false;  // + tap sums
   if (P.in[1] * P.in[2] * P.in_c > std::numeric_limits<int32_t>::max() / 2 ||
       P.q[1] * P.q[2] * P.in_c > std::numeric_limits<int32_t>::max() / 2 || P.N > std::numeric_limits<int32_t>::max() / 64)
     return false;
@@ -101,22 +103,26 @@ inline bool cl_band_wgrad2d_plan(ClBandWg& L, const Plan& P, int K, int band_row
   return true;
 }
 
-// Offset of pixel column j of a staged row (groups of 8 pixels, each group padded by one pixel).
-template <int CB>
+// Offset of pixel column j of a staged row (groups of TC pixels, each group padded by one pixel).
+template <int CB, int TC>
 __device__ __forceinline__ int cl_band_col(int j) {
-  return (j >> 3) * (9 * CB) + (j & 7) * CB;
+  return (j / TC) * ((TC + 1) * CB) + (j % TC) * CB;
 }
 
-template <typename T, int K>
+// Grid: groups x chunks blocks of L.threads. counters (groups, zeroed) null: every block writes its
+// partials to part[channel][chunk][tap] for sum_slots; else the group's last block sums them.
+template <typename T, int K, int TC>
 __global__ void __launch_bounds__(kBandWgMaxThreads, 2)
-cl_band_wgrad2d(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, const ClBandWg L) {
+cl_band_wgrad2d(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part,
+                unsigned* __restrict__ counters, T* __restrict__ gw, const ClBandWg L) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* buf = reinterpret_cast<T*>(smem_raw);
-  constexpr int NV = K * K, TR = kBandWgRows, TC = kBandWgCols, NX = TC + K - 1;
+  constexpr int NV = K * K, TR = kBandWgRows, NX = TC + K - 1;
   constexpr int CB = 32 / int(sizeof(T)), HV = 16 / int(sizeof(T));  // channels per block; per 16-byte copy
+  constexpr int GS = (TC + 1) * CB;  // values per staged pixel group
   const int grp = static_cast<int>(blockIdx.x / L.chunks), ck = static_cast<int>(blockIdx.x % L.chunks);
   const int i0 = ck * L.per, i1 = i0 + L.per < L.items ? i0 + L.per : L.items;
-  const int XRS = L.XG * 9 * CB, GRS = L.GG * 9 * CB, xs_size = L.XR * XRS, stage = xs_size + L.TH * GRS;
+  const int XRS = L.XG * GS, GRS = L.GG * GS, xs_size = L.XR * XRS, stage = xs_size + L.TH * GRS;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
   const int c0 = grp * CB;
   {
@@ -124,7 +130,7 @@ cl_band_wgrad2d(const T* __restrict__ x, const T* __restrict__ gy, float* __rest
     for (int i = threadIdx.x; i < 2 * stage / HV; i += blockDim.x) b4[i] = uint4{0u, 0u, 0u, 0u};
   }
   __syncthreads();  // the zeros land before any copy into the same cells
-  const int xcols = L.IW < L.XG * 8 - L.pw ? L.IW : L.XG * 8 - L.pw;
+  const int xcols = L.IW < L.XG * TC - L.pw ? L.IW : L.XG * TC - L.pw;
   // item it into buffer b: x rows qy0 - ph .. (zeros outside the input), dy rows qy0 .. (zeros past
   // the plane); a warp per row, lanes over 16-byte halves of pixels
   auto load = [&](int it, int b) {
@@ -144,7 +150,7 @@ cl_band_wgrad2d(const T* __restrict__ x, const T* __restrict__ gy, float* __rest
                           : gy + ((int64_t(n) * L.QH + row) * L.QW) * L.C + c0;
       for (int j = lane; j < 2 * ncols; j += 32) {
         const int pix = j >> 1, h = j & 1;
-        cp_async16(dst + cl_band_col<CB>(pix + off) + h * HV, src + int64_t(pix) * L.C + h * HV, 16);
+        cp_async16(dst + cl_band_col<CB, TC>(pix + off) + h * HV, src + int64_t(pix) * L.C + h * HV, 16);
       }
     }
     cp_async_commit();
@@ -152,7 +158,7 @@ cl_band_wgrad2d(const T* __restrict__ x, const T* __restrict__ gy, float* __rest
   // this thread's channel and tile: output rows TR * p .. of the band, columns TC * sx ..
   const int ch = threadIdx.x % CB, tl = threadIdx.x / CB;
   const int p = tl / L.GG, sx = tl % L.GG;
-  const int xo = TR * p * XRS + sx * 9 * CB + ch, go = xs_size + TR * p * GRS + sx * 9 * CB + ch;
+  const int xo = TR * p * XRS + sx * GS + ch, go = xs_size + TR * p * GRS + sx * GS + ch;
   float v[NV];
 #pragma unroll
   for (int i = 0; i < NV; ++i) v[i] = 0.f;
@@ -167,14 +173,14 @@ cl_band_wgrad2d(const T* __restrict__ x, const T* __restrict__ gy, float* __rest
     }
     __syncthreads();  // item it landed for every thread
     const T* sb = buf + b * stage;
-    if (tl < L.tiles) wg_tile<K>(
+    if (tl < L.tiles) wg_tile<K, TC>(
         [&](int q, float(&g)[TC]) {
 #pragma unroll
-          for (int r = 0; r < TC; ++r) g[r] = static_cast<float>(sb[go + q * GRS + cl_band_col<CB>(r)]);
+          for (int r = 0; r < TC; ++r) g[r] = static_cast<float>(sb[go + q * GRS + cl_band_col<CB, TC>(r)]);
         },
         [&](int i, float(&xv)[NX]) {
 #pragma unroll
-          for (int c = 0; c < NX; ++c) xv[c] = static_cast<float>(sb[xo + i * XRS + cl_band_col<CB>(c)]);
+          for (int c = 0; c < NX; ++c) xv[c] = static_cast<float>(sb[xo + i * XRS + cl_band_col<CB, TC>(c)]);
         },
         v);
     __syncthreads();  // buffer b is read before item it + 2 overwrites it
@@ -188,8 +194,17 @@ cl_band_wgrad2d(const T* __restrict__ x, const T* __restrict__ gy, float* __rest
     const int c = j % CB, tap = j / CB;
     float sum = 0.f;
     for (int t = 0; t < L.tiles; ++t) sum += red[(t * CB + c) * NV + tap];
-    part[(int64_t(c0 + c) * L.chunks + ck) * NV + tap] = sum;
+    if (counters != nullptr && L.chunks == 1) {
+      gw[int64_t(c0 + c) * NV + tap] = static_cast<T>(sum);
+    } else {
+      part[(int64_t(c0 + c) * L.chunks + ck) * NV + tap] = sum;
+    }
   }
+  // the group's last block: the chunks' partials in chunk order (sum_slots' order, the same bits);
+  // its flag in smem_raw once every thread has read red (tcw_last_block's first barrier)
+  if (counters != nullptr && L.chunks > 1 &&
+      tcw_last_block(counters + grp, unsigned(L.chunks), reinterpret_cast<int*>(smem_raw)))
+    tcw_sum_chunks<T, NV>(part, gw, c0, CB * NV, unsigned(L.chunks));
 }
 
 }  // namespace convx::cuda
