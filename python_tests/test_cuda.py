@@ -2044,6 +2044,24 @@ def test_depthwise_cl_band_wgrad2d(dtype, placement):
     _check_wgrad(CL_BAND_WGRAD2D_CASES, 7, dtype, placement, 730)
 
 
+# clw (session 14): cl_band_wgrad2d at 5 x 5 (fp32 NHWC, output widths 14 to 56)
+CL_BAND_WGRAD2D_K5_CASES = [  # (N, C, size, padding): 5 x 5 at stride 1
+    (4, 240, (28, 28), (2, 2)),  # EfficientNet-B0's 28 x 28 stage: bands of the plane, several chunks
+    (3, 16, (17, 22), (2, 2)),  # bands and tiles cut by the plane's end
+    (1, 8, (20, 15), (4, 4)),  # padding 4: rows / columns of zeros at both ends
+    (2, 16, (30, 18), (0, 1)),  # output smaller than the input
+    (2, 12, (17, 22), (2, 2)),  # 12 channels: declined
+    (0, 8, (16, 16), (2, 2)),
+]
+
+
+@pytest.mark.parametrize("placement", ["nhwc", "nhwc_off1"])
+def test_depthwise_cl_band_wgrad2d_k5(placement):
+    """Channels-last fp32 weight-grad of 5 x 5 filters at stride 1 from staged bands
+    (cl_band_wgrad2d.cuh where routed): as test_depthwise_cl_band_wgrad2d."""
+    _check_wgrad(CL_BAND_WGRAD2D_K5_CASES, 5, torch.float32, placement, 750)
+
+
 @pytest.mark.parametrize("placement", ["nchw", "nchw_off1", "strided", "nhwc"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["fp32", "fp16", "bf16"])
 @pytest.mark.parametrize("k", [7, 5], ids=["k7", "k5"])

@@ -34,35 +34,35 @@ namespace {
 // after); "<TC>,<band rows>,<fused 0|1>": that variant (5 x 5 fp32 too).
 struct ClwKnob {
   bool off = true;
-  int tc = 8, band = 8, fused = 0;
+  int tc = 8, band = 8, fused = 0, maxt = 256;
 };
 ClwKnob clw_knob() {
   ClwKnob k;
   const char* e = std::getenv("CONVX_CLW");
-  if (e != nullptr && std::strcmp(e, "off") != 0 && std::sscanf(e, "%d,%d,%d", &k.tc, &k.band, &k.fused) == 3) k.off = false;
+  if (e != nullptr && std::strcmp(e, "off") != 0 && std::sscanf(e, "%d,%d,%d,%d", &k.tc, &k.band, &k.fused, &k.maxt) >= 3) k.off = false;
   return k;
 }
 
-template <typename T, int K, int TC>
+template <typename T, int K, int TC, int MAXT = kBandWgMaxThreads>
 bool run(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream,
          int band_a, int band_b, bool fused) {
   constexpr int64_t max_smem = 110 * 1024;  // two stages: at least two blocks per SM
   constexpr int NV = K * K;
-  auto kernel = cl_band_wgrad2d<T, K, TC>;
+  auto kernel = cl_band_wgrad2d<T, K, TC, MAXT>;
   ClBandWg L{};
   // band_a rows where two stages fit, else band_b; first for the shared memory, then with as many
   // blocks as run at once (one wave).
   int band_rows = band_a;
-  if (!cl_band_wgrad2d_plan(L, P, K, TC, band_rows, 1, max_smem, sizeof(T))) {
+  if (!cl_band_wgrad2d_plan(L, P, K, TC, band_rows, 1, max_smem, sizeof(T), MAXT)) {
     band_rows = band_b;
-    if (!cl_band_wgrad2d_plan(L, P, K, TC, band_rows, 1, max_smem, sizeof(T))) return false;
+    if (!cl_band_wgrad2d_plan(L, P, K, TC, band_rows, 1, max_smem, sizeof(T), MAXT)) return false;
   }
   if (L.smem > 48 * 1024) {
     C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(L.smem)));
   }
   int per_sm = 0;
   C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, L.threads, static_cast<size_t>(L.smem)));
-  if (!cl_band_wgrad2d_plan(L, P, K, TC, band_rows, int64_t(std::max(per_sm, 1)) * sm_count(), max_smem, sizeof(T)))
+  if (!cl_band_wgrad2d_plan(L, P, K, TC, band_rows, int64_t(std::max(per_sm, 1)) * sm_count(), max_smem, sizeof(T), MAXT))
     return false;
   // partials [C][chunks][taps], then (fused) the groups' zeroed counters
   const int64_t nf = P.in_c * L.chunks * NV;
@@ -97,20 +97,26 @@ bool launch_cl_band_wgrad2d(const T* x, const T* gy, T* gw, const Plan& P, bool 
       if (P.k[1] != 7) return false;
       return run<T, 7, 8>(x, gy, gw, P, like, stream, 16, 8, false);
     }
+    const bool ok = [&] {
     if (P.k[1] == 7) {
       if (k.tc == 4) {
         if constexpr (std::is_same_v<T, float>) return run<T, 7, 4>(x, gy, gw, P, like, stream, k.band, 8, k.fused != 0);
         return false;
       }
+      if (k.maxt == 128) return run<T, 7, 8, 128>(x, gy, gw, P, like, stream, k.band, 8, k.fused != 0);
       return run<T, 7, 8>(x, gy, gw, P, like, stream, k.band, 8, k.fused != 0);
     }
     if constexpr (std::is_same_v<T, float>) {
       if (P.k[1] == 5) {
         if (k.tc == 4) return run<T, 5, 4>(x, gy, gw, P, like, stream, k.band, 8, k.fused != 0);
+        if (k.maxt == 128) return run<T, 5, 8, 128>(x, gy, gw, P, like, stream, k.band, 8, k.fused != 0);
         return run<T, 5, 8>(x, gy, gw, P, like, stream, k.band, 8, k.fused != 0);
       }
     }
     return false;
+    }();
+    if (!ok && (P.k[1] == 7 || P.k[1] == 5)) std::fprintf(stderr, "CONVX_CLW %s: declined\n", std::getenv("CONVX_CLW"));
+    return ok;
   }
 }
 

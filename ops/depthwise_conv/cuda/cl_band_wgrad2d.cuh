@@ -75,7 +75,7 @@ struct ClBandWg {
 // wanted in all (channel groups x chunks); esz: bytes per value. The tensors' 16-byte alignment is
 // the launcher's check.
 inline bool cl_band_wgrad2d_plan(ClBandWg& L, const Plan& P, int K, int tc, int band_rows, int64_t target_blocks,
-                                 int64_t max_smem, int esz) {
+                                 int64_t max_smem, int esz, int max_threads = kBandWgMaxThreads) {
   if (P.phases != 1 || P.k[0] != 1 || P.k[1] != K || P.k[2] != K || P.S[0] != 1 || P.S[1] != 1 || P.S[2] != 1 ||
       P.in[0] != 1 || P.q[0] != 1 || P.in_div != 1 || P.out_c != P.in_c || P.N <= 0 || P.q[1] != P.out[1] ||
       P.q[2] != P.out[2] || P.q[1] <= 0 || P.q[2] <= 0)
@@ -88,7 +88,7 @@ inline bool cl_band_wgrad2d_plan(ClBandWg& L, const Plan& P, int K, int tc, int 
   const int64_t stage = (XR * XG + TH * GG) * GS;
   const int64_t tiles = TH / kBandWgRows * GG, threads = ceil_div(tiles * CB, 32) * 32;
   const int64_t smem = 2 * stage * esz;
-  if (threads > kBandWgMaxThreads || smem > max_smem || threads * K * K * 4 > smem) return false;  // + tap sums
+  if (threads > max_threads || smem > max_smem || threads * K * K * 4 > smem) return false;  // + tap sums
   if (P.in[1] * P.in[2] * P.in_c > std::numeric_limits<int32_t>::max() / 2 ||
       P.q[1] * P.q[2] * P.in_c > std::numeric_limits<int32_t>::max() / 2 || P.N > std::numeric_limits<int32_t>::max() / 64)
     return false;
@@ -111,8 +111,8 @@ __device__ __forceinline__ int cl_band_col(int j) {
 
 // Grid: groups x chunks blocks of L.threads. counters (groups, zeroed) null: every block writes its
 // partials to part[channel][chunk][tap] for sum_slots; else the group's last block sums them.
-template <typename T, int K, int TC>
-__global__ void __launch_bounds__(kBandWgMaxThreads, 2)
+template <typename T, int K, int TC, int MAXT = kBandWgMaxThreads>
+__global__ void __launch_bounds__(MAXT, 2)
 cl_band_wgrad2d(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part,
                 unsigned* __restrict__ counters, T* __restrict__ gw, const ClBandWg L) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
