@@ -2044,14 +2044,18 @@ def test_depthwise_cl_band_wgrad2d(dtype, placement):
     _check_wgrad(CL_BAND_WGRAD2D_CASES, 7, dtype, placement, 730)
 
 
-# clw (session 14): cl_band_wgrad2d at 5 x 5 (fp32 NHWC, output widths 14 to 56)
+# clw (session 14): cl_band_wgrad2d at 5 x 5 (fp32 NHWC, outputs 24 to 32 wide; the other cases
+# exercise the kernels it declines to)
 CL_BAND_WGRAD2D_K5_CASES = [  # (N, C, size, padding): 5 x 5 at stride 1
     (4, 240, (28, 28), (2, 2)),  # EfficientNet-B0's 28 x 28 stage: bands of the plane, several chunks
-    (3, 16, (17, 22), (2, 2)),  # bands and tiles cut by the plane's end
-    (1, 8, (20, 15), (4, 4)),  # padding 4: rows / columns of zeros at both ends
-    (2, 16, (30, 18), (0, 1)),  # output smaller than the input
-    (2, 12, (17, 22), (2, 2)),  # 12 channels: declined
-    (0, 8, (16, 16), (2, 2)),
+    (3, 16, (17, 26), (2, 2)),  # bands and tiles cut by the plane's end
+    (1, 8, (20, 24), (4, 4)),  # padding 4: rows / columns of zeros at both ends
+    (2, 16, (30, 30), (0, 1)),  # output smaller than the input
+    (3, 16, (17, 22), (2, 2)),  # outputs 22 wide: declined
+    (1, 8, (20, 15), (4, 4)),  # declined
+    (2, 16, (30, 18), (0, 1)),  # declined
+    (2, 12, (17, 26), (2, 2)),  # 12 channels: declined
+    (0, 8, (16, 28), (2, 2)),
 ]
 
 

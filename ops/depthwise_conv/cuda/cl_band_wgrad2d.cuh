@@ -1,23 +1,26 @@
 // Channels-last (NHWC) weight-grad of K x K filters at stride 1 from bands staged in shared memory
 // (cl_band_wgrad2d.cu): a block owns CB = 32 bytes of channels (8 fp32 / 16 16-bit: a pixel's
 // sector) and a chunk of (sample, band of TH output rows) items, one item per stage, double-buffered
-// by 16-byte cp.async; each thread adds one channel's products over a tile of 4 output rows x 8
-// output columns into its K * K tap sums (fp32).
+// by 16-byte cp.async; each thread adds one channel's products over a tile of 4 output rows x TC
+// output columns (TC 8 or 4) into its K * K tap sums (fp32).
 //
 // Why: walk_wgrad2d (walk2d.cuh) reads its rows from global memory with a mask and a select per
 // value and moves a register ring every step (about 2.2 instructions per FMA, 13.7 warps per SM:
 // session 12's profile), and its NHWC form took 185 us + a 57 us chunk sum on ConvNeXt-56 fp32
 // (H100, bench/results/h100/session13/w7_call1_kernels.log). Here the zero halo removes every
-// bounds check, and a tile's K + 3 staged x rows of 14 values feed 4 x 7 x 8 products each: 172
-// shared loads per 1568 FMAs, no moves, every index static.
+// bounds check, and a tile's K + 3 staged x rows of TC + K - 1 values feed 4 x K x TC products
+// each (7 x 7, TC 8: 172 shared loads per 1568 FMAs), no moves, every index static. Tiles of 4
+// columns (session 14) take twice the threads per staged band at 0.148 loads per FMA instead of
+// 0.110: fp32 ConvNeXt-56 runs 7 warps per block instead of 3.5, ConvNeXt-14 4 instead of 2.
 //
 // Staged per stage, pixel-major (a pixel's CB channels together, as stored): the band's TH + K - 1
-// x rows (column j = input column j - pw) and TH dy rows; groups of 8 pixels padded by one pixel,
+// x rows (column j = input column j - pw) and TH dy rows; groups of TC pixels padded by one pixel,
 // so that the 4 tiles of a warp (fp32: lanes = 8 channels x 4 tiles; 16-bit: 16 x 2) read distinct
 // banks. Columns outside the input are zeroed once; x rows outside the input and dy rows past the
 // plane are zeroed per stage (which rows they are depends on the band). Tap sums: per channel, the
-// block's tiles in order through shared memory into part[channel][chunk][tap], then sum_slots over
-// the chunks in order: bitwise repeatable, no atomics.
+// block's tiles in order through shared memory into part[channel][chunk][tap], then the chunks in
+// order, by sum_slots or (fused) by the group's last block (an int counter; tc_wgrad1d.cuh's
+// tcw_last_block / tcw_sum_chunks): the same order either way, bitwise repeatable, no float atomics.
 #pragma once
 
 #include "ops/depthwise_conv/cuda/cp_async.cuh"
@@ -75,7 +78,7 @@ struct ClBandWg {
 // wanted in all (channel groups x chunks); esz: bytes per value. The tensors' 16-byte alignment is
 // the launcher's check.
 inline bool cl_band_wgrad2d_plan(ClBandWg& L, const Plan& P, int K, int tc, int band_rows, int64_t target_blocks,
-                                 int64_t max_smem, int esz, int max_threads = kBandWgMaxThreads) {
+                                 int64_t max_smem, int esz) {
   if (P.phases != 1 || P.k[0] != 1 || P.k[1] != K || P.k[2] != K || P.S[0] != 1 || P.S[1] != 1 || P.S[2] != 1 ||
       P.in[0] != 1 || P.q[0] != 1 || P.in_div != 1 || P.out_c != P.in_c || P.N <= 0 || P.q[1] != P.out[1] ||
       P.q[2] != P.out[2] || P.q[1] <= 0 || P.q[2] <= 0)
@@ -88,7 +91,7 @@ inline bool cl_band_wgrad2d_plan(ClBandWg& L, const Plan& P, int K, int tc, int 
   const int64_t stage = (XR * XG + TH * GG) * GS;
   const int64_t tiles = TH / kBandWgRows * GG, threads = ceil_div(tiles * CB, 32) * 32;
   const int64_t smem = 2 * stage * esz;
-  if (threads > max_threads || smem > max_smem || threads * K * K * 4 > smem) return false;  // + tap sums
+  if (threads > kBandWgMaxThreads || smem > max_smem || threads * K * K * 4 > smem) return false;  // + tap sums
   if (P.in[1] * P.in[2] * P.in_c > std::numeric_limits<int32_t>::max() / 2 ||
       P.q[1] * P.q[2] * P.in_c > std::numeric_limits<int32_t>::max() / 2 || P.N > std::numeric_limits<int32_t>::max() / 64)
     return false;
@@ -111,8 +114,8 @@ __device__ __forceinline__ int cl_band_col(int j) {
 
 // Grid: groups x chunks blocks of L.threads. counters (groups, zeroed) null: every block writes its
 // partials to part[channel][chunk][tap] for sum_slots; else the group's last block sums them.
-template <typename T, int K, int TC, int MAXT = kBandWgMaxThreads>
-__global__ void __launch_bounds__(MAXT, 2)
+template <typename T, int K, int TC>
+__global__ void __launch_bounds__(kBandWgMaxThreads, 2)
 cl_band_wgrad2d(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part,
                 unsigned* __restrict__ counters, T* __restrict__ gw, const ClBandWg L) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
