@@ -1,6 +1,6 @@
 """Session 14 cl7 A/B (temporary, removed after the run): the NHWC 5 x 5 / 7 x 7 forward and
-stride-1 data-grad under CONVX_CLT (off = main's kernels; "CG,SX,SY" = cl_tile2d with CG channel
-vectors x SX strips of 7 columns x SY strips of 2 rows per block), in one process, main first and last. CUDA-event medians
+stride-1 data-grad under CONVX_CLT (off = main's kernels; "CG,SY" = cl_tile2d with CG channel
+vectors x SY strips of 2 rows per block), in one process, main first and last. CUDA-event medians
 (bench/timing.py), ms and % of the 3.01 TB/s copy; d = max error against main's result / scale."""
 
 import os
@@ -14,9 +14,9 @@ from timing import time_ms
 ops = torch.ops.convx
 # row: N, C, size, K, padding, tile variants
 ROWS = {
-    "convnext_56": (64, 96, 56, 7, 3, ["8,4,7", "8,4,4", "12,4,4", "4,8,4", "8,4,2", "8,8,4"]),
-    "effnet_k5": (64, 240, 28, 5, 2, ["8,4,7", "8,4,2", "12,4,2", "6,4,7", "20,4,2"]),
-    "convnext_14": (64, 384, 14, 7, 3, ["16,2,7", "8,2,7", "24,2,4", "32,2,3"]),
+    "convnext_56": (64, 96, 56, 7, 3, ["4,7", "4,4", "2,8", "2,4", "4,8", "8,4", "2,7"]),
+    "effnet_k5": (64, 240, 28, 5, 2, ["8,7", "4,14", "4,7", "2,14", "8,4", "16,2"]),
+    "convnext_14": (64, 384, 14, 7, 3, ["16,7", "8,7", "32,4", "16,4", "32,7"]),
 }
 DT = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 rows = sys.argv[1].split(",") if len(sys.argv) > 1 else list(ROWS)

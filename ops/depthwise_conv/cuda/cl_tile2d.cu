@@ -37,14 +37,14 @@ bool launch_cl_tile2d(const T* in, const T* w, bool flip, const T* bias, T* out,
   } else {
     const int k = P.k[1];
     if ((k != 5 && k != 7) || !mma16_supported()) return false;
-    // A/B knob (temporary): CONVX_CLT unset = default, "off" = decline, "CG,SX,SY" = that tile.
-    int CG = 8, SX = 4, SY = 7;
+    // A/B knob (temporary): CONVX_CLT unset = default, "off" = decline, "CG,SY" = that tile.
+    int CG = k == 7 ? 4 : 8, SY = 7;
     if (const char* e = std::getenv("CONVX_CLT")) {
       if (e[0] == 'o') return false;
-      if (std::sscanf(e, "%d,%d,%d", &CG, &SX, &SY) != 3) return false;
+      if (std::sscanf(e, "%d,%d", &CG, &SY) != 2) return false;
     }
     ClTile2d L{};
-    if (!cl_tile2d_plan(L, P, flip, k, CG, SX, SY, sizeof(T))) return false;
+    if (!cl_tile2d_plan(L, P, flip, k, CG, SY, sizeof(T))) return false;
     return k == 7 ? run<T, 7>(in, w, bias, out, L, stream) : run<T, 5>(in, w, bias, out, L, stream);
   }
 }

@@ -62,7 +62,7 @@ inline int64_t cl_tile2d_conflicts(const ClTile2d& L, int esz) {
     int64_t addr[16];
     int n = 0;
     for (int t = t0; t < std::min(active, t0 + lanes); ++t) {
-      const int cg = t % L.CG, s = t / L.CG, sx = s % L.SX, sy = s / L.SX;
+      const int cg = t / S, s = t % S, sx = s % L.SX, sy = s / L.SX;
       addr[n++] = int64_t(cg) * L.plane + int64_t(sy) * kTile2dM * L.pitch + sx * kTile2dR;
     }
     int worst = 1;
@@ -84,7 +84,7 @@ inline int64_t cl_tile2d_conflicts(const ClTile2d& L, int esz) {
 // The tile's problem from a one-phase 2-D plan (forward, or the stride-1 data-grad with flip):
 // K x K at stride 1, multiplier 1, channels a multiple of 4, sizes below 2^30; CG channel vectors
 // and SY strips of M rows per block (threads CG x SX x SY <= 256). false when not covered.
-inline bool cl_tile2d_plan(ClTile2d& L, const Plan& P, bool flip, int K, int CG, int SX, int SY, int esz) {
+inline bool cl_tile2d_plan(ClTile2d& L, const Plan& P, bool flip, int K, int CG, int SY, int esz) {
   constexpr int64_t lim = int64_t(1) << 30;
   if (P.phases != 1 || P.k[0] != 1 || P.in[0] != 1 || P.out[0] != 1 || P.in_div != 1 || P.J != 1 ||
       P.in_c != P.out_c || P.k[1] != K || P.k[2] != K || P.S[1] != 1 || P.S[2] != 1 || P.out_c % 4 != 0 ||
@@ -99,9 +99,9 @@ inline bool cl_tile2d_plan(ClTile2d& L, const Plan& P, bool flip, int K, int CG,
   L.flip = flip;
   L.cvec = L.C / 4;
   L.CG = std::min(CG, L.cvec);
-  L.SX = static_cast<int>(std::min<int64_t>(SX, ceil_div(L.OW, kTile2dR)));
+  L.SX = static_cast<int>(std::min<int64_t>(8, ceil_div(L.OW, kTile2dR)));
   L.SY = static_cast<int>(std::min<int64_t>(SY, ceil_div(L.OH, kTile2dM)));
-  if (L.CG < 1 || L.SX < 1 || L.SY < 1 || int64_t(L.CG) * L.SX * L.SY > kTile2dThreads) return false;
+  if (L.CG < 1 || L.SY < 1 || int64_t(L.CG) * L.SX * L.SY > kTile2dThreads) return false;
   L.TW = L.SX * kTile2dR, L.TH = L.SY * kTile2dM;
   L.IW = L.TW + K - 1, L.IH = L.TH + K - 1;
   L.threads = (L.CG * L.SX * L.SY + 31) / 32 * 32;
@@ -185,7 +185,7 @@ cl_tile2d(const T* __restrict__ in, const T* __restrict__ wt, const T* __restric
 
   const int S = L.SX * L.SY;
   if (tid >= L.CG * S) return;
-  const int cg = tid % L.CG, s = tid / L.CG, sx = s % L.SX, sy = s / L.SX;
+  const int cg = tid / S, s = tid % S, sx = s % L.SX, sy = s / L.SX;
   const int cv = cv0 + cg;
   const int oy0 = ty * L.TH + sy * M, ox0 = tx * L.TW + sx * R;
   if (cv >= L.cvec || oy0 >= L.OH || ox0 >= L.OW) return;
