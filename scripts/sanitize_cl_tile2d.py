@@ -1,8 +1,7 @@
-"""The channels-last register-blocked 5 x 5 / 7 x 7 tile (cl_tile2d.cuh) on a few small problems
-and nothing else, for compute-sanitizer (memcheck; racecheck of its staged tile and filter):
-forward (bias) and input-grad in fp32, fp16 and bf16 where dispatch routes them to it: ConvNeXt-
-and EfficientNet-like rows, two column tiles, planes smaller than the filter, padding beyond its
-reach."""
+"""The channels-last register-blocked 7 x 7 tile (cl_tile2d.cuh) on a few small problems and nothing
+else, for compute-sanitizer (memcheck; racecheck of its staged tile and filter): forward (bias) and
+input-grad in fp32 and fp16 on the 14-wide outputs dispatch routes to it: full and partial
+channel chunks, a height below the tile, padding beyond the filter's reach."""
 
 import torch
 
@@ -10,9 +9,8 @@ import convx  # noqa: F401  (loads the operator library)
 
 ops = torch.ops.convx
 # (N, C, size, padding, K)
-CASES = [(2, 16, (56, 56), 3, 7), (1, 32, (14, 14), 3, 7), (1, 16, (28, 28), 2, 5), (1, 16, (9, 60), 3, 7),
-         (1, 8, (3, 4), 5, 7), (1, 8, (11, 15), 4, 5)]
-for dtype in (torch.float32, torch.float16, torch.bfloat16):
+CASES = [(2, 16, (14, 14), 3, 7), (1, 40, (14, 14), 3, 7), (1, 24, (9, 14), 3, 7), (1, 8, (4, 10), 5, 7)]
+for dtype in (torch.float32, torch.float16):
     for N, C, size, p, k in CASES:
         x = torch.randn(N, C, *size, device="cuda", dtype=dtype).contiguous(memory_format=torch.channels_last)
         w = torch.randn(C, 1, k, k, device="cuda", dtype=dtype)

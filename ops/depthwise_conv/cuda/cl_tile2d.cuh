@@ -1,17 +1,19 @@
-// Channels-last (NHWC) 2-D depthwise forward and stride-1 data-grad of square K x K filters
-// (K = 5, 7) at stride 1, multiplier 1, one phase: a register-blocked tile staged in shared
-// memory.
+// Channels-last (NHWC) 2-D depthwise forward and stride-1 data-grad of square K x K filters at
+// stride 1, multiplier 1, one phase: a register-blocked tile staged in shared memory. Dispatch
+// instantiates K = 7 only, on 14 x 14 outputs, where it measured faster (cl_tile2d.cu; at 56 x 56
+// and for 5 x 5 on 28 x 28 it was slower).
 //
 // Why: cl_gather gives each thread 4 channels x 8 outputs of one row and streams every filter
-// row's input segment and weights from L1 (21 16-byte loads per 224 FMAs: the L1 pipe, 128 bytes
-// per clock, is the limit). Here a block stages a tile of TH + K - 1 input rows x TW + K - 1
+// row's input segment and weights from L1 (21 16-byte loads per 224 FMAs). Here a block stages a tile of TH + K - 1 input rows x TW + K - 1
 // columns x CG 4-channel vectors by cp.async (zero-filled outside the image), plus the filter of
 // its CG vectors in fp32, then each thread computes one 4-channel vector x M = 2 output rows x
 // R = 7 consecutive outputs: per input row of its window it loads R + K - 1 vectors (each feeds
 // up to K taps x M rows) and per (output row, tap) one weight vector that every lane of a warp
 // shares (the warp's lanes are strips of the same channels: a broadcast). Per 14 outputs that is
-// (M + K - 1) (R + K - 1) + M K K shared loads for 14 K K FMAs x 4 channels (7 x 7: 15 loads per
-// output against 31.5 in cl_gather).
+// (M + K - 1) (R + K - 1) + M K K shared loads for 14 K K FMAs x 4 channels (7 x 7: 14.4 loads
+// per output against cl_gather's 18.4 from L1). The cost: a warp's lanes are pixels, so its copies
+// and stores touch 8-32 cache lines each, and a block computes only after its whole tile has
+// arrived (on 56 x 56 planes L2-request- and latency-bound: cl_tile2d.cu).
 //
 // Shared memory: the filter [CG][K*K] fp32 vectors (lanes of one channel vector read the same
 // address, those of the next one 16 K K bytes further: another bank group), then the input planes
