@@ -2217,6 +2217,51 @@ def test_depthwise_tc_cl2d(dtype):
                                        msg=lambda m: f"{what} {name}\n{m}")
 
 
+# Session 14 (cl7): channels-last 7 x 7 through the register-blocked tile (cl_tile2d.cuh, routed
+# for fp32 / fp16 outputs 14 wide and at most 14 high; bf16 runs the same cases on tc_cl2d):
+# (N, C, (H, W), padding). ConvNeXt's 14 x 14 (12 chunks of 8 4-channel vectors), one chunk of 6
+# vectors, a partial second chunk (10 vectors), a height below the tile, padding beyond the
+# filter's reach (forward only: its data-grad writes 10-wide rows, another kernel's), batch 0.
+CL_TILE2D_CASES = [
+    (3, 384, (14, 14), 3),
+    (2, 24, (14, 14), 3),
+    (1, 40, (9, 14), 3),
+    (2, 16, (4, 10), 5),
+    (0, 16, (14, 14), 3),
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["fp32", "fp16", "bf16"])
+def test_depthwise_cl_tile2d(dtype):
+    """Forward (with bias) and input-grad of channels-last 7 x 7 filters at stride 1 against float64
+    on the same rounded data, on poisoned memory (CL_TILE2D_CASES)."""
+    import torch.nn.functional as F
+
+    tol = {torch.float32: 1e-5, torch.float16: 4e-3, torch.bfloat16: 2e-2}[dtype]
+    ops = torch.ops.convx
+    k = 7
+    for i, (N, C, size, p) in enumerate(CL_TILE2D_CASES):
+        gen = torch.Generator().manual_seed(1400 + i)
+        x = torch.randn(N, C, *size, generator=gen).to(DEV, dtype).contiguous(memory_format=torch.channels_last)
+        w = torch.randn(C, 1, k, k, generator=gen).to(DEV, dtype)
+        b = torch.randn(C, generator=gen).to(DEV, dtype)
+        ref = F.conv2d(x.double(), w.double(), b.double(), 1, p, 1, C)
+        gy = torch.randn(ref.shape, generator=gen).to(DEV, dtype).contiguous(memory_format=torch.channels_last)
+        gx_ref = torch.nn.grad.conv2d_input(x.shape, w.double(), gy.double(), 1, p, 1, C)
+        what = f"case {i} {dtype}"
+        poison()
+        y = ops.depthwise_conv2d(x, w, b, [1, 1], [p, p], [1, 1])
+        poison()
+        gx = ops.conv2d_input_grad(list(x.shape), w, gy, [1, 1], [p, p], [1, 1], C)
+        for name, out, r in (("forward", y, ref), ("input-grad", gx, gx_ref)):
+            if N > 0:
+                assert out.stride(1) == 1, f"{what} {name}: not channels-last"
+            scale = max(1.0, float(r.abs().max())) if r.numel() else 1.0
+            assert not torch.isnan(out).any(), f"{what} {name}: NaN (unwritten element)"
+            torch.testing.assert_close(out.double() / scale, r / scale, rtol=tol, atol=tol,
+                                       msg=lambda m: f"{what} {name}\n{m}")
+
+
 def test_depthwise_tc_wgrad2d_beyond_2_pow_31_elements():
     """The tensor-core 2-D weight-grad on NCHW tensors of more than 2^31 elements (64-bit plane
     offsets): the first and last channels' weight-grads against aten in float32."""

@@ -36,6 +36,7 @@
 #include "walk2d.cuh"
 #include "nc_wgrad_cp.cuh"
 #include "tc_cl2d.cuh"
+#include "cl_tile2d.cuh"  // cl7 (session 14)
 #include "cl_band_wgrad2d.cuh"  // w7 (session 13)
 #include "depth3d_regs.cuh"
 #include "ops/depthwise_conv/cuda/wgrad_sum.cuh"
@@ -2923,6 +2924,80 @@ void tcc_cases() {
   if (tcc_taken == 0) ++failures;
 }
 // ---- end tc7c ----
+// ---- session 14, cl7: cl_tile2d.cuh (channels-last 7 x 7 register-blocked tile) ----
+// Forward (bias) and data-grad (flip) of NHWC problems against float64 on the same rounded data,
+// fp32 / fp16 / bf16, NaN-poisoned outputs and shared memory, the routed tile (8 vectors x 7 row
+// strips) and the five others the A/B measured or that stress the indexing: one and two column
+// tiles (the second partial), heights not a multiple of the tile, a partial channel chunk (idle
+// vectors), blocks of partial warps, planes smaller than the filter, padding beyond its reach.
+static int clt_taken = 0;
+template <typename T, int K>
+void clt_check(const char* what, const Plan& P, bool flip, const Tensor& src, const Tensor& w, const Tensor& bias,
+               const Tensor& ref, const std::string& name, double tol) {
+  const Tensor sc = to_cl(src);
+  const T* bp = bias.defined() ? bias.data_ptr<T>() : nullptr;
+  for (auto [cg, sy] : std::array<std::pair<int, int>, 6>{{{8, 7}, {4, 7}, {2, 8}, {4, 4}, {1, 3}, {3, 1}}}) {
+    ClTile2d L{};
+    if (!cl_tile2d_plan(L, P, flip, K, cg, sy, sizeof(T))) {
+      std::printf("%-44s %-34s declined FAIL\n", name.c_str(), what);
+      ++failures;
+      return;
+    }
+    Tensor oc = at::full(to_cl(ref).sizes(), NAN, src.options());
+    g_smem_bytes = cl_tile2d_smem_bytes<T, K>(L);
+    const T* ip = sc.data_ptr<T>();
+    const T* wp = w.data_ptr<T>();
+    T* op = oc.data_ptr<T>();
+    launch(dim3{unsigned(L.blocks)}, dim3{unsigned(L.threads)}, [&] { cl_tile2d<T, K>(ip, wp, bp, op, L); });
+    ++clt_taken;
+    check((std::string(what) + " cl_tile2d CG" + std::to_string(L.CG) + " SY" + std::to_string(L.SY) + " tiles" +
+           std::to_string(L.tilesX) + "x" + std::to_string(L.tilesY) + " ch" + std::to_string(L.chunks))
+              .c_str(),
+          from_cl(oc), ref, name, tol);
+  }
+}
+template <typename T, int K>
+void clt_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t p, double tol) {
+  at::manual_seed(7);
+  const auto dt = c10::CppTypeToScalarType<T>::value;
+  Tensor x = at::randn({N, C, H, W}).to(dt), w = at::randn({C, 1, K, K}).to(dt), b = at::randn({C}).to(dt);
+  Tensor y = at::convolution(x.to(at::kDouble), w.to(at::kDouble), b.to(at::kDouble), {1, 1}, {p, p}, {1, 1}, false,
+                             {0, 0}, C);
+  Tensor gy = at::randn(y.sizes()).to(dt);
+  Tensor gx = std::get<0>(at::convolution_backward(gy.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble), std::nullopt,
+                                                   {1, 1}, {p, p}, {1, 1}, false, {0, 0}, C, {true, false, false}));
+  Geometry g;
+  g.batch = N, g.in_channels = C, g.out_channels = C, g.groups = C;
+  g.input[1] = H, g.input[2] = W, g.output[1] = y.size(2), g.output[2] = y.size(3);
+  g.kernel[1] = K, g.kernel[2] = K, g.padding[1] = p, g.padding[2] = p;
+  const std::string name = std::string(dt == at::kFloat ? "clt fp32" : (dt == at::kHalf ? "clt fp16" : "clt bf16")) +
+                           " N" + std::to_string(N) + " C" + std::to_string(C) + " " + std::to_string(H) + "x" +
+                           std::to_string(W) + " k" + std::to_string(K) + " p" + std::to_string(p);
+  {
+    Plan P{}; Prep Q{};
+    forward_plan(g, P, Q);
+    clt_check<T, K>("fwd", P, false, x, w, b, y, name, tol);
+  }
+  Plan P{}; Prep Q{};
+  if (data_grad_plan(g, P, Q)) clt_check<T, K>("dgrad", P, true, gy, w, Tensor(), gx, name, tol);
+}
+template <typename T>
+void clt_dtype(double tol) {
+  clt_case<T, 7>(2, 64, 14, 14, 3, tol);  // ConvNeXt-14's planes (the routed shape): 8 vectors of 16
+  clt_case<T, 7>(2, 16, 17, 56, 3, tol);  // 56-wide rows: one column tile, a partial last row tile
+  clt_case<T, 7>(1, 20, 9, 60, 3, tol);   // two column tiles (the second partial); 5 vectors: a partial chunk
+  clt_case<T, 7>(1, 8, 9, 9, 0, tol);     // 3 x 3 outputs; data-grad padding 6
+  clt_case<T, 7>(2, 8, 3, 4, 5, tol);     // planes smaller than the filter, padding beyond its reach
+  clt_case<T, 7>(1, 8, 4, 10, 5, tol);    // 14-wide outputs from 10-wide rows (data-grad padding 1)
+}
+void clt_cases() {
+  clt_dtype<float>(2e-6);
+  clt_dtype<at::Half>(2e-3);
+  clt_dtype<at::BFloat16>(1e-2);
+  std::printf("cl_tile2d launches checked: %d\n", clt_taken);
+  if (clt_taken == 0) ++failures;
+}
+// ---- end cl7 ----
 
 // HARNESS_ONLY=tcn runs tcn_cases alone (the tensor-core rows kernel; minutes less on 2 cores);
 // HARNESS_ONLY=rows the 1-D run_case entries alone (row_warp, cl_row1d, row1d, the 1-D weight-grads).
@@ -2935,6 +3010,11 @@ void tcc_cases() {
 // HARNESS_ONLY=s2d runs s2d_cases alone (mb16, session 13: cl_wgrad_s2d).
 // HARNESS_ONLY=clbw runs clbw_cases alone (cl_band_wgrad2d, sum_slots_grouped).
 int main() {
+  if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "clt") {  // cl7: cl_tile2d alone
+    clt_cases();
+    std::printf("failures: %d\n", failures);
+    return failures != 0;
+  }
   if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "s2d") {  // mb16: cl_wgrad_s2d
     s2d_cases();
     std::printf("failures: %d\n", failures);
@@ -3232,6 +3312,7 @@ int main() {
   }
   tcn_cases();
   tcc_cases();
+  clt_cases();  // cl7
   d3r_cases();
   std::printf("failures: %d\n", failures);
   return failures != 0;

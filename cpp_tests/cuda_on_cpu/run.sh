@@ -56,6 +56,10 @@ sed -e 's#"ops/depthwise_conv/cuda/cl_tiled.cuh"#"cl_tiled.cuh"#' \
     -e 's/__shared__ __align__(16) T ring/alignas(16) static T ring/' \
     -e 's/extern __shared__ __align__(16) unsigned char smem_raw\[\];/unsigned char* smem_raw = g_smem;/' \
     "$src/depth3d_regs.cuh" >"$tmp/depth3d_regs.cuh"
+# the channels-last register-blocked 2-D tile (cl7): its include of cl_tiled.cuh and its dynamic shared memory
+sed -e 's#"ops/depthwise_conv/cuda/cl_tiled.cuh"#"cl_tiled.cuh"#' \
+    -e 's/extern __shared__ __align__(16) unsigned char smem_raw\[\];/unsigned char* smem_raw = g_smem;/' \
+    "$src/cl_tile2d.cuh" >"$tmp/cl_tile2d.cuh"
 # the channels-last 1-D row kernel: the same
 sed -e 's#"ops/depthwise_conv/cuda/cl_tiled.cuh"#"cl_tiled.cuh"#' "$src/cl_row1d.cuh" >"$tmp/cl_row1d.cuh"
 # the kernels of cl_wgrad.cu (up to its '// ---- host launch' line) and the plans of depthwise_conv.cu

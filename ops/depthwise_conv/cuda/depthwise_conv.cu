@@ -496,6 +496,9 @@ bool launch_tiled(const Tensor& in, const Tensor& weight, const Tensor& bias, co
         launch_tc_rows_nc<T>(ip, w.const_data_ptr<T>(), !tc_fwd, bp, op, P, cl, stream))
       return true;
   }
+  // Channels-last 5 x 5 / 7 x 7, the register-blocked tile (cl_tile2d.cu says where it won).
+  if (cl && (tc_fwd || tc_rot) && launch_cl_tile2d<T>(ip, w.const_data_ptr<T>(), !tc_fwd, bp, op, P, stream))
+    return true;
   // Channels-last 16-bit 7 x 7 on tensor cores (tc_cl2d.cu says where it won): before the column
   // walk and cl_ring.
   if constexpr (sizeof(T) == 2) {

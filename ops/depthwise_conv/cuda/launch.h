@@ -198,6 +198,14 @@ template <typename T>
 bool launch_tc_wgrad2d(const T* x, const T* gy, T* gw, const Plan& P, bool channels_last, const at::TensorBase& like,
                        cudaStream_t stream);
 
+// Forward / stride-1 data-grad (flip: the filter rotated 180 degrees) of fp32 / fp16 channels-last
+// 2-D 7 x 7 filters at stride 1, multiplier 1, one phase, outputs 14 wide and at most 14 high: a
+// register-blocked tile staged in shared memory by cp.async (cl_tile2d.cuh), sm_80 and newer; w is
+// the layer's filter [C][7][7] in T, channels a multiple of 4 and aligned vectors (the caller
+// checks: cl_vector_ok). false otherwise.
+template <typename T>
+bool launch_cl_tile2d(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, cudaStream_t stream);
+
 // Forward / stride-1 data-grad (flip: the filter rotated) of fp16 / bf16 channels-last 2-D 7 x 7
 // filters at stride 1, multiplier 1, outputs at least 14 wide, on tensor cores through a
 // shared-memory transpose (tc_cl2d.cuh); w is the layer's filter [C][7][7]. Channels a multiple

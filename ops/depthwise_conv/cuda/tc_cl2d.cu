@@ -6,6 +6,8 @@
 //   ConvNeXt-56 (N64 C96, outputs 56 wide): cl_ring 0.109 -> 0.082-0.083 (fp16 and bf16);
 //   ConvNeXt-14 (N64 C384, outputs 14 wide): walk_conv2d 0.053 -> 0.033 (convx's cuDNN path: 0.044
 //   forward, 0.085 data-grad).
+// Since session 14 fp16 outputs 14 wide and at most 14 high go to cl_tile2d first (ConvNeXt-14
+// 0.0327 -> 0.0300 ms, cl_tile2d.cu); bf16 stays here.
 // Outputs narrower than 14 (not measured) stay on the kernels they had. fp32 as TF32 through the
 // same kernel (4 channels per block) measured slower than the exact cl_gather / walk_conv2d (0.158
 // against 0.138, 0.051 against 0.045 ms) and was removed.

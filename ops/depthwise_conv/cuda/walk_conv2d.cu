@@ -12,6 +12,8 @@
 // (ConvNeXt-56: fp32 0.139 against 0.146 here, 16-bit 0.110 against 0.215), outputs narrower than
 // 14 (not measured) and NCHW (nc_plane / nc_small_planes faster on every row: ConvNeXt-56 fp32
 // 0.091 against 0.115, ConvNeXt-14 0.035 against 0.040).
+// Since session 14 fp32 / fp16 7 x 7 outputs 14 wide and at most 14 high go to cl_tile2d first
+// (ConvNeXt-14 fp32 0.0445 -> 0.0395 ms, cl_tile2d.cu).
 // Since session 13 the 16-bit ones go to tc_cl2d first (ConvNeXt-14 0.053 -> 0.033 ms,
 // bench/results/h100/session13/tc7c_call2_ab.log); this kernel keeps fp32 and the 16-bit calls
 // tc_cl2d declines (channels not a multiple of 8).
