@@ -116,7 +116,14 @@ inline bool tcw3_plan(Tcw3& L, const Plan& P, bool cl, int64_t target, bool alig
 struct Tcw3At {
   int n, t0, h0, xc0;
 };
+// AB (temporary, session 14): DF = depth tiles before row tiles (the 4 halo planes a depth tile
+// shares with the next are read one tile apart, in L2).
+template <bool DF = false>
 __device__ __forceinline__ Tcw3At tcw3_at(uint32_t i, const Tcw3& L, int TB, int HB) {
+  if constexpr (DF) {
+    const uint32_t wc = i % L.tw, tb = i / L.tw % L.tt, hb = i / L.tw / L.tt % L.th, n = i / L.tw / L.tt / L.th;
+    return {static_cast<int>(n), static_cast<int>(tb) * TB, static_cast<int>(hb) * HB, static_cast<int>(wc) * kTcw3WC};
+  }
   const uint32_t wc = i % L.tw, hb = i / L.tw % L.th, tb = i / L.tw / L.th % L.tt, n = i / L.tw / L.th / L.tt;
   return {static_cast<int>(n), static_cast<int>(tb) * TB, static_cast<int>(hb) * HB, static_cast<int>(wc) * kTcw3WC};
 }
@@ -235,8 +242,8 @@ __device__ __forceinline__ void tcw3_nc_stage(T* xs, T* ds, const T* xc, const T
 // [C][chunks][9 KD] (fp32). Grid: C * chunks blocks of kTcw3Threads (chunks of a channel
 // adjacent); dynamic shared memory tcw3_smem_bytes<KD>(false). Double-buffered: tile i + 1's
 // copies fly during tile i's steps. Warp w takes the output rows h0 + w at the 8 depths.
-template <typename T, int KD>
-__global__ void __launch_bounds__(kTcw3Threads, 3)
+template <typename T, int KD, int MINB = 3, bool DF = false>
+__global__ void __launch_bounds__(kTcw3Threads, MINB)
 tcw3_nc(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, T* __restrict__ gw,
         const Tcw3 L) {
   using G = Tcw3NcTile<KD>;
@@ -248,7 +255,7 @@ tcw3_nc(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ p
   const uint32_t chunk = blockIdx.x % L.chunks;
   const uint32_t i0 = chunk * L.chunk, i1 = i0 + L.chunk < L.tiles ? i0 + L.chunk : L.tiles;
   auto stage = [&](uint32_t i, int b) {
-    const Tcw3At o = tcw3_at(i, L, 8, kTcw3Warps);
+    const Tcw3At o = tcw3_at<DF>(i, L, 8, kTcw3Warps);
     const T* xc = x + (int64_t(o.n) * L.C + co) * (int64_t(L.T) * L.H * L.W);
     const T* gc = gy + (int64_t(o.n) * L.C + co) * (int64_t(L.To) * L.Ho * L.Wo);
     T* xs = buf + b * G::vals;
