@@ -28,7 +28,6 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -576,10 +575,7 @@ constexpr int kD3wRing = 3;
 constexpr int kD3wTaps = 45, kD3wTB = reduce_taps<kD3wTaps, 1, float>();
 constexpr size_t kD3wSmem = std::max(size_t(kD3wRing) * kD3wPlane * 2, size_t(kD3wTB) * kWgradThreads * sizeof(float));
 
-// AB (temporary, session 14): Q = a thread takes 2 output rows x 4 outputs of the block's 8 x 8
-// tile (group rr: rows 2 (rr / 2) + [0, 2), columns 4 (rr % 2) + [0, 4)) instead of 1 row x 8:
-// 4 x 6 inputs read and widened per plane instead of 3 x 10 (same staging, same 360 FMAs).
-template <typename T, int KD, bool Q = false>
+template <typename T, int KD>
 __global__ void __launch_bounds__(kWgradThreads, kWgradBlocksPerSm)
 cl_wgrad_d3s(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, const Plan P,
              const ClwTile L) {
@@ -686,9 +682,7 @@ cl_wgrad_d3s(const T* __restrict__ x, const T* __restrict__ gy, float* __restric
   stage_next();
   stage_next();
   int rd = 0;
-  // Q: rows 2 (rr / 2), columns 4 (rr % 2) of the tile
-  const int xmine = (Q ? 2 * (rr >> 1) * (R + 2) + 4 * (rr & 1) : rr * (R + 2)) * kD3wLanes + lane;
-  const int gmine = XV + (Q ? 2 * (rr >> 1) * R + 4 * (rr & 1) : rr * R) * kD3wLanes + lane;
+  const int xmine = (rr * (R + 2)) * kD3wLanes + lane, gmine = XV + rr * R * kD3wLanes + lane;
   for (int64_t it = blockIdx.y; it < L.items; it += step) {
     const Item m = decode(it);
     float g[KD][R];
@@ -707,37 +701,6 @@ cl_wgrad_d3s(const T* __restrict__ x, const T* __restrict__ gy, float* __restric
         const T* buf = ring + rd * kD3wPlane;
         // slot u: grad_output of output depth id + pd (tap 0); zeros outside the segment
         const bool g_ok = od >= m.qd0 && od < m.qd1;
-        if constexpr (Q) {
-          // g[u][4 y + c]: output row y (of 2), column c (of 4)
-#pragma unroll
-          for (int r = 0; r < R; ++r)
-            g[u][r] = g_ok ? static_cast<float>(buf[gmine + ((r >> 2) * R + (r & 3)) * kD3wLanes]) : 0.f;
-          if (id >= 0 && id < ID && id < m.stop) {
-#pragma unroll
-            for (int rho = 0; rho < 4; ++rho) {  // staged input row: tap row kh = rho - y of output row y
-              float xv[6];
-#ifdef __CUDA_ARCH__
-              if (rho > 0) asm volatile("" ::: "memory");  // one row's loads at a time (128 registers)
-#endif
-#pragma unroll
-              for (int j = 0; j < 6; ++j) xv[j] = static_cast<float>(buf[xmine + (rho * (R + 2) + j) * kD3wLanes]);
-#pragma unroll
-              for (int y = 0; y < 2; ++y) {
-                const int kh = rho - y;
-                if (kh < 0 || kh > 2) continue;
-#pragma unroll
-                for (int kd = 0; kd < KD; ++kd) {
-                  const int sl = (u - kd + KD) % KD;
-#pragma unroll
-                  for (int kw = 0; kw < 3; ++kw) {
-#pragma unroll
-                    for (int c = 0; c < 4; ++c) acc[(kd * 3 + kh) * 3 + kw][0] += g[sl][4 * y + c] * xv[c + kw];
-                  }
-                }
-              }
-            }
-          }
-        } else {
 #pragma unroll
         for (int r = 0; r < R; ++r) g[u][r] = g_ok ? static_cast<float>(buf[gmine + r * kD3wLanes]) : 0.f;
         if (id >= 0 && id < ID && id < m.stop) {
@@ -756,7 +719,6 @@ cl_wgrad_d3s(const T* __restrict__ x, const T* __restrict__ gy, float* __restric
               }
             }
           }
-        }
         }
         rd = rd == NB - 1 ? 0 : rd + 1;
       }
@@ -1312,12 +1274,7 @@ bool run_d3s(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase
   ClwTile L{};
   int64_t ctiles = 0, chunks = 0;
   if (!choose_d3s_tile(L, P, kWgradWave, ctiles, chunks)) return false;
-  const char* ab = std::getenv("CONVX_X3D_AB");  // AB (temporary, session 14)
-  if (ab && std::strchr(ab, 'q')) {
-    partials_then_sum(cl_wgrad_d3s<T, 5, true>, x, gy, gw, P, L, ctiles, chunks, 45, like, stream);
-  } else {
-    partials_then_sum(cl_wgrad_d3s<T, 5>, x, gy, gw, P, L, ctiles, chunks, 45, like, stream);
-  }
+  partials_then_sum(cl_wgrad_d3s<T, 5>, x, gy, gw, P, L, ctiles, chunks, 45, like, stream);
   return true;
 }
 

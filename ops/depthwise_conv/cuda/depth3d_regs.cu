@@ -14,9 +14,6 @@
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
-#include <cstdlib>
-#include <cstring>
-
 namespace convx::cuda {
 
 template <typename T>
@@ -30,12 +27,7 @@ bool launch_depth3d_regs(const T* in, const T* w, bool flip, const T* bias, T* o
   if (cl) {
     D3sBlocks B{};
     if (!depth3d_cl_smem_blocks(B, P, 5, target)) return false;
-    const char* ab = std::getenv("CONVX_X3D_AB");  // AB (temporary, session 14)
-    if (ab && std::strchr(ab, 'q')) {
-      depth3d_cl_smem<T, 5, 2><<<B.blocks, kD3rThreads, 0, stream>>>(in, w, flip, bias, out, P, B);
-    } else {
-      depth3d_cl_smem<T, 5><<<B.blocks, kD3rThreads, 0, stream>>>(in, w, flip, bias, out, P, B);
-    }
+    depth3d_cl_smem<T, 5><<<B.blocks, kD3rThreads, 0, stream>>>(in, w, flip, bias, out, P, B);
   } else {
     D3uBlocks B{};
     if (reinterpret_cast<uintptr_t>(out) % 16 != 0 || !depth3d_nc_units_blocks(B, P, 5, target)) return false;

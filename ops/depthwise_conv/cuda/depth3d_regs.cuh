@@ -108,13 +108,10 @@ __device__ __forceinline__ void widen_row(const T* q, float (&x)[R + 2]) {
 // first product (kh = kd = kw = 0: no separate reset, 8 moves a plane fewer), or sets to the bias
 // when its plane is outside the input. Whole groups (an exit inside cost register moves): planes
 // past `stop` feed no stored output.
-// AB (temporary, session 14): RY x RX outputs per thread (RY * RX = R; 1 x 8 as described, or
-// 2 x 4: row(b, rho, x) reads the thread's staged input row rho of RY + 2, RX + 2 values, and
-// accumulator r is output row r / RX, column r % RX).
-template <int KD, int RY = 1, typename Stage, typename Row, typename Store>
+template <int KD, typename Stage, typename Row, typename Store>
 __device__ __forceinline__ void d3r_walk(const float (&wv)[KD * 9], float b0, int start, int stop, int ID, int pd,
                                          Stage stage, Row row, Store store) {
-  constexpr int R = kD3rR, NB = kD3rRing, RX = R / RY;
+  constexpr int R = kD3rR, NB = kD3rRing;
   float acc[KD][R];
 #pragma unroll
   for (int j = 0; j < KD; ++j) {
@@ -136,26 +133,21 @@ __device__ __forceinline__ void d3r_walk(const float (&wv)[KD * 9], float b0, in
       cp_async_commit();
       if (id < stop && id >= 0 && id < ID) {
 #pragma unroll
-        for (int rho = 0; rho < RY + 2; ++rho) {
-          float x[RX + 2];
-          row(rd, rho, x);
+        for (int kh = 0; kh < 3; ++kh) {
+          float x[R + 2];
+          row(rd, kh, x);
 #pragma unroll
-          for (int y = 0; y < RY; ++y) {
-            const int kh = rho - y;
-            if (kh < 0 || kh > 2) continue;
+          for (int kd = 0; kd < KD; ++kd) {
+            float(&a)[R] = acc[(u - kd + KD) % KD];
 #pragma unroll
-            for (int kd = 0; kd < KD; ++kd) {
-              float(&a)[R] = acc[(u - kd + KD) % KD];
+            for (int kw = 0; kw < 3; ++kw) {
+              const float wt = wv[(kd * 3 + kh) * 3 + kw];
 #pragma unroll
-              for (int kw = 0; kw < 3; ++kw) {
-                const float wt = wv[(kd * 3 + kh) * 3 + kw];
-#pragma unroll
-                for (int r = 0; r < RX; ++r) {
-                  if (kh == 0 && kd == 0 && kw == 0) {
-                    a[y * RX + r] = b0 + wt * x[r + kw];  // slot u's first product restarts it from the bias
-                  } else {
-                    a[y * RX + r] += wt * x[r + kw];
-                  }
+              for (int r = 0; r < R; ++r) {
+                if (kh == 0 && kd == 0 && kw == 0) {
+                  a[r] = b0 + wt * x[r + kw];  // slot u's first product restarts it from the bias
+                } else {
+                  a[r] += wt * x[r + kw];
                 }
               }
             }
@@ -205,9 +197,7 @@ inline bool depth3d_cl_smem_blocks(D3sBlocks& L, const Plan& P, int KD, int64_t 
   return true;
 }
 
-// AB (temporary, session 14): RY 2: a thread takes 2 output rows x 4 outputs of the block's
-// 8 x 8 tile (warp rr: rows 2 (rr / 2) + [0, 2), columns 4 (rr % 2) + [0, 4)).
-template <typename T, int KD, int RY = 1>
+template <typename T, int KD>
 __global__ void __launch_bounds__(kD3rThreads, 2)
 depth3d_cl_smem(const T* __restrict__ in, const T* __restrict__ w, bool flip, const T* __restrict__ bias,
                 T* __restrict__ out, const Plan P, const D3sBlocks L) {
@@ -232,10 +222,7 @@ depth3d_cl_smem(const T* __restrict__ in, const T* __restrict__ w, bool flip, co
   const int c0 = static_cast<int>(chunk) * kD3sLanes, c = c0 + lane;
   const int qx0 = static_cast<int>(strip) * R, oy0 = static_cast<int>(rtile) * kD3sRows;
   const int iy0 = oy0 - P.pad[1][0], ix0 = qx0 - 1;
-  constexpr int RX = R / RY;
-  const int ty = RY == 2 ? 2 * (rr >> 1) : rr, tx = RY == 2 ? 4 * (rr & 1) : 0;  // the thread's first output
-  const bool writes = c < C && oy0 + ty < OH;
-  const bool writes1 = c < C && oy0 + ty + 1 < OH;  // RY 2: its second row
+  const bool writes = c < C && oy0 + rr < OH;
 
   float wv[NT];
   {
@@ -286,38 +273,25 @@ depth3d_cl_smem(const T* __restrict__ in, const T* __restrict__ w, bool flip, co
     }
   };
   // the thread's inputs in a staged plane: rows rr .. rr + 2, columns 0 .. R + 1, its channel
-  const int mine = (ty * (R + 2) + tx) * kD3sLanes + lane;
-  auto row = [&](int bi, int kh, float (&x)[RX + 2]) {
+  const int mine = rr * (R + 2) * kD3sLanes + lane;
+  auto row = [&](int bi, int kh, float (&x)[R + 2]) {
 #pragma unroll
-    for (int col = 0; col < RX + 2; ++col) x[col] = static_cast<float>(ring[bi][mine + (kh * (R + 2) + col) * kD3sLanes]);
+    for (int col = 0; col < R + 2; ++col) x[col] = static_cast<float>(ring[bi][mine + (kh * (R + 2) + col) * kD3sLanes]);
   };
   // Output (sample n, depth 0, row oy0 + rr, column qx0, channel c); one plane / column apart.
   const int64_t ops = int64_t(OH) * OW * C;
-  T* dst = out + n * P.out[0] * ops + (int64_t(oy0 + ty) * OW + qx0 + tx) * C + c;
+  T* dst = out + n * P.out[0] * ops + (int64_t(oy0 + rr) * OW + qx0) * C + c;
   // d3r_walk stores output depths start + pd - KD + 1, + 1, ... in turn: a running pointer
   T* run = dst + int64_t(start + pd - (KD - 1)) * ops;
   auto store = [&](int od, const float (&a)[R]) {
-    if constexpr (RY == 1) {
-      if (writes && od >= qd0 && od < qd1) {
-        T* o = run;
+    if (writes && od >= qd0 && od < qd1) {
+      T* o = run;
 #pragma unroll
-        for (int r = 0; r < R; ++r, o += C) *o = static_cast<T>(a[r]);  // one 64-bit add per value
-      }
-    } else {
-      if (writes && od >= qd0 && od < qd1) {
-        T* o = run;
-#pragma unroll
-        for (int r = 0; r < RX; ++r, o += C) *o = static_cast<T>(a[r]);
-      }
-      if (writes1 && od >= qd0 && od < qd1) {
-        T* o = run + int64_t(OW) * C;
-#pragma unroll
-        for (int r = 0; r < RX; ++r, o += C) *o = static_cast<T>(a[RX + r]);
-      }
+      for (int r = 0; r < R; ++r, o += C) *o = static_cast<T>(a[r]);  // one 64-bit add per value
     }
     run += ops;
   };
-  d3r_walk<KD, RY>(wv, b0, start, stop, ID, pd, stage, row, store);
+  d3r_walk<KD>(wv, b0, start, stop, ID, pd, stage, row, store);
 }
 
 // ---- NCDHW ----

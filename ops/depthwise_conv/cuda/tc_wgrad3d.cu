@@ -14,46 +14,34 @@
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
-#include <cstdlib>
-#include <string>
 #include <type_traits>
 
 namespace convx::cuda {
 namespace {
 
 // Blocks of the split (constants: the chunks, and so the bits, depend on the shapes only). X3D
-// (N16, C192, 16 x 56 x 56): NCDHW 192 channels x 224 tiles in 21 chunks of 11 (about 10 waves of
-// 3 blocks per SM); NDHWC 24 channel groups x 896 tiles in 82 chunks of 11 (15 waves of 1).
-constexpr int64_t kTcw3NcTarget = 4096, kTcw3ClTarget = 2048;
-
-// AB (temporary, session 14): CONVX_X3D_AB containing w3 (3 blocks per SM, target 1536: whole
-// waves), b4 (4 blocks per SM, 64 registers, target 1536), b4d (b4, depth tiles first); else
-// main's (3 blocks, target 4096).
-inline int x3d_ab() {
-  const char* e = std::getenv("CONVX_X3D_AB");
-  if (!e) return 0;
-  const std::string v(e);
-  return v.find("b4d") != std::string::npos ? 3 : v.find("b4") != std::string::npos ? 2 : v.find("w3") != std::string::npos ? 1 : 0;
-}
+// (N16, C192, 16 x 56 x 56): NCDHW KD 5 192 channels x 224 tiles in 8 chunks of 28 (2.9 waves of
+// 4 blocks per SM: tcw3_nc_blocks; session 14, measured with it), KD 3 the 4096 of session 10;
+// NDHWC 24 channel groups x 896 tiles in 82 chunks of 11 (15 waves of 1).
+constexpr int64_t kTcw3Nc5Target = 1536, kTcw3Nc3Target = 4096, kTcw3ClTarget = 2048;
 
 template <typename T, int KD, bool CL>
 bool run(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
   Tcw3 L{};
   const bool aligned = reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(gy) % 16 == 0;
-  const int ab = CL ? 0 : x3d_ab();
-  const int64_t target = CL ? kTcw3ClTarget : (ab == 1 || ab == 2 || ab == 3 ? 1536 : kTcw3NcTarget);
-  if (!tcw3_plan(L, P, CL, target, aligned)) return false;
+  if (!tcw3_plan(L, P, CL, CL ? kTcw3ClTarget : (KD == 5 ? kTcw3Nc5Target : kTcw3Nc3Target), aligned)) return false;
   constexpr int NV = 9 * KD, smem = tcw3_smem_bytes<KD>(CL);
-  const auto kernel = [ab] {  // only the reachable kernels are instantiated
+  const auto kernel = [] {  // only the reachable kernels are instantiated
     if constexpr (CL) {
       return tcw3_cl<T, KD>;
     } else {
-      return ab == 2 ? tcw3_nc<T, KD, 4, false> : ab == 3 ? tcw3_nc<T, KD, 4, true> : tcw3_nc<T, KD>;
+      return tcw3_nc<T, KD>;
     }
   }();
   C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  if (ab == 2 || ab == 3) {
-    C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, 100));
+  if constexpr (!CL && tcw3_nc_blocks<KD>() > 3) {  // 4 x 54.5 KB: the largest shared-memory carveout
+    C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                        cudaSharedmemCarveoutMaxShared));
   }
   const at::Tensor part = at::empty({L.chunks > 1 ? P.out_c * L.chunks * NV : 0}, like.options().dtype(at::kFloat));
   kernel<<<L.groups * L.chunks, CL ? kTcw3ClThreads : kTcw3Threads, smem, stream>>>(

@@ -66,6 +66,17 @@ template <int KD>
 __host__ __device__ constexpr int tcw3_smem_bytes(bool cl) {
   return cl ? 2 * kTcw3ClCh * Tcw3ClTile<KD>::vals : 2 * 2 * Tcw3NcTile<KD>::vals;
 }
+// tcw3_nc blocks per SM (__launch_bounds__). KD 5: 4 (64 registers, no spills; 4 x 54.5 KB of
+// shared memory fit the H100's 228 KB): a block has one tile's copies in flight while it works on
+// the one before, so more blocks keep more bytes in flight. X3D k5x3x3 bf16 NCDHW weight-grad
+// (H100, session 14, bench/results/h100/session14/x3d_call1_bench.log, alternating in one
+// process, ms per call): 3 blocks and 21 chunks per channel (before) 0.4276 / 0.4300 / 0.4317;
+// 3 blocks and 8 chunks 0.4276 / 0.4360 (no faster); 4 blocks and 8 chunks (kept) 0.4131 /
+// 0.4211. KD 3 (not measured at 4) keeps 3.
+template <int KD>
+__host__ __device__ constexpr int tcw3_nc_blocks() {
+  return KD == 5 ? 4 : 3;
+}
 
 struct Tcw3 {
   int T, H, W, To, Ho, Wo, pd, ph, pw;  // input and output sizes, padding
@@ -116,14 +127,7 @@ inline bool tcw3_plan(Tcw3& L, const Plan& P, bool cl, int64_t target, bool alig
 struct Tcw3At {
   int n, t0, h0, xc0;
 };
-// AB (temporary, session 14): DF = depth tiles before row tiles (the 4 halo planes a depth tile
-// shares with the next are read one tile apart, in L2).
-template <bool DF = false>
 __device__ __forceinline__ Tcw3At tcw3_at(uint32_t i, const Tcw3& L, int TB, int HB) {
-  if constexpr (DF) {
-    const uint32_t wc = i % L.tw, tb = i / L.tw % L.tt, hb = i / L.tw / L.tt % L.th, n = i / L.tw / L.tt / L.th;
-    return {static_cast<int>(n), static_cast<int>(tb) * TB, static_cast<int>(hb) * HB, static_cast<int>(wc) * kTcw3WC};
-  }
   const uint32_t wc = i % L.tw, hb = i / L.tw % L.th, tb = i / L.tw / L.th % L.tt, n = i / L.tw / L.th / L.tt;
   return {static_cast<int>(n), static_cast<int>(tb) * TB, static_cast<int>(hb) * HB, static_cast<int>(wc) * kTcw3WC};
 }
@@ -242,8 +246,8 @@ __device__ __forceinline__ void tcw3_nc_stage(T* xs, T* ds, const T* xc, const T
 // [C][chunks][9 KD] (fp32). Grid: C * chunks blocks of kTcw3Threads (chunks of a channel
 // adjacent); dynamic shared memory tcw3_smem_bytes<KD>(false). Double-buffered: tile i + 1's
 // copies fly during tile i's steps. Warp w takes the output rows h0 + w at the 8 depths.
-template <typename T, int KD, int MINB = 3, bool DF = false>
-__global__ void __launch_bounds__(kTcw3Threads, MINB)
+template <typename T, int KD>
+__global__ void __launch_bounds__(kTcw3Threads, tcw3_nc_blocks<KD>())
 tcw3_nc(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, T* __restrict__ gw,
         const Tcw3 L) {
   using G = Tcw3NcTile<KD>;
@@ -255,7 +259,7 @@ tcw3_nc(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ p
   const uint32_t chunk = blockIdx.x % L.chunks;
   const uint32_t i0 = chunk * L.chunk, i1 = i0 + L.chunk < L.tiles ? i0 + L.chunk : L.tiles;
   auto stage = [&](uint32_t i, int b) {
-    const Tcw3At o = tcw3_at<DF>(i, L, 8, kTcw3Warps);
+    const Tcw3At o = tcw3_at(i, L, 8, kTcw3Warps);
     const T* xc = x + (int64_t(o.n) * L.C + co) * (int64_t(L.T) * L.H * L.W);
     const T* gc = gy + (int64_t(o.n) * L.C + co) * (int64_t(L.To) * L.Ho * L.Wo);
     T* xs = buf + b * G::vals;
