@@ -3079,6 +3079,13 @@ int main() {
     std::printf("failures: %d\n", failures);
     return failures != 0;
   }
+  // x3d (session 14): HARNESS_ONLY=tcw3 runs tcw3_cases alone (tc_wgrad3d.cuh: tcw3_nc at 4 blocks
+  // per SM for KD 5 changes no arithmetic; the cases walk one and several chunks per channel)
+  if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "tcw3") {
+    tcw3_cases();
+    std::printf("failures: %d\n", failures);
+    return failures != 0;
+  }
   if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "d3r") {
     d3r_cases();
     std::printf("failures: %d\n", failures);

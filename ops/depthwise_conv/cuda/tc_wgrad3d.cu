@@ -20,15 +20,16 @@ namespace convx::cuda {
 namespace {
 
 // Blocks of the split (constants: the chunks, and so the bits, depend on the shapes only). X3D
-// (N16, C192, 16 x 56 x 56): NCDHW 192 channels x 224 tiles in 21 chunks of 11 (about 10 waves of
-// 3 blocks per SM); NDHWC 24 channel groups x 896 tiles in 82 chunks of 11 (15 waves of 1).
-constexpr int64_t kTcw3NcTarget = 4096, kTcw3ClTarget = 2048;
+// (N16, C192, 16 x 56 x 56): NCDHW KD 5 192 channels x 224 tiles in 8 chunks of 28 (2.9 waves of
+// 4 blocks per SM: tcw3_nc_blocks; session 14, measured with it), KD 3 the 4096 of session 10;
+// NDHWC 24 channel groups x 896 tiles in 82 chunks of 11 (15 waves of 1).
+constexpr int64_t kTcw3Nc5Target = 1536, kTcw3Nc3Target = 4096, kTcw3ClTarget = 2048;
 
 template <typename T, int KD, bool CL>
 bool run(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
   Tcw3 L{};
   const bool aligned = reinterpret_cast<uintptr_t>(x) % 16 == 0 && reinterpret_cast<uintptr_t>(gy) % 16 == 0;
-  if (!tcw3_plan(L, P, CL, CL ? kTcw3ClTarget : kTcw3NcTarget, aligned)) return false;
+  if (!tcw3_plan(L, P, CL, CL ? kTcw3ClTarget : (KD == 5 ? kTcw3Nc5Target : kTcw3Nc3Target), aligned)) return false;
   constexpr int NV = 9 * KD, smem = tcw3_smem_bytes<KD>(CL);
   const auto kernel = [] {  // only the reachable kernels are instantiated
     if constexpr (CL) {
@@ -38,6 +39,10 @@ bool run(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& li
     }
   }();
   C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  if constexpr (!CL && tcw3_nc_blocks<KD>() > 3) {  // 4 x 54.5 KB: the largest shared-memory carveout
+    C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                        cudaSharedmemCarveoutMaxShared));
+  }
   const at::Tensor part = at::empty({L.chunks > 1 ? P.out_c * L.chunks * NV : 0}, like.options().dtype(at::kFloat));
   kernel<<<L.groups * L.chunks, CL ? kTcw3ClThreads : kTcw3Threads, smem, stream>>>(
       x, gy, part.mutable_data_ptr<float>(), gw, L);

@@ -66,6 +66,17 @@ template <int KD>
 __host__ __device__ constexpr int tcw3_smem_bytes(bool cl) {
   return cl ? 2 * kTcw3ClCh * Tcw3ClTile<KD>::vals : 2 * 2 * Tcw3NcTile<KD>::vals;
 }
+// tcw3_nc blocks per SM (__launch_bounds__). KD 5: 4 (64 registers, no spills; 4 x 54.5 KB of
+// shared memory fit the H100's 228 KB): a block has one tile's copies in flight while it works on
+// the one before, so more blocks keep more bytes in flight. X3D k5x3x3 bf16 NCDHW weight-grad
+// (H100, session 14, bench/results/h100/session14/x3d_call1_bench.log, alternating in one
+// process, ms per call): 3 blocks and 21 chunks per channel (before) 0.4276 / 0.4300 / 0.4317;
+// 3 blocks and 8 chunks 0.4276 / 0.4360 (no faster); 4 blocks and 8 chunks (kept) 0.4131 /
+// 0.4211. KD 3 (not measured at 4) keeps 3.
+template <int KD>
+__host__ __device__ constexpr int tcw3_nc_blocks() {
+  return KD == 5 ? 4 : 3;
+}
 
 struct Tcw3 {
   int T, H, W, To, Ho, Wo, pd, ph, pw;  // input and output sizes, padding
@@ -236,7 +247,7 @@ __device__ __forceinline__ void tcw3_nc_stage(T* xs, T* ds, const T* xc, const T
 // adjacent); dynamic shared memory tcw3_smem_bytes<KD>(false). Double-buffered: tile i + 1's
 // copies fly during tile i's steps. Warp w takes the output rows h0 + w at the 8 depths.
 template <typename T, int KD>
-__global__ void __launch_bounds__(kTcw3Threads, 3)
+__global__ void __launch_bounds__(kTcw3Threads, tcw3_nc_blocks<KD>())
 tcw3_nc(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, T* __restrict__ gw,
         const Tcw3 L) {
   using G = Tcw3NcTile<KD>;
