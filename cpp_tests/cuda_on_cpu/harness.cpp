@@ -37,7 +37,6 @@
 #include "nc_wgrad_cp.cuh"
 #include "tc_cl2d.cuh"
 #include "cl_band_wgrad2d.cuh"  // w7 (session 13)
-#include "tc_wgrad7_nc.cuh"  // wgnc (session 14)
 #include "depth3d_regs.cuh"
 #include "ops/depthwise_conv/cuda/wgrad_sum.cuh"
 namespace convx::cuda {
@@ -1925,99 +1924,6 @@ void tcw2_cases() {
   std::printf("tc_wgrad2d: %d launches checked\n", tcw2_taken);
   if (tcw2_taken == 0) ++failures;
 }
-// ---- wgnc (session 14): tc_wgrad7_nc.cuh, the ring-staged NCHW 7x7 weight-grad (fp16 / bf16, fp32 as TF32) ----
-static int tcw7_taken = 0;
-// The kernel with S stages, tiles of at most `rows` rows and `target` blocks, on poisoned partials,
-// gw and shared memory; undefined when the plan is declined.
-template <typename T, int S>
-Tensor tcw7_run(const T* x, const T* gy, const Plan& P, int rows, int64_t target, int64_t* chunks, int* vec) {
-  Tcw2 L{};
-  if (!tcw7_plan<T>(L, P, target, rows, reinterpret_cast<uintptr_t>(x), reinterpret_cast<uintptr_t>(gy))) return Tensor();
-  constexpr int NV = 49;
-  Tensor gw = at::full({P.out_c * NV}, NAN, c10::CppTypeToScalarType<T>::value);
-  Tensor part = at::full({P.out_c * L.chunks * NV}, NAN, at::kFloat);
-  Tensor counters = at::zeros({int64_t(L.groups)}, at::kInt);
-  *chunks = L.chunks;
-  *vec = L.vec;
-  g_smem_bytes = tcw7_smem_bytes<T, S>(L);
-  const int most = S * int(sizeof(T)) * ((kTcw2Rows + 6) * tcw7_xrow<T>() + kTcw2Rows * kTcw7DRow);
-  if (g_smem_bytes > size_t(most)) ++failures;
-  unsigned* cnt = reinterpret_cast<unsigned*>(counters.data_ptr<int>());
-  launch(dim3{unsigned(L.groups * L.chunks)}, dim3{unsigned(kTcw2Threads)},
-         [&] { tcw7_nc<T, S>(x, gy, part.data_ptr<float>(), cnt, gw.data_ptr<T>(), L); });
-  if (L.chunks > 1 && !(counters == int(L.chunks)).all().item<bool>()) ++failures;
-  return gw;
-}
-// One NCHW problem against float64: 16-bit on the same rounded data; fp32 (TF32) against the fp32
-// data (tolerance for 10-bit operands). As allocated and one element past a 16-byte boundary, with
-// 1 and 2048 blocks' worth of chunks, 2 and 3 stages, tiles of at most 64 and 32 rows.
-template <typename T>
-void tcw7_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t pw, bool takes, double tol) {
-  at::manual_seed(14);
-  const auto dt = c10::CppTypeToScalarType<T>::value;
-  Tensor x = at::randn({N, C, H, W}).to(dt), w = at::randn({C, 1, 7, 7});
-  Tensor y = at::conv2d(x.to(at::kDouble), w.to(at::kDouble), Tensor(), 1, {ph, pw}, 1, C);
-  Tensor gy = at::randn(y.sizes()).to(dt);
-  const Tensor ref = std::get<1>(at::convolution_backward(
-      gy.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble), std::nullopt, {1, 1}, {ph, pw}, {1, 1},
-      false, {0, 0}, C, {false, true, false})).view({-1});
-  Geometry g;
-  g.batch = N, g.in_channels = C, g.out_channels = C, g.groups = C;
-  g.input[0] = g.output[0] = g.kernel[0] = g.stride[0] = 1, g.padding[0] = 0;
-  g.input[1] = H, g.input[2] = W, g.output[1] = y.size(2), g.output[2] = y.size(3);
-  g.kernel[1] = g.kernel[2] = 7, g.padding[1] = ph, g.padding[2] = pw, g.stride[1] = g.stride[2] = 1;
-  Plan P{}; Prep Q{};
-  forward_plan(g, P, Q);
-  char name[96];
-  std::snprintf(name, sizeof name, "%s N%ld C%ld %ldx%ld k7 p%ld,%ld", dt == at::kHalf ? "fp16" : dt == at::kFloat ? "tf32" : "bf16",
-                long(N), long(C), long(H), long(W), long(ph), long(pw));
-  const Tensor xm = x.contiguous(), gm = gy.contiguous();
-  for (int off : {0, 1}) {
-    Tensor x1 = at::full({xm.numel() + 1}, NAN, xm.options()), g1 = at::full({gm.numel() + 1}, NAN, gm.options());
-    x1.narrow(0, 1, xm.numel()).copy_(xm.flatten());
-    g1.narrow(0, 1, gm.numel()).copy_(gm.flatten());
-    const T* xp = off ? x1.data_ptr<T>() + 1 : xm.data_ptr<T>();
-    const T* gp = off ? g1.data_ptr<T>() + 1 : gm.data_ptr<T>();
-    for (int rows : {64, 32}) {
-      for (int64_t target : {1, 2048}) {
-        for (int stages : {2, 3}) {
-          int64_t chunks = 0;
-          int vec = 0;
-          const Tensor r = stages == 2 ? tcw7_run<T, 2>(xp, gp, P, rows, target, &chunks, &vec)
-                                       : tcw7_run<T, 3>(xp, gp, P, rows, target, &chunks, &vec);
-          const std::string tag = "wgrad tcw7 S" + std::to_string(stages) + " rows " + std::to_string(rows) + " vec " +
-                                  std::to_string(vec) + " chunks " + std::to_string(chunks);
-          if (r.defined() != takes) ++failures;
-          if (r.defined()) {
-            ++tcw7_taken;
-            check(tag.c_str(), r, ref, name, tol);
-          } else {
-            std::printf("%-44s %-34s declined%s\n", name, tag.c_str(), takes ? " FAIL" : "");
-          }
-        }
-      }
-    }
-  }
-}
-void tcw7_cases() {
-  // ConvNeXt 'same' on 56-wide rows (16-byte vectors; 49 rows: one tile of 49, or two of 25 with
-  // dead rows in the last round); odd widths (value by value) with padding 6 and 0 (output wider /
-  // narrower than the input), rows wider than 64 (two column tiles: TF32 skips the second tile's
-  // steps past the row), batch 3 in chunks across samples, 70 rows (two / three row tiles); rows
-  // up to 32 wide decline.
-  tcw7_case<at::Half>(2, 3, 49, 56, 3, 3, true, 2e-3);
-  tcw7_case<at::BFloat16>(1, 2, 20, 56, 3, 3, true, 1e-2);
-  tcw7_case<float>(2, 3, 49, 56, 3, 3, true, 2e-3);
-  tcw7_case<float>(1, 2, 11, 37, 6, 6, true, 2e-3);
-  tcw7_case<at::Half>(1, 2, 11, 37, 0, 0, true, 2e-3);
-  tcw7_case<float>(3, 1, 9, 70, 3, 2, true, 2e-3);
-  tcw7_case<at::BFloat16>(1, 2, 70, 40, 3, 3, true, 1e-2);
-  tcw7_case<float>(1, 1, 70, 34, 1, 5, true, 2e-3);
-  tcw7_case<at::Half>(1, 2, 9, 32, 3, 3, false, 2e-3);
-  tcw7_case<float>(1, 2, 14, 14, 3, 3, false, 2e-3);
-  std::printf("tc_wgrad7_nc: %d launches checked\n", tcw7_taken);
-  if (tcw7_taken == 0) ++failures;
-}
 // cl_wgrad.cu's run_rows2d<>: 16-bit 2-D channels-last weight-grads through rows_as_depth (the
 // rows streamed as depth) on cl_wgrad_depth3d or (pipe) cl_wgrad_rows, then sum_chunks, on
 // poisoned buffers, with 32- and 64-bit item splits; max_lanes as the launcher passes it.
@@ -3009,7 +2915,6 @@ void tcc_cases() {
 // nc_plane_cp at 5 x 5, nc_wgrad_cp); HARNESS_ONLY=eff5wg nc_wgrad_cp alone.
 // HARNESS_ONLY=s2d runs s2d_cases alone (mb16, session 13: cl_wgrad_s2d).
 // HARNESS_ONLY=clbw runs clbw_cases alone (cl_band_wgrad2d, sum_slots_grouped).
-// HARNESS_ONLY=wgnc runs tcw7_cases alone (tc_wgrad7_nc.cuh, session 14).
 int main() {
   if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "s2d") {  // mb16: cl_wgrad_s2d
     s2d_cases();
@@ -3044,11 +2949,6 @@ int main() {
   }
   if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "tcn") {
     tcn_cases();
-    std::printf("failures: %d\n", failures);
-    return failures != 0;
-  }
-  if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "wgnc") {  // wgnc (session 14)
-    tcw7_cases();
     std::printf("failures: %d\n", failures);
     return failures != 0;
   }
@@ -3092,7 +2992,6 @@ int main() {
   }
   if (!g_rows_only) {
     tcw2_cases();
-    tcw7_cases();  // wgnc (session 14)
     tcw3_cases();
     tcw_cases();
     clwr2_cases();

@@ -37,10 +37,6 @@ sed -e 's#"ops/depthwise_conv/cuda/nc_plane_cp.cuh"#"nc_plane_cp.cuh"#' \
 # through -I"$tmp", also by the files including it by its full path)
 mkdir -p "$tmp/ops/depthwise_conv/cuda"
 sed -e 's/__shared__ acc_t red/static acc_t red/' "$src/wgrad_sum.cuh" >"$tmp/ops/depthwise_conv/cuda/wgrad_sum.cuh"
-# wgnc (session 14): the ring-staged NCHW 7x7 weight-grad: its dynamic shared memory, its include
-# of tc_wgrad2d.cuh points at the copy
-sed -e 's/extern __shared__ __align__(16) unsigned char smem_raw\[\];/unsigned char* smem_raw = g_smem;/' \
-    -e 's#"ops/depthwise_conv/cuda/tc_wgrad2d.cuh"#"tc_wgrad2d.cuh"#' "$src/tc_wgrad7_nc.cuh" >"$tmp/tc_wgrad7_nc.cuh"
 # the channels-last 7x7 band weight-grad: its dynamic shared memory
 sed -e 's/extern __shared__ __align__(16) unsigned char smem_raw\[\];/unsigned char* smem_raw = g_smem;/' \
   "$src/cl_band_wgrad2d.cuh" >"$tmp/cl_band_wgrad2d.cuh"

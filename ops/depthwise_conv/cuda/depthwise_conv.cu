@@ -743,8 +743,6 @@ void depthwise_weight_grad(const ConvArgs& a, const Tensor& input, const Tensor&
              launch_tc_wgrad3d<scalar_t>(xp, gp, wp, P, cl, x, stream) ||
              (!cl && launch_nc_wgrad_cp<scalar_t>(xp, gp, wp, P, x, stream)) ||
              launch_cl_band_wgrad2d<scalar_t>(xp, gp, wp, P, cl, x, stream) ||
-             (!cl && (sizeof(scalar_t) == 2 || (std::is_same_v<scalar_t, float> && tf32_allowed_for_conv())) &&
-              launch_tcw7_nc<scalar_t>(xp, gp, wp, P, x, stream)) ||
              launch_walk_wgrad2d<scalar_t>(xp, gp, wp, P, cl, x, stream) ||
              launch_tc_wgrad2d<scalar_t>(xp, gp, wp, P, cl, x, stream) || launch3d(xp, gp, wp, P, x, stream) ||
              launch(xp, gp, wp, P, x, stream);

@@ -198,12 +198,6 @@ template <typename T>
 bool launch_tc_wgrad2d(const T* x, const T* gy, T* gw, const Plan& P, bool channels_last, const at::TensorBase& like,
                        cudaStream_t stream);
 
-// NCHW weight-grad of 2-D 7 x 7 filters at stride 1, multiplier 1, rows wider than 32, on tensor
-// cores behind a ring of staged tiles (tc_wgrad7_nc.cuh), deterministic: fp16 / bf16, and fp32 as
-// TF32 (only where torch.backends.cudnn.allow_tf32 allows it: the caller checks); false otherwise.
-template <typename T>
-bool launch_tcw7_nc(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream);
-
 // Forward / stride-1 data-grad (flip: the filter rotated) of fp16 / bf16 channels-last 2-D 7 x 7
 // filters at stride 1, multiplier 1, outputs at least 14 wide, on tensor cores through a
 // shared-memory transpose (tc_cl2d.cuh); w is the layer's filter [C][7][7]. Channels a multiple
