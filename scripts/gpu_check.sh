@@ -95,8 +95,8 @@ SAN="/usr/local/cuda/bin/compute-sanitizer --error-exitcode=99"
 # small-plane weight-grads (cl_wgrad_rows, rows_as_depth, NCHW one chunk); session 13's tensor-core
 # 7x7 NCHW planes (tc7_nc), staged 16-bit 2-D weight-grads (cl_wgrad_s2d, nc_wgrad_s2d),
 # channels-last 16-bit 7x7 on tensor cores (tc_cl2d) and the channels-last 7x7 band weight-grad
-# (cl_band_wgrad2d); session 14's NCHW 16-bit 7x7 weight-grad reducing over rows (tc_wgrad7_rows)
-for s in racecheck_tcnc racecheck_tc_wgrad3d sanitize_short_rows sanitize_cl_ring racecheck_tc_wgrad2d sanitize_depth3d_regs racecheck_nc_plane racecheck_nc_plane_cp sanitize_cl_stride2 sanitize_walk2d sanitize_wgrad_rows2d sanitize_tc7 sanitize_wgrad_s2d sanitize_tc_cl2d sanitize_cl_band_wgrad2d sanitize_tcw7r; do
+# (cl_band_wgrad2d)
+for s in racecheck_tcnc racecheck_tc_wgrad3d sanitize_short_rows sanitize_cl_ring racecheck_tc_wgrad2d sanitize_depth3d_regs racecheck_nc_plane racecheck_nc_plane_cp sanitize_cl_stride2 sanitize_walk2d sanitize_wgrad_rows2d sanitize_tc7 sanitize_wgrad_s2d sanitize_tc_cl2d sanitize_cl_band_wgrad2d; do
   PYTORCH_NO_CUDA_MEMORY_CACHING=1 stage "memcheck-$s" "$OUT_DIR/sanitizer.log" 90 $SAN --tool memcheck python3 "scripts/$s.py"
   stage "racecheck-$s" "$OUT_DIR/sanitizer.log" 90 $SAN --tool racecheck python3 "scripts/$s.py"
 done

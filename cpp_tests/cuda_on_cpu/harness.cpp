@@ -37,7 +37,6 @@
 #include "nc_wgrad_cp.cuh"
 #include "tc_cl2d.cuh"
 #include "cl_band_wgrad2d.cuh"  // w7 (session 13)
-#include "tc_wgrad7_rows.cuh"  // wgnc (session 14)
 #include "depth3d_regs.cuh"
 #include "ops/depthwise_conv/cuda/wgrad_sum.cuh"
 namespace convx::cuda {
@@ -1925,93 +1924,6 @@ void tcw2_cases() {
   std::printf("tc_wgrad2d: %d launches checked\n", tcw2_taken);
   if (tcw2_taken == 0) ++failures;
 }
-// ---- wgnc (session 14): tc_wgrad7_rows.cuh, the NCHW 7x7 16-bit weight-grad reducing over rows ----
-static int tcw7r_taken = 0;
-// The kernel with S stages and `target` blocks on poisoned partials and gw (the shim poisons shared
-// memory); undefined when the plan is declined.
-template <typename T, int S>
-Tensor tcw7r_run(const T* x, const T* gy, const Plan& P, int64_t target, Tcw7r* plan) {
-  Tcw7r L{};
-  if (!tcw7r_plan(L, P, target, reinterpret_cast<uintptr_t>(x), reinterpret_cast<uintptr_t>(gy))) return Tensor();
-  *plan = L;
-  constexpr int NV = 49;
-  Tensor gw = at::full({P.out_c * NV}, NAN, c10::CppTypeToScalarType<T>::value);
-  Tensor part = at::full({P.out_c * L.chunks * NV}, NAN, at::kFloat);
-  Tensor counters = at::zeros({P.out_c}, at::kInt);
-  g_smem_bytes = tcw7r_smem_bytes<S>(L);
-  if (g_smem_bytes > size_t(tcw7r_smem_max<S>())) ++failures;
-  unsigned* cnt = reinterpret_cast<unsigned*>(counters.data_ptr<int>());
-  launch(dim3{unsigned(P.out_c * L.chunks)}, dim3{unsigned(kTcw7rThreads)},
-         [&] { tcw7r_nc<T, S>(x, gy, part.data_ptr<float>(), cnt, gw.data_ptr<T>(), L); });
-  if (L.chunks > 1 && !(counters == int(L.chunks)).all().item<bool>()) ++failures;
-  return gw;
-}
-// One NCHW problem against float64 on the same rounded data, as allocated and one element past a
-// 16-byte boundary, with 1 and 2048 blocks' worth of chunks, 2 and 3 stages.
-template <typename T>
-void tcw7r_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t pw, bool takes, double tol) {
-  at::manual_seed(14);
-  const auto dt = c10::CppTypeToScalarType<T>::value;
-  Tensor x = at::randn({N, C, H, W}).to(dt), w = at::randn({C, 1, 7, 7});
-  Tensor y = at::conv2d(x.to(at::kDouble), w.to(at::kDouble), Tensor(), 1, {ph, pw}, 1, C);
-  Tensor gy = at::randn(y.sizes()).to(dt);
-  const Tensor ref = std::get<1>(at::convolution_backward(
-      gy.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble), std::nullopt, {1, 1}, {ph, pw}, {1, 1},
-      false, {0, 0}, C, {false, true, false})).view({-1});
-  Geometry g;
-  g.batch = N, g.in_channels = C, g.out_channels = C, g.groups = C;
-  g.input[0] = g.output[0] = g.kernel[0] = g.stride[0] = 1, g.padding[0] = 0;
-  g.input[1] = H, g.input[2] = W, g.output[1] = y.size(2), g.output[2] = y.size(3);
-  g.kernel[1] = g.kernel[2] = 7, g.padding[1] = ph, g.padding[2] = pw, g.stride[1] = g.stride[2] = 1;
-  Plan P{}; Prep Q{};
-  forward_plan(g, P, Q);
-  char name[96];
-  std::snprintf(name, sizeof name, "%s N%ld C%ld %ldx%ld k7 p%ld,%ld", dt == at::kHalf ? "fp16" : "bf16", long(N),
-                long(C), long(H), long(W), long(ph), long(pw));
-  const Tensor xm = x.contiguous(), gm = gy.contiguous();
-  for (int off : {0, 1}) {
-    Tensor x1 = at::full({xm.numel() + 1}, NAN, xm.options()), g1 = at::full({gm.numel() + 1}, NAN, gm.options());
-    x1.narrow(0, 1, xm.numel()).copy_(xm.flatten());
-    g1.narrow(0, 1, gm.numel()).copy_(gm.flatten());
-    const T* xp = off ? x1.data_ptr<T>() + 1 : xm.data_ptr<T>();
-    const T* gp = off ? g1.data_ptr<T>() + 1 : gm.data_ptr<T>();
-    for (int64_t target : {1, 2048}) {
-      for (int stages : {2, 3}) {
-        Tcw7r L{};
-        const Tensor r = stages == 2 ? tcw7r_run<T, 2>(xp, gp, P, target, &L) : tcw7r_run<T, 3>(xp, gp, P, target, &L);
-        const std::string tag = "wgrad tcw7r S" + std::to_string(stages) + " e" + std::to_string(L.e) + " q" +
-                                std::to_string(L.q) + " v" + std::to_string(L.xv) + "/" + std::to_string(L.dv) +
-                                " chunks " + std::to_string(L.chunks);
-        if (r.defined() != takes) ++failures;
-        if (r.defined()) {
-          ++tcw7r_taken;
-          check(tag.c_str(), r, ref, name, tol);
-        } else {
-          std::printf("%-44s %-34s declined%s\n", name, tag.c_str(), takes ? " FAIL" : "");
-        }
-      }
-    }
-  }
-}
-void tcw7r_cases() {
-  // ConvNeXt 'same' on 56-wide rows (e 4: 8-byte dy vectors; 49 and 56 rows: q 4), every width
-  // padding 0-6 (e 0-8, vectors of 16 / 8 / 4 bytes), odd widths (value by value), rows wider than
-  // 64 (two and three column tiles), 70 rows (two row tiles of 35), batch 3 in chunks across
-  // samples; rows up to 32 wide decline.
-  tcw7r_case<at::Half>(2, 3, 49, 56, 3, 3, true, 2e-3);
-  tcw7r_case<at::BFloat16>(1, 2, 56, 56, 3, 3, true, 1e-2);
-  tcw7r_case<at::Half>(1, 2, 20, 40, 0, 0, true, 2e-3);
-  tcw7r_case<at::Half>(1, 2, 13, 40, 1, 1, true, 2e-3);
-  tcw7r_case<at::BFloat16>(1, 2, 12, 48, 2, 2, true, 1e-2);
-  tcw7r_case<at::Half>(1, 2, 11, 37, 4, 4, true, 2e-3);
-  tcw7r_case<at::Half>(1, 2, 11, 37, 5, 5, true, 2e-3);
-  tcw7r_case<at::BFloat16>(1, 1, 9, 35, 6, 6, true, 1e-2);
-  tcw7r_case<at::Half>(3, 1, 9, 130, 3, 2, true, 2e-3);
-  tcw7r_case<at::BFloat16>(1, 2, 70, 40, 3, 3, true, 1e-2);
-  tcw7r_case<at::Half>(1, 2, 9, 32, 3, 3, false, 2e-3);
-  std::printf("tc_wgrad7_rows: %d launches checked\n", tcw7r_taken);
-  if (tcw7r_taken == 0) ++failures;
-}
 // cl_wgrad.cu's run_rows2d<>: 16-bit 2-D channels-last weight-grads through rows_as_depth (the
 // rows streamed as depth) on cl_wgrad_depth3d or (pipe) cl_wgrad_rows, then sum_chunks, on
 // poisoned buffers, with 32- and 64-bit item splits; max_lanes as the launcher passes it.
@@ -3003,7 +2915,6 @@ void tcc_cases() {
 // nc_plane_cp at 5 x 5, nc_wgrad_cp); HARNESS_ONLY=eff5wg nc_wgrad_cp alone.
 // HARNESS_ONLY=s2d runs s2d_cases alone (mb16, session 13: cl_wgrad_s2d).
 // HARNESS_ONLY=clbw runs clbw_cases alone (cl_band_wgrad2d, sum_slots_grouped).
-// HARNESS_ONLY=wgnc runs tcw7r_cases alone (tc_wgrad7_rows.cuh, session 14).
 int main() {
   if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "s2d") {  // mb16: cl_wgrad_s2d
     s2d_cases();
@@ -3038,11 +2949,6 @@ int main() {
   }
   if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "tcn") {
     tcn_cases();
-    std::printf("failures: %d\n", failures);
-    return failures != 0;
-  }
-  if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "wgnc") {  // wgnc (session 14)
-    tcw7r_cases();
     std::printf("failures: %d\n", failures);
     return failures != 0;
   }
@@ -3086,7 +2992,6 @@ int main() {
   }
   if (!g_rows_only) {
     tcw2_cases();
-    tcw7r_cases();  // wgnc (session 14)
     tcw3_cases();
     tcw_cases();
     clwr2_cases();

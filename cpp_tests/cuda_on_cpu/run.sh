@@ -10,7 +10,7 @@ root=$(cd "$here/../.." && pwd)
 src=$root/ops/depthwise_conv/cuda
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-for f in nc_tiled.cuh cl_tiled.cuh nc_plane.cuh nc_plane_cp.cuh nc_small_planes.cuh row1d.cuh row_warp.cuh tc_row1d.cuh tc_wgrad1d.cuh tc_rows_nc.cuh tc7_nc.cuh tc_wgrad3d.cuh tc_wgrad2d.cuh tc_cl2d.cuh tc_wgrad7_rows.cuh; do
+for f in nc_tiled.cuh cl_tiled.cuh nc_plane.cuh nc_plane_cp.cuh nc_small_planes.cuh row1d.cuh row_warp.cuh tc_row1d.cuh tc_wgrad1d.cuh tc_rows_nc.cuh tc7_nc.cuh tc_wgrad3d.cuh tc_wgrad2d.cuh tc_cl2d.cuh; do
   sed -e 's|#include "ops/depthwise_conv/cuda/nc_stream.cuh"|#include "nc_stream.cuh"|' \
       -e 's|#include "ops/depthwise_conv/cuda/tc_row1d.cuh"|#include "tc_row1d.cuh"|' \
       -e 's|#include "ops/depthwise_conv/cuda/tc_wgrad\([13]\)d.cuh"|#include "tc_wgrad\1d.cuh"|' \

@@ -744,7 +744,6 @@ void depthwise_weight_grad(const ConvArgs& a, const Tensor& input, const Tensor&
              (!cl && launch_nc_wgrad_cp<scalar_t>(xp, gp, wp, P, x, stream)) ||
              launch_cl_band_wgrad2d<scalar_t>(xp, gp, wp, P, cl, x, stream) ||
              launch_walk_wgrad2d<scalar_t>(xp, gp, wp, P, cl, x, stream) ||
-             (!cl && launch_tcw7r_nc<scalar_t>(xp, gp, wp, P, x, stream)) ||
              launch_tc_wgrad2d<scalar_t>(xp, gp, wp, P, cl, x, stream) || launch3d(xp, gp, wp, P, x, stream) ||
              launch(xp, gp, wp, P, x, stream);
     });

@@ -198,11 +198,6 @@ template <typename T>
 bool launch_tc_wgrad2d(const T* x, const T* gy, T* gw, const Plan& P, bool channels_last, const at::TensorBase& like,
                        cudaStream_t stream);
 
-// NCHW weight-grad of 2-D 7 x 7 filters at stride 1, multiplier 1, fp16 / bf16, rows wider than
-// 32, on tensor cores reducing over rows (tc_wgrad7_rows.cuh), deterministic; false otherwise.
-template <typename T>
-bool launch_tcw7r_nc(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream);
-
 // Forward / stride-1 data-grad (flip: the filter rotated) of fp16 / bf16 channels-last 2-D 7 x 7
 // filters at stride 1, multiplier 1, outputs at least 14 wide, on tensor cores through a
 // shared-memory transpose (tc_cl2d.cuh); w is the layer's filter [C][7][7]. Channels a multiple
