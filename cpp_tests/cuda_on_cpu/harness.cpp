@@ -2081,24 +2081,26 @@ void s2d_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t pw
   if (cap > 0) chunks = std::min(chunks, cap);
   const Tensor xc = to_cl(x), gc = to_cl(gy);
   const int64_t n = C * K * K;
-  Tensor part = at::full({chunks, n}, NAN, at::kFloat);
+  // mb (session 14): the chunk sums folded into the kernel (s2d_finish): poisoned partials and
+  // group sums, zeroed counters, a poisoned weight-grad
+  const int64_t groups = ceil_div(chunks, kS2dGroup);
+  Tensor part = at::full({chunks + groups, n}, NAN, at::kFloat);
   float* pp = part.data_ptr<float>();
-  launch(dim3{unsigned(ctiles), unsigned(chunks)}, dim3{unsigned(ClS2dShape<K>::THREADS)},
-         [&] { cl_wgrad_s2d<T, K>(xc.data_ptr<T>(), gc.data_ptr<T>(), pp, P, L); });
+  std::vector<unsigned> counters(size_t(ctiles * (groups + 1)), 0u);
   Tensor gw = at::full({n}, NAN, dt);
   T* gp = reinterpret_cast<T*>(gw.data_ptr());
-  dim3 sgrid, sblock;
-  sgrid.x = unsigned(ceil_div(n, kSumCols)), sblock.x = unsigned(kSumCols * kSumSlices);
-  launch(sgrid, sblock, [&] { sum_chunks<T>(pp, gp, chunks, n); });
+  launch(dim3{unsigned(ctiles), unsigned(chunks)}, dim3{unsigned(ClS2dShape<K>::THREADS)},
+         [&] { cl_wgrad_s2d<T, K>(xc.data_ptr<T>(), gc.data_ptr<T>(), pp, P, L, pp + chunks * n, counters.data(), gp); });
   const std::string tag = "wgrad s2d blocks" + std::to_string(L.strips) + " segs" + std::to_string(L.segs) +
                           " items" + std::to_string(L.items) + " chunks" + std::to_string(chunks);
   check(tag.c_str(), gw, ref, name, tol);
   ++s2d_taken;
 }
-// nc_wgrad.cu's run_s2d: nc_wgrad_s2d on a poisoned buffer, one chunk writing the weight-grad
-// itself, several chunks their partials (summed here); grid capped at `grid` blocks (0: all).
+// nc_wgrad.cu's run_s2d (mb, session 14): nc_wgrad_s2d dealt to `resident` blocks (units of
+// (channel, step) in contiguous ranges), whole channels a block writing a poisoned weight-grad,
+// else poisoned partials [blocks][cmax][taps] summed by nc_s2d_sum.
 template <typename T, int K>
-void ncs2d_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t grid, double tol) {
+void ncs2d_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t resident, double tol) {
   at::manual_seed(17);
   const int64_t pw = (K - 1) / 2;
   const auto dt = c10::CppTypeToScalarType<T>::value;
@@ -2120,29 +2122,28 @@ void ncs2d_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t 
                 long(C), long(H), long(W), K, long(ph), long(pw));
   const Tensor xc = x.contiguous(), gc = gy.contiguous();
   NcS2dTile L{};
-  if (!choose_nc_s2d<K>(L, P, reinterpret_cast<uintptr_t>(xc.data_ptr()), reinterpret_cast<uintptr_t>(gc.data_ptr()),
-                        2)) {
+  if (!choose_nc_s2d<K>(L, P, reinterpret_cast<uintptr_t>(xc.data_ptr()), reinterpret_cast<uintptr_t>(gc.data_ptr()))) {
     std::printf("%-40s wgrad nc s2d declined FAIL\n", name);
     ++failures;
     return;
   }
-  const int64_t blocks = C * L.chunks;
-  const unsigned gx = unsigned(grid > 0 ? std::min(grid, blocks) : blocks);
-  Tensor r;
-  if (L.chunks == 1) {
-    r = at::full({C * K * K}, NAN, dt);
-    T* rp = reinterpret_cast<T*>(r.data_ptr());
-    g_smem_bytes = size_t(kNcS2dRing) * L.slot * 2;
-    launch(dim3{gx}, dim3{unsigned(L.threads)}, [&] { nc_wgrad_s2d<T, K, T>(xc.data_ptr<T>(), gc.data_ptr<T>(), rp, P, L); });
+  deal_nc_s2d(L, C, resident);
+  const bool whole = nc_s2d_whole_channels(L, C);
+  Tensor r = at::full({C * K * K}, NAN, dt);
+  T* rp = reinterpret_cast<T*>(r.data_ptr());
+  g_smem_bytes = size_t(kNcS2dRing) * L.slot * 2;
+  if (whole) {
+    launch(dim3{unsigned(L.blocks)}, dim3{unsigned(L.threads)},
+           [&] { nc_wgrad_s2d<T, K, T>(xc.data_ptr<T>(), gc.data_ptr<T>(), rp, P, L); });
   } else {
-    Tensor part = at::full({C, int64_t(L.chunks), K * K}, NAN, at::kFloat);
+    Tensor part = at::full({int64_t(L.blocks), int64_t(L.cmax), K * K}, NAN, at::kFloat);
     float* pp = part.data_ptr<float>();
-    g_smem_bytes = size_t(kNcS2dRing) * L.slot * 2;
-    launch(dim3{gx}, dim3{unsigned(L.threads)}, [&] { nc_wgrad_s2d<T, K>(xc.data_ptr<T>(), gc.data_ptr<T>(), pp, P, L); });
-    r = part.sum(1).view({-1});
+    launch(dim3{unsigned(L.blocks)}, dim3{unsigned(L.threads)},
+           [&] { nc_wgrad_s2d<T, K>(xc.data_ptr<T>(), gc.data_ptr<T>(), pp, P, L); });
+    launch(dim3{unsigned((C * K * K + 255) / 256)}, dim3{256u}, [&] { nc_s2d_sum<T>(pp, rp, C, L, K * K); });
   }
-  const std::string tag = "wgrad nc s2d sp" + std::to_string(L.SP) + " pb" + std::to_string(L.PB) + " chunks" +
-                          std::to_string(L.chunks) + " grid" + std::to_string(gx);
+  const std::string tag = "wgrad nc s2d sp" + std::to_string(L.SP) + " pb" + std::to_string(L.PB) + " blocks" +
+                          std::to_string(L.blocks) + " cmax" + std::to_string(L.cmax) + (whole ? " whole" : "");
   check(tag.c_str(), r, ref, name, tol);
   ++s2d_taken;
 }
@@ -2161,18 +2162,27 @@ void s2d_cases() {
   s2d_case<at::Half, 5>(2, 16, 14, 13, 2, 2, 0, 2e-3);
   s2d_case<at::Half, 5>(1, 24, 9, 30, 0, 4, 0, 2e-3);
   s2d_case<at::BFloat16, 5>(3, 8, 12, 7, 4, 1, 2, 1e-2);
-  // NCHW (nc_wgrad_s2d): MobileNetV2-like 56x56 (16-byte copies, one sample a step), 28x28 5x5
-  // (8-byte copies, two samples a step, an odd sample count: a half step), odd heights, 4-byte
-  // copies (width 6), padding 0 in height, several chunks (partials), a grid of 3 blocks walking
-  // the (channel, chunk) pairs
-  ncs2d_case<at::Half, 3>(3, 5, 56, 56, 1, 0, 2e-3);
-  ncs2d_case<at::BFloat16, 5>(5, 4, 28, 28, 2, 0, 1e-2);
-  ncs2d_case<at::Half, 3>(4, 6, 13, 16, 1, 3, 2e-3);
-  ncs2d_case<at::BFloat16, 3>(7, 3, 11, 6, 0, 0, 1e-2);
+  // mb (session 14): more than kS2dGroup chunks (2 and 3 groups, the last one partial), two and
+  // three channel tiles, one partial
+  s2d_case<at::Half, 3>(9, 96, 13, 11, 1, 1, 0, 2e-3);
+  s2d_case<at::BFloat16, 3>(7, 136, 16, 9, 1, 1, 19, 1e-2);
+  s2d_case<at::Half, 5>(11, 16, 14, 13, 2, 2, 0, 2e-3);
+  // ---- mb (session 14): NCHW nc_wgrad_s2d dealt to `resident` blocks: MobileNetV2-like 56x56
+  // (16-byte copies, one sample a step) over 4 blocks (channels split across blocks, a block meeting
+  // 3 channels), 28x28 5x5 (8-byte copies, two samples a step, an odd sample count: a half step) as
+  // whole channels (C 4 over 4 / 2 blocks) and split (3 blocks), odd heights, 4-byte copies (width
+  // 6), padding 0 in height, more resident blocks than units, one block for everything
+  ncs2d_case<at::Half, 3>(3, 5, 56, 56, 1, 4, 2e-3);
+  ncs2d_case<at::BFloat16, 5>(5, 4, 28, 28, 2, 4, 1e-2);
+  ncs2d_case<at::BFloat16, 5>(5, 4, 28, 28, 2, 2, 1e-2);
+  ncs2d_case<at::Half, 5>(7, 4, 28, 28, 2, 3, 2e-3);
+  ncs2d_case<at::Half, 3>(4, 6, 13, 16, 1, 5, 2e-3);
+  ncs2d_case<at::BFloat16, 3>(7, 3, 11, 6, 0, 100, 1e-2);
   ncs2d_case<at::Half, 5>(6, 2, 9, 12, 4, 3, 2e-3);
-  ncs2d_case<at::Half, 5>(9, 3, 14, 14, 0, 0, 2e-3);
-  ncs2d_case<at::Half, 3>(8, 1, 56, 56, 1, 0, 2e-3);
-  ncs2d_case<at::BFloat16, 3>(9, 2, 20, 24, 1, 3, 1e-2);
+  ncs2d_case<at::Half, 5>(9, 3, 14, 14, 0, 1, 2e-3);
+  ncs2d_case<at::Half, 3>(8, 1, 56, 56, 1, 3, 2e-3);
+  ncs2d_case<at::BFloat16, 3>(9, 2, 20, 24, 1, 7, 1e-2);
+  // ---- end mb (session 14) ----
   std::printf("s2d: %d launches checked\n", s2d_taken);
   if (s2d_taken == 0) ++failures;
 }

@@ -12,33 +12,53 @@
 #include <c10/util/Half.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <type_traits>
 
 namespace convx::cuda {
 namespace {
 
-// 16-bit K x K planes staged in shared memory (nc_wgrad_s2d.cuh); one chunk per channel writes gw.
+// 16-bit K x K planes staged in shared memory (nc_wgrad_s2d.cuh): as many blocks as run at once,
+// whole channels a block writing gw, else partials summed by nc_s2d_sum.
 template <typename T, int K>
 bool run_s2d(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
   NcS2dTile L{};
   if (!mma16_supported() ||  // cp.async: sm_80 and newer
-      !choose_nc_s2d<K>(L, P, reinterpret_cast<uintptr_t>(x), reinterpret_cast<uintptr_t>(gy), 132))
+      !choose_nc_s2d<K>(L, P, reinterpret_cast<uintptr_t>(x), reinterpret_cast<uintptr_t>(gy)))
     return false;
-  const auto blocks = static_cast<unsigned>(P.out_c * L.chunks);
   const size_t smem = size_t(kNcS2dRing) * L.slot * sizeof(T);
-  const auto go = [&](auto kernel, auto* out) {
+  const auto prepare = [&](auto kernel) {
     if (smem > 48 * 1024)
       C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-    kernel<<<blocks, L.threads, smem, stream>>>(x, gy, out, P, L);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    int per_sm = 0;
+    C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, L.threads, smem));
+    return int64_t(std::max(per_sm, 1)) * sm_count();
   };
-  if (L.chunks == 1) {
-    go(nc_wgrad_s2d<T, K, T>, gw);
+  // Both instantiations take the same registers (ptxas -v): one occupancy for the deal.
+  deal_nc_s2d(L, P.out_c, prepare(nc_wgrad_s2d<T, K>));
+  if (const char* e = std::getenv("CONVX_MB_AB"); e && e[0] == '1') {  // A/B knob (temporary): session 13's chunks
+    int64_t best = -1, chunks = 1;
+    for (int64_t c = 1; c <= std::min<int64_t>(8, std::max<int64_t>(1, L.steps / 2)); ++c) {
+      const int64_t cost = ceil_div(P.out_c * c, 132) * (ceil_div(L.steps, c) + 2);
+      if (best < 0 || cost < best) best = cost, chunks = c;
+    }
+    chunks = ceil_div(L.steps, ceil_div(L.steps, chunks));
+    L.blocks = static_cast<int>(P.out_c * chunks);
+    L.cmax = 1;
+  }
+  if (nc_s2d_whole_channels(L, P.out_c)) {
+    prepare(nc_wgrad_s2d<T, K, T>);
+    nc_wgrad_s2d<T, K, T><<<L.blocks, L.threads, smem, stream>>>(x, gy, gw, P, L);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
     return true;
   }
-  const at::Tensor part = at::empty({P.out_c, int64_t(L.chunks), K * K}, like.options().dtype(at::kFloat));
-  go(nc_wgrad_s2d<T, K>, part.mutable_data_ptr<float>());
-  launch_sum_slots<T>(part.const_data_ptr<float>(), gw, P.out_c, L.chunks, K * K, stream);
+  const at::Tensor part = at::empty({int64_t(L.blocks), int64_t(L.cmax), K * K}, like.options().dtype(at::kFloat));
+  nc_wgrad_s2d<T, K><<<L.blocks, L.threads, smem, stream>>>(x, gy, part.mutable_data_ptr<float>(), P, L);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  const int64_t n = P.out_c * K * K;
+  nc_s2d_sum<T><<<static_cast<unsigned>(ceil_div(n, 256)), 256, 0, stream>>>(part.const_data_ptr<float>(), gw,
+                                                                            P.out_c, L, K * K);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
   return true;
 }
 

@@ -50,12 +50,21 @@ struct NcS2dTile {
   int XS, XR, GS, GR;  // slot layout: x rows of XS values (XR rows), grad_output GS x GR
   int PB;              // bytes per copy (16, 8 or 4)
   int slot;            // values per ring slot (a multiple of 8)
-  int chunk, chunks;   // samples per block, blocks per channel
+  int steps;           // steps per channel (ceil(N / SP)); a unit = (channel, step), channel-major
+  int units;           // C * steps
+  int blocks;          // the grid: block b takes units [b * units / blocks, (b + 1) * units / blocks)
+  int cmax;            // channels a block meets at most (its partial slots)
 };
+
+// The block whose unit range holds unit u (ranges [floor(b * U / B), floor((b + 1) * U / B))).
+__host__ __device__ inline int nc_s2d_block_of(int64_t u, int64_t U, int64_t B) {
+  return static_cast<int>(((u + 1) * B - 1) / U);
+}
+__host__ __device__ inline int64_t nc_s2d_lo(int64_t b, int64_t U, int64_t B) { return b * U / B; }
 
 // The layout from the shapes and pointers; false: not a plane this kernel takes.
 template <int K>
-inline bool choose_nc_s2d(NcS2dTile& L, const Plan& P, uintptr_t xa, uintptr_t ga, int64_t sms) {
+inline bool choose_nc_s2d(NcS2dTile& L, const Plan& P, uintptr_t xa, uintptr_t ga) {
   using S = NcS2dShape<K>;
   const int64_t IH = P.in[1], IW = P.in[2], OH = P.q[1], OW = P.q[2];
   if (P.k[0] != 1 || P.in[0] != 1 || P.q[0] != 1 || P.in_div != 1 || P.N <= 0 || P.pad[1][0] > K - 1 ||
@@ -88,19 +97,40 @@ inline bool choose_nc_s2d(NcS2dTile& L, const Plan& P, uintptr_t xa, uintptr_t g
   L.XS = static_cast<int>(XS), L.XR = static_cast<int>(XR), L.GS = static_cast<int>(GS), L.GR = static_cast<int>(GR);
   L.PB = PB;
   L.slot = static_cast<int>(ceil_div(SP * plane, 8) * 8);
-  // Blocks per channel: the fewest with the least steps on the busiest of `sms` SMs (blocks dealt
-  // evenly, each block 2 steps more for filling its ring), a block at least 2 steps; one chunk writes the
-  // weight-grad itself.
-  const int64_t steps = ceil_div(P.N, SP);
-  int64_t best = -1, chunks = 1;
-  for (int64_t c = 1; c <= std::min<int64_t>(8, std::max<int64_t>(1, steps / 2)); ++c) {
-    const int64_t cost = ceil_div(P.out_c * c, sms) * (ceil_div(steps, c) + 2);
-    if (best < 0 || cost < best) best = cost, chunks = c;
-  }
-  L.chunk = static_cast<int>(ceil_div(steps, chunks) * SP);
-  L.chunks = static_cast<int>(ceil_div(P.N, L.chunk));
-  return P.N * P.out_c < (int64_t(1) << 31) && P.out_c * L.chunks < (int64_t(1) << 31);
+  if (P.N * P.out_c >= (int64_t(1) << 31)) return false;
+  L.steps = static_cast<int>(ceil_div(P.N, SP));
+  L.units = static_cast<int>(P.out_c * L.steps);
+  return true;
 }
+
+// The grid for `resident` blocks running at once (session 14, mb). Session 13 gave each
+// (channel, chunk of samples) its own block: MobileNetV2 56x56 C 144 made 576 blocks of 16 steps
+// for 264 resident (2 per SM), a third wave 18% full. Here the (channel, step) units are dealt in
+// equal contiguous ranges to at most `resident` blocks, each staging on across channel boundaries
+// (its ring filled once) and writing one partial per channel it meets (summed by nc_s2d_sum).
+// Where some divisor of C blocks is as fast (whole channels a block), the blocks write the
+// weight-grad themselves: no partials, no sum launch (a sum launch counted as one step).
+inline void deal_nc_s2d(NcS2dTile& L, int64_t C, int64_t resident) {
+  const int64_t U = L.units, B1 = std::clamp<int64_t>(resident, 1, U);
+  const int64_t cost1 = ceil_div(U, B1) + 1;
+  int64_t B2 = 1;
+  for (int64_t d = std::min(C, std::max<int64_t>(resident, 1)); d >= 1; --d) {
+    if (C % d == 0) {
+      B2 = d;
+      break;
+    }
+  }
+  const int64_t B = (C / B2) * L.steps <= cost1 ? B2 : B1;
+  L.blocks = static_cast<int>(B);
+  L.cmax = 1;
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t c0 = nc_s2d_lo(b, U, B) / L.steps, c1 = (nc_s2d_lo(b + 1, U, B) - 1) / L.steps;
+    L.cmax = std::max<int>(L.cmax, static_cast<int>(c1 - c0 + 1));
+  }
+}
+
+// True when every channel lies in one block's range (the blocks write the weight-grad).
+inline bool nc_s2d_whole_channels(const NcS2dTile& L, int64_t C) { return C % L.blocks == 0; }
 
 // The VW 16-bit values at p (shared memory, 2 * VW-byte aligned: one vector read) as floats.
 template <typename T, int VW>
@@ -165,50 +195,51 @@ nc_wgrad_s2d(const T* __restrict__ x, const T* __restrict__ gy, O* __restrict__ 
   const int xo = ss * XPL + band * TH * L.XS + kNcS2dXOff - PW + strip * R;
   const int go = XTOT + ss * GPL + band * TH * L.GS + strip * R;
 
-  const int64_t blocks = P.out_c * L.chunks;
-  for (int64_t b = blockIdx.x; b < blocks; b += gridDim.x) {
-    const int co = static_cast<int>(b / L.chunks), ck = static_cast<int>(b % L.chunks);
-    const int n0 = ck * L.chunk, n1 = n0 + L.chunk < N ? n0 + L.chunk : N;
-    const int steps = (n1 - n0 + L.SP - 1) / L.SP;
-    int sstep = 0, sbuf = 0;
-    // Copies step sstep's planes (samples n0 + sstep * SP + ss) into slot sbuf; commits a group.
-    const auto stage_next = [&]() {
-      if (sstep < steps) {
-        const int nb = n0 + sstep * L.SP;
-        T* const s = ring + sbuf * L.slot;
+  // The block's units [lo, hi) (unit u: channel u / steps, samples (u % steps) * SP + ss); the
+  // staging cursor runs ahead over the same range, across channel boundaries.
+  const int lo = static_cast<int>(nc_s2d_lo(blockIdx.x, L.units, L.blocks));
+  const int hi = static_cast<int>(nc_s2d_lo(blockIdx.x + 1, L.units, L.blocks));
+  const int cfirst = lo / L.steps;
+  int su = lo, sbuf = 0;
+  // Copies unit su's planes into slot sbuf; commits a group (maybe empty).
+  const auto stage_next = [&]() {
+    if (su < hi) {
+      const int co = su / L.steps, nb = (su - co * L.steps) * L.SP;
+      T* const s = ring + sbuf * L.slot;
 #pragma unroll
-        for (int k = 0; k < kNcS2dPieces; ++k) {
-          if (smp[k] >= 0) {
-            const bool isx = smp[k] < L.SP;
-            const int n = nb + (isx ? smp[k] : smp[k] - L.SP);
-            if (n < n1) {
-              const T* g = isx ? x + (int64_t(n) * C + co) * xpl + src[k] : gy + (int64_t(n) * C + co) * gpl + src[k];
-              if (L.PB == 16) {
-                cp_async16(s + dst[k], g, 16);
-              } else {
-                cp_async_n(s + dst[k], g, L.PB);
-              }
+      for (int k = 0; k < kNcS2dPieces; ++k) {
+        if (smp[k] >= 0) {
+          const bool isx = smp[k] < L.SP;
+          const int n = nb + (isx ? smp[k] : smp[k] - L.SP);
+          if (n < N) {
+            const T* g = isx ? x + (int64_t(n) * C + co) * xpl + src[k] : gy + (int64_t(n) * C + co) * gpl + src[k];
+            if (L.PB == 16) {
+              cp_async16(s + dst[k], g, 16);
+            } else {
+              cp_async_n(s + dst[k], g, L.PB);
             }
           }
         }
       }
-      ++sstep;
-      cp_async_commit();
-      sbuf = sbuf == kNcS2dRing - 1 ? 0 : sbuf + 1;
-    };
-    float v[NV];
+    }
+    ++su;
+    cp_async_commit();
+    sbuf = sbuf == kNcS2dRing - 1 ? 0 : sbuf + 1;
+  };
+  float v[NV];
 #pragma unroll
-    for (int i = 0; i < NV; ++i) v[i] = 0.f;
+  for (int i = 0; i < NV; ++i) v[i] = 0.f;
+  stage_next();
+  stage_next();
+  int rd = 0;
+  for (int u = lo; u < hi; ++u) {
+    cp_async_wait<kNcS2dRing - 2>();
+    __syncthreads();
     stage_next();
-    stage_next();
-    int rd = 0;
-    for (int st = 0; st < steps; ++st) {
-      cp_async_wait<kNcS2dRing - 2>();
-      __syncthreads();
-      stage_next();
-      const T* const s = ring + rd * L.slot;
-      rd = rd == kNcS2dRing - 1 ? 0 : rd + 1;
-      if (!active || n0 + st * L.SP + ss >= n1) continue;
+    const T* const s = ring + rd * L.slot;
+    rd = rd == kNcS2dRing - 1 ? 0 : rd + 1;
+    const int co = u / L.steps, st = u - co * L.steps;
+    if (active && st * L.SP + ss < N) {
       float g[TH][R];
 #pragma unroll
       for (int h = 0; h < TH; ++h) nc_s2d_cvt<T, R>(s + go + h * L.GS, g[h]);
@@ -234,10 +265,32 @@ nc_wgrad_s2d(const T* __restrict__ x, const T* __restrict__ gy, O* __restrict__ 
         }
       }
     }
-    cp_async_wait<0>();
-    __syncthreads();  // the ring is reused by the block's next (channel, chunk)
-    wgrad_block_sum<NV>(v, red, part + (int64_t(co) * L.chunks + ck) * NV);
+    // The channel's last unit in this block (block-uniform): its sums, in a fixed order, into the
+    // weight-grad (whole channels a block) or the block's partial slot co - cfirst.
+    if (st == L.steps - 1 || u == hi - 1) {
+      O* const out = std::is_same_v<O, float> ? part + (int64_t(blockIdx.x) * L.cmax + (co - cfirst)) * NV
+                                              : part + int64_t(co) * NV;
+      wgrad_block_sum<NV>(v, red, out);
+#pragma unroll
+      for (int i = 0; i < NV; ++i) v[i] = 0.f;
+    }
   }
+  cp_async_wait<0>();
+}
+
+// gw[co][tap] = the partials of channel co's blocks (part [blocks][cmax][NV]), in block order.
+template <typename T>
+__global__ void nc_s2d_sum(const float* __restrict__ part, T* __restrict__ gw, int64_t C, const NcS2dTile L, int NV) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= C * NV) return;
+  const int64_t co = i / NV, tap = i % NV, U = L.units, B = L.blocks;
+  const int b0 = nc_s2d_block_of(co * L.steps, U, B), b1 = nc_s2d_block_of(co * L.steps + L.steps - 1, U, B);
+  float s = 0.f;
+  for (int b = b0; b <= b1; ++b) {
+    const int64_t cf = nc_s2d_lo(b, U, B) / L.steps;
+    s += part[(int64_t(b) * L.cmax + (co - cf)) * NV + tap];
+  }
+  gw[i] = static_cast<T>(s);
 }
 
 }  // namespace convx::cuda
