@@ -663,10 +663,10 @@ def test_depthwise_nc_wgrad_s2d(dtype, placement):
         torch.testing.assert_close(a.double() / scale, ref / scale, rtol=2e-2, atol=1e-2, msg=lambda m: f"case {i}: {m}")
 
 
-# mb (session 14): the staged 16-bit weight-grads on the bench rows' full grids: NCHW units dealt
-# in ranges to the resident blocks (channels split across blocks: MobileNetV2 56x56 C 144, an odd
-# C 200 at 33 samples; whole channels a block: EfficientNet 28x28 C 240), NHWC with the chunk sums
-# folded into the kernel (128 chunks in 16 groups; C 200: a partial channel tile).
+# mb (session 14): the staged 16-bit weight-grads on the bench rows' full grids: NCHW 3x3 units
+# dealt in ranges to the resident blocks (nc_wgrad_s2d_ranges; channels split across blocks:
+# MobileNetV2 56x56 C 144, C 200 at 33 samples), NCHW 5x5 (EfficientNet 28x28 C 240, one block a
+# channel), NHWC cl_wgrad_s2d (128 chunks; C 200: a partial channel tile).
 WGRAD_FULL_CASES = [  # (N, C, H, W, k, padding)
     (64, 144, 56, 56, 3, 1),
     (33, 200, 56, 56, 3, 1),

@@ -21,7 +21,6 @@ inline dim3 g_blockDim, g_gridDim;
 #define __device__
 #define __host__
 #define __forceinline__ inline
-#define __noinline__
 #define __launch_bounds__(...)
 #define __align__(n) alignas(n)
 struct alignas(16) float4 { float x, y, z, w; };

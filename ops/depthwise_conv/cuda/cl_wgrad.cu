@@ -28,7 +28,6 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -943,48 +942,6 @@ cl_wgrad_rows(const T* __restrict__ x, const T* __restrict__ gy, float* __restri
   block_groups_sum<TAPS, VW, TB>(acc, red, part, L, C, TAPS, 0, TAPS);
 }
 
-// cl_wgrad_s2d's chunk sums folded into its blocks (session 14, mb; no sum_chunks launch): the
-// chunks of a channel tile form groups of kS2dGroup; a block that wrote its partial counts itself
-// in its group's counter (counters: zeroed by the launcher, groups + 1 per tile), and the group's
-// last block sums the group's partials in chunk order into gpart [groups][C * TAPS], then counts
-// itself in the tile's counter; the tile's last group sum adds the groups in order into gw. Each
-// value is the same fixed-order sum whichever block does it: bitwise repeatable. flag: shared int.
-constexpr int kS2dGroup = 8;
-template <typename T, int TAPS>
-__device__ __noinline__ void s2d_finish(const float* __restrict__ part, float* __restrict__ gpart,
-                                           unsigned* __restrict__ counters, T* __restrict__ gw, int C, int* flag) {
-  const int chunks = static_cast<int>(gridDim.y), groups = (chunks + kS2dGroup - 1) / kS2dGroup;
-  const int grp = static_cast<int>(blockIdx.y) / kS2dGroup, y0 = grp * kS2dGroup;
-  const int y1 = y0 + kS2dGroup < chunks ? y0 + kS2dGroup : chunks;
-  const int c0 = static_cast<int>(blockIdx.x) * 48;  // ClS2dShape's channel tile
-  const int nv = (C - c0 < 48 ? C - c0 : 48) * TAPS;  // the tile's values, from c0 * TAPS
-  unsigned* const cnt = counters + int64_t(blockIdx.x) * (groups + 1);
-  const auto last = [&](unsigned* c, int members) {
-    __threadfence();  // this block's sums are visible device-wide before it counts
-    __syncthreads();
-    if (threadIdx.x == 0) *flag = atomicAdd(c, 1u) == unsigned(members - 1);
-    __syncthreads();
-    const bool l = *flag != 0;
-    if (l) __threadfence();
-    return l;
-  };
-  if (!last(cnt + grp, y1 - y0)) return;
-  const int64_t n = int64_t(C) * TAPS;
-  for (int i = threadIdx.x; i < nv; i += blockDim.x) {
-    const int64_t o = int64_t(c0) * TAPS + i;
-    float s = 0.f;
-    for (int y = y0; y < y1; ++y) s += __ldcg(part + y * n + o);
-    gpart[grp * n + o] = s;
-  }
-  if (!last(cnt + groups, groups)) return;
-  for (int i = threadIdx.x; i < nv; i += blockDim.x) {
-    const int64_t o = int64_t(c0) * TAPS + i;
-    float s = 0.f;
-    for (int g = 0; g < groups; ++g) s += __ldcg(gpart + g * n + o);
-    gw[o] = static_cast<T>(s);
-  }
-}
-
 // 16-bit 2-D K x K weight-grads at stride 1 with x and grad_output staged in shared memory
 // (session 13, `cl_wgrad_s2d`). cl_wgrad_rows / cl_wgrad_depth3d load straight from global memory
 // into registers, a few rows ahead at most (MobileNetV2 56x56 C 144 fp16: 65 us, 1.77 TB/s, where
@@ -1017,7 +974,7 @@ constexpr int kS2dBlocksPerSm = 3;
 template <typename T, int K>
 __global__ void __launch_bounds__(192, kS2dBlocksPerSm)
 cl_wgrad_s2d(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, const Plan P,
-             const ClwTile L, float* __restrict__ gpart, unsigned* __restrict__ counters, T* __restrict__ gw) {
+             const ClwTile L) {
   static_assert(sizeof(T) == 2, "16-bit storage");
   using S = ClS2dShape<K>;
   constexpr int VW = S::VW, R = S::R, CH = S::CH, NB = S::NB, NP = S::NP;
@@ -1165,7 +1122,6 @@ cl_wgrad_s2d(const T* __restrict__ x, const T* __restrict__ gy, float* __restric
   __syncthreads();  // the ring becomes the reduction scratch
   block_groups_sum<S::TAPS, VW, S::TB>(
       acc, *reinterpret_cast<float(*)[S::TB][kWgradThreads * VW]>(s2d_smem), part, L, C, S::TAPS, 0, S::TAPS);
-  if (counters != nullptr) s2d_finish<T, S::TAPS>(part, gpart, counters, gw, C, reinterpret_cast<int*>(s2d_smem));
 }
 
 // cl_wgrad_d3s's items and grid: one wave of `wave` blocks (kWgradWave), each channel tile's items
@@ -1370,9 +1326,7 @@ bool run_rows2d(const T* x, const T* gy, T* gw, const Plan& P2, const at::Tensor
 // on cl_wgrad_rows, 1 channel x strips of 7 (EfficientNet 28x28 C 240: 0.0530 / 0.0544 [0.0744 /
 // 0.0741]). Channel tiles of at most 32 lanes: within 2% of 128 on MobileNetV2 56x56, 10-30%
 // faster on the other two rows.
-// cl_wgrad_s2d, its chunk sums folded in (s2d_finish): channels a multiple of 8, 16-byte aligned x
-// and grad_output, sm >= 80. One float buffer: partials [chunks][n], group sums [groups][n], then
-// the counters (zeroed here).
+// cl_wgrad_s2d, then sum_chunks: channels a multiple of 8, 16-byte aligned x and grad_output, sm >= 80.
 template <typename T, int K>
 bool run_s2d(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
   if (P.k[0] != 1 || P.S[1] != 1 || P.S[2] != 1 || P.out_c % 8 != 0 || !vectors_fit<T, 8>(x, gy, P) ||
@@ -1381,23 +1335,14 @@ bool run_s2d(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase
   ClwTile L{};
   int64_t ctiles = 0, chunks = 0;
   if (!choose_s2d_tile<K>(L, P, ctiles, chunks)) return false;
-  const int64_t n = P.out_c * K * K, groups = ceil_div(chunks, kS2dGroup), ncnt = ctiles * (groups + 1);
-  const dim3 grid(static_cast<unsigned>(ctiles), static_cast<unsigned>(chunks));
-  if (const char* e = std::getenv("CONVX_MB_AB"); e && e[0] == '1') {  // A/B knob (temporary): + sum_chunks
-    const at::Tensor part = at::empty({chunks, n}, like.options().dtype(at::kFloat));
-    cl_wgrad_s2d<T, K><<<grid, ClS2dShape<K>::THREADS, 0, stream>>>(x, gy, part.mutable_data_ptr<float>(), P, L,
-                                                                    nullptr, nullptr, nullptr);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    sum_chunks<T><<<static_cast<unsigned>(std::clamp<int64_t>(ceil_div(n, kSumCols), 1, 1 << 30)), kWgradThreads, 0,
-                    stream>>>(part.const_data_ptr<float>(), gw, chunks, n);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    return true;
-  }
-  const at::Tensor buf = at::empty({(chunks + groups) * n + ncnt}, like.options().dtype(at::kFloat));
-  float* const part = buf.mutable_data_ptr<float>();
-  unsigned* const counters = reinterpret_cast<unsigned*>(part + (chunks + groups) * n);
-  C10_CUDA_CHECK(cudaMemsetAsync(counters, 0, ncnt * sizeof(unsigned), stream));
-  cl_wgrad_s2d<T, K><<<grid, ClS2dShape<K>::THREADS, 0, stream>>>(x, gy, part, P, L, part + chunks * n, counters, gw);
+  using acc_t = float;
+  const int64_t n = P.out_c * K * K;
+  const at::Tensor part = at::empty({chunks, n}, like.options().dtype(at::kFloat));
+  cl_wgrad_s2d<T, K><<<dim3(static_cast<unsigned>(ctiles), static_cast<unsigned>(chunks)), ClS2dShape<K>::THREADS, 0,
+                       stream>>>(x, gy, part.mutable_data_ptr<acc_t>(), P, L);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  sum_chunks<T><<<static_cast<unsigned>(std::clamp<int64_t>(ceil_div(n, kSumCols), 1, 1 << 30)), kWgradThreads, 0,
+                  stream>>>(part.const_data_ptr<acc_t>(), gw, chunks, n);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return true;
 }
