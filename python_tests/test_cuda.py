@@ -663,6 +663,44 @@ def test_depthwise_nc_wgrad_s2d(dtype, placement):
         torch.testing.assert_close(a.double() / scale, ref / scale, rtol=2e-2, atol=1e-2, msg=lambda m: f"case {i}: {m}")
 
 
+# mb (session 14): the staged 16-bit weight-grads on the bench rows' full grids: NCHW 3x3 units
+# dealt in ranges to the resident blocks (nc_wgrad_s2d_ranges; channels split across blocks:
+# MobileNetV2 56x56 C 144, C 200 at 33 samples), NCHW 5x5 (EfficientNet 28x28 C 240, one block a
+# channel), NHWC cl_wgrad_s2d (128 chunks; C 200: a partial channel tile).
+WGRAD_FULL_CASES = [  # (N, C, H, W, k, padding)
+    (64, 144, 56, 56, 3, 1),
+    (33, 200, 56, 56, 3, 1),
+    (64, 240, 28, 28, 5, 2),
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("layout", ["nchw", "nhwc"])
+def test_depthwise_wgrad_s2d_full_grid(dtype, layout):
+    """Against float64 on the same 16-bit data, on poisoned memory; same bits twice."""
+    op = torch.ops.convx.conv2d_weight_grad
+    for i, (N, C, H, W, k, p) in enumerate(WGRAD_FULL_CASES):
+        gen = torch.Generator().manual_seed(180 + i)
+        Ho, Wo = H + 2 * p - k + 1, W + 2 * p - k + 1
+        if layout == "nhwc":
+            x = torch.randn(N, H, W, C, generator=gen).to(DEV, dtype).movedim(-1, 1)
+            gy = torch.randn(N, Ho, Wo, C, generator=gen).to(DEV, dtype).movedim(-1, 1)
+        else:
+            x = torch.randn(N, C, H, W, generator=gen).to(DEV, dtype)
+            gy = torch.randn(N, C, Ho, Wo, generator=gen).to(DEV, dtype)
+        args = (x, [C, 1, k, k], gy, [1, 1], [p, p], [1, 1], C)
+        poison()
+        with deterministic():
+            a = op(*args)
+            poison()
+            b = op(*args)
+        assert torch.equal(a, b), f"case {i}: not bitwise repeatable"
+        ref = torch.nn.grad.conv2d_weight(x.double(), (C, 1, k, k), gy.double(), 1, p, 1, C)
+        scale = max(1.0, float(ref.abs().max()))
+        assert not torch.isnan(a).any(), f"case {i}: NaN (unwritten element)"
+        torch.testing.assert_close(a.double() / scale, ref / scale, rtol=2e-2, atol=1e-2, msg=lambda m: f"case {i}: {m}")
+
+
 # 16-bit NCHW 3x3 / 5x5 stride-1 weight-grads with one chunk of planes per channel, which
 # nc_wgrad_stream writes as the weight-grad itself (no partials, no sum launch): MobileNetV2's 7x7
 # planes at C 960, odd planes, no padding, padding K - 1, 64 samples in one block.

@@ -2147,6 +2147,58 @@ void ncs2d_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t 
   check(tag.c_str(), r, ref, name, tol);
   ++s2d_taken;
 }
+// ---- mb (session 14): nc_wgrad.cu's run_s2d for 3x3: nc_wgrad_s2d_ranges dealt to `resident`
+// blocks ((channel, step) units in contiguous ranges), whole channels a block writing a poisoned
+// weight-grad, else poisoned partials [blocks][cmax][taps] summed by nc_s2d_sum.
+template <typename T, int K>
+void ncs2d_ranges_case(int64_t N, int64_t C, int64_t H, int64_t W, int64_t ph, int64_t resident, double tol) {
+  at::manual_seed(17);
+  const int64_t pw = (K - 1) / 2;
+  const auto dt = c10::CppTypeToScalarType<T>::value;
+  Tensor x = at::randn({N, C, H, W}).to(dt), w = at::randn({C, 1, K, K});
+  Tensor y = at::conv2d(x.to(at::kDouble), w.to(at::kDouble), Tensor(), 1, {ph, pw}, 1, C);
+  Tensor gy = at::randn(y.sizes()).to(dt);
+  const Tensor ref = std::get<1>(at::convolution_backward(gy.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble),
+                                                          std::nullopt, {1, 1}, {ph, pw}, {1, 1}, false, {0, 0}, C,
+                                                          {false, true, false})).view({-1});
+  Geometry g;
+  g.batch = N, g.in_channels = C, g.out_channels = C, g.groups = C;
+  g.input[0] = g.output[0] = g.kernel[0] = g.stride[0] = 1, g.padding[0] = 0;
+  g.input[1] = H, g.input[2] = W, g.output[1] = y.size(2), g.output[2] = y.size(3);
+  g.kernel[1] = g.kernel[2] = K, g.padding[1] = ph, g.padding[2] = pw, g.stride[1] = g.stride[2] = 1;
+  Plan P{}; Prep Q{};
+  forward_plan(g, P, Q);
+  char name[128];
+  std::snprintf(name, sizeof name, "%s N%ld C%ld %ldx%ld k%d p%ld,%ld", dt == at::kHalf ? "fp16" : "bf16", long(N),
+                long(C), long(H), long(W), K, long(ph), long(pw));
+  const Tensor xc = x.contiguous(), gc = gy.contiguous();
+  NcS2dTile L{};
+  if (!choose_nc_s2d<K>(L, P, reinterpret_cast<uintptr_t>(xc.data_ptr()), reinterpret_cast<uintptr_t>(gc.data_ptr()), 2)) {
+    std::printf("%-40s wgrad nc s2d ranges declined FAIL\n", name);
+    ++failures;
+    return;
+  }
+  deal_nc_s2d(L, C, resident);
+  const bool whole = nc_s2d_whole_channels(L, C);
+  Tensor r = at::full({C * K * K}, NAN, dt);
+  T* rp = reinterpret_cast<T*>(r.data_ptr());
+  g_smem_bytes = size_t(kNcS2dRing) * L.slot * 2;
+  if (whole) {
+    launch(dim3{unsigned(L.blocks)}, dim3{unsigned(L.threads)},
+           [&] { nc_wgrad_s2d_ranges<T, K, T>(xc.data_ptr<T>(), gc.data_ptr<T>(), rp, P, L); });
+  } else {
+    Tensor part = at::full({int64_t(L.blocks), int64_t(L.cmax), K * K}, NAN, at::kFloat);
+    float* pp = part.data_ptr<float>();
+    launch(dim3{unsigned(L.blocks)}, dim3{unsigned(L.threads)},
+           [&] { nc_wgrad_s2d_ranges<T, K>(xc.data_ptr<T>(), gc.data_ptr<T>(), pp, P, L); });
+    launch(dim3{unsigned((C * K * K + 255) / 256)}, dim3{256u}, [&] { nc_s2d_sum<T>(pp, rp, C, L, K * K); });
+  }
+  const std::string tag = "wgrad nc s2d ranges sp" + std::to_string(L.SP) + " pb" + std::to_string(L.PB) + " blocks" +
+                          std::to_string(L.blocks) + " cmax" + std::to_string(L.cmax) + (whole ? " whole" : "");
+  check(tag.c_str(), r, ref, name, tol);
+  ++s2d_taken;
+}
+// ---- end mb (session 14) ----
 void s2d_cases() {
   // 3x3: odd sizes (a column block cut by the edge), several channel tiles (C 144) and a partial
   // one (C 40: idle lanes, zero pieces), two column blocks (W 60 > 56), padding 0 and 2, the rows
@@ -2162,18 +2214,25 @@ void s2d_cases() {
   s2d_case<at::Half, 5>(2, 16, 14, 13, 2, 2, 0, 2e-3);
   s2d_case<at::Half, 5>(1, 24, 9, 30, 0, 4, 0, 2e-3);
   s2d_case<at::BFloat16, 5>(3, 8, 12, 7, 4, 1, 2, 1e-2);
-  // NCHW (nc_wgrad_s2d): MobileNetV2-like 56x56 (16-byte copies, one sample a step), 28x28 5x5
-  // (8-byte copies, two samples a step, an odd sample count: a half step), odd heights, 4-byte
-  // copies (width 6), padding 0 in height, several chunks (partials), a grid of 3 blocks walking
+  // NCHW 5x5 (nc_wgrad_s2d): 28x28 (8-byte copies, two samples a step, an odd sample count: a half
+  // step), 4-byte copies, padding 0 in height, several chunks (partials), a grid of 3 blocks walking
   // the (channel, chunk) pairs
-  ncs2d_case<at::Half, 3>(3, 5, 56, 56, 1, 0, 2e-3);
   ncs2d_case<at::BFloat16, 5>(5, 4, 28, 28, 2, 0, 1e-2);
-  ncs2d_case<at::Half, 3>(4, 6, 13, 16, 1, 3, 2e-3);
-  ncs2d_case<at::BFloat16, 3>(7, 3, 11, 6, 0, 0, 1e-2);
   ncs2d_case<at::Half, 5>(6, 2, 9, 12, 4, 3, 2e-3);
   ncs2d_case<at::Half, 5>(9, 3, 14, 14, 0, 0, 2e-3);
-  ncs2d_case<at::Half, 3>(8, 1, 56, 56, 1, 0, 2e-3);
-  ncs2d_case<at::BFloat16, 3>(9, 2, 20, 24, 1, 3, 1e-2);
+  ncs2d_case<at::Half, 5>(40, 1, 28, 28, 2, 0, 2e-3);
+  // ---- mb (session 14): NCHW 3x3 (nc_wgrad_s2d_ranges) dealt to `resident` blocks: MobileNetV2-like
+  // 56x56 (16-byte copies, one sample a step) over 4 blocks (channels split across blocks, a block
+  // meeting 2 channels) and 3 blocks, odd heights (whole channels a block), 4-byte copies (width 6),
+  // padding 0 in height, more resident blocks than units, one block for everything
+  ncs2d_ranges_case<at::Half, 3>(3, 5, 56, 56, 1, 4, 2e-3);
+  ncs2d_ranges_case<at::Half, 3>(8, 1, 56, 56, 1, 3, 2e-3);
+  ncs2d_ranges_case<at::Half, 3>(4, 6, 13, 16, 1, 5, 2e-3);
+  ncs2d_ranges_case<at::BFloat16, 3>(7, 3, 11, 6, 0, 100, 1e-2);
+  ncs2d_ranges_case<at::BFloat16, 3>(9, 2, 20, 24, 1, 7, 1e-2);
+  ncs2d_ranges_case<at::Half, 3>(5, 7, 9, 28, 1, 1, 2e-3);
+  ncs2d_ranges_case<at::BFloat16, 3>(6, 5, 30, 32, 2, 3, 1e-2);
+  // ---- end mb (session 14) ----
   std::printf("s2d: %d launches checked\n", s2d_taken);
   if (s2d_taken == 0) ++failures;
 }

@@ -17,29 +17,60 @@
 namespace convx::cuda {
 namespace {
 
-// 16-bit K x K planes staged in shared memory (nc_wgrad_s2d.cuh); one chunk per channel writes gw.
+// 16-bit K x K planes staged in shared memory (nc_wgrad_s2d.cuh). 3x3: nc_wgrad_s2d_ranges, the
+// (channel, step) units dealt to as many blocks as run at once (H100, session 14,
+// mb_call1_ab.log, weight-grad alone, MobileNetV2 56x56 C 144 fp16 / bf16: 0.0650 / 0.0650 ms;
+// backward rows bench/results/h100/bench.log 0.118 / 0.124 -> mb_call1_bench.log 0.115 / 0.115).
+// 5x5 keeps nc_wgrad_s2d, a block per (channel, chunk): EfficientNet 28x28 C 240 measured slower
+// on the ranges kernel (backward fp16 / bf16 0.094 / 0.101 -> 0.106 / 0.110 ms, both of its
+// grids). One chunk per channel (5x5) or whole channels a block (3x3) write gw; else partials and
+// a sum launch.
 template <typename T, int K>
 bool run_s2d(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
   NcS2dTile L{};
   if (!mma16_supported() ||  // cp.async: sm_80 and newer
       !choose_nc_s2d<K>(L, P, reinterpret_cast<uintptr_t>(x), reinterpret_cast<uintptr_t>(gy), 132))
     return false;
-  const auto blocks = static_cast<unsigned>(P.out_c * L.chunks);
   const size_t smem = size_t(kNcS2dRing) * L.slot * sizeof(T);
-  const auto go = [&](auto kernel, auto* out) {
+  const auto prepare = [&](auto kernel) {
     if (smem > 48 * 1024)
       C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-    kernel<<<blocks, L.threads, smem, stream>>>(x, gy, out, P, L);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
   };
-  if (L.chunks == 1) {
-    go(nc_wgrad_s2d<T, K, T>, gw);
+  if constexpr (K == 3) {
+    int per_sm = 0;
+    prepare(nc_wgrad_s2d_ranges<T, K>);
+    C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, nc_wgrad_s2d_ranges<T, K>, L.threads, smem));
+    deal_nc_s2d(L, P.out_c, int64_t(std::max(per_sm, 1)) * sm_count());
+    if (nc_s2d_whole_channels(L, P.out_c)) {
+      prepare(nc_wgrad_s2d_ranges<T, K, T>);
+      nc_wgrad_s2d_ranges<T, K, T><<<L.blocks, L.threads, smem, stream>>>(x, gy, gw, P, L);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      return true;
+    }
+    const at::Tensor part = at::empty({int64_t(L.blocks), int64_t(L.cmax), K * K}, like.options().dtype(at::kFloat));
+    nc_wgrad_s2d_ranges<T, K><<<L.blocks, L.threads, smem, stream>>>(x, gy, part.mutable_data_ptr<float>(), P, L);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    const int64_t n = P.out_c * K * K;
+    nc_s2d_sum<T><<<static_cast<unsigned>(ceil_div(n, 256)), 256, 0, stream>>>(part.const_data_ptr<float>(), gw,
+                                                                              P.out_c, L, K * K);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return true;
+  } else {
+    const auto blocks = static_cast<unsigned>(P.out_c * L.chunks);
+    const auto go = [&](auto kernel, auto* out) {
+      prepare(kernel);
+      kernel<<<blocks, L.threads, smem, stream>>>(x, gy, out, P, L);
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+    };
+    if (L.chunks == 1) {
+      go(nc_wgrad_s2d<T, K, T>, gw);
+      return true;
+    }
+    const at::Tensor part = at::empty({P.out_c, int64_t(L.chunks), K * K}, like.options().dtype(at::kFloat));
+    go(nc_wgrad_s2d<T, K>, part.mutable_data_ptr<float>());
+    launch_sum_slots<T>(part.const_data_ptr<float>(), gw, P.out_c, L.chunks, K * K, stream);
     return true;
   }
-  const at::Tensor part = at::empty({P.out_c, int64_t(L.chunks), K * K}, like.options().dtype(at::kFloat));
-  go(nc_wgrad_s2d<T, K>, part.mutable_data_ptr<float>());
-  launch_sum_slots<T>(part.const_data_ptr<float>(), gw, P.out_c, L.chunks, K * K, stream);
-  return true;
 }
 
 template <typename T, int KH, int KW, int S>

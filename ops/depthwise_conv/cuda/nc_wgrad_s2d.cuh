@@ -11,6 +11,8 @@
 // row segments (R + K - 1 values) from the slot; the tap sums stay in registers across the chunk.
 // Then the block's sums in a fixed order (wgrad_block_sum: warp butterfly, warps in order) into
 // one partial per (channel, chunk) (or the weight-grad itself with one chunk): bitwise repeatable.
+// nc_wgrad_s2d_ranges (session 14, mb; the 3x3 path): the same steps and products, the (channel,
+// step) units dealt in contiguous ranges to the blocks that run at once (deal_nc_s2d).
 #pragma once
 
 #include "ops/depthwise_conv/cuda/cp_async.cuh"
@@ -50,8 +52,17 @@ struct NcS2dTile {
   int XS, XR, GS, GR;  // slot layout: x rows of XS values (XR rows), grad_output GS x GR
   int PB;              // bytes per copy (16, 8 or 4)
   int slot;            // values per ring slot (a multiple of 8)
-  int chunk, chunks;   // samples per block, blocks per channel
+  int chunk, chunks;   // samples per block, blocks per channel (nc_wgrad_s2d)
+  // nc_wgrad_s2d_ranges: a unit = (channel, step), channel-major; block b takes units
+  // [b * units / blocks, (b + 1) * units / blocks) and has cmax partial slots
+  int steps, units, blocks, cmax;
 };
+
+// The block whose unit range holds unit u (ranges [floor(b * U / B), floor((b + 1) * U / B))).
+__host__ __device__ inline int nc_s2d_block_of(int64_t u, int64_t U, int64_t B) {
+  return static_cast<int>(((u + 1) * B - 1) / U);
+}
+__host__ __device__ inline int64_t nc_s2d_lo(int64_t b, int64_t U, int64_t B) { return b * U / B; }
 
 // The layout from the shapes and pointers; false: not a plane this kernel takes.
 template <int K>
@@ -92,6 +103,8 @@ inline bool choose_nc_s2d(NcS2dTile& L, const Plan& P, uintptr_t xa, uintptr_t g
   // evenly, each block 2 steps more for filling its ring), a block at least 2 steps; one chunk writes the
   // weight-grad itself.
   const int64_t steps = ceil_div(P.N, SP);
+  L.steps = static_cast<int>(steps);
+  L.units = static_cast<int>(P.out_c * steps);  // < 2^31: checked below
   int64_t best = -1, chunks = 1;
   for (int64_t c = 1; c <= std::min<int64_t>(8, std::max<int64_t>(1, steps / 2)); ++c) {
     const int64_t cost = ceil_div(P.out_c * c, sms) * (ceil_div(steps, c) + 2);
@@ -101,6 +114,36 @@ inline bool choose_nc_s2d(NcS2dTile& L, const Plan& P, uintptr_t xa, uintptr_t g
   L.chunks = static_cast<int>(ceil_div(P.N, L.chunk));
   return P.N * P.out_c < (int64_t(1) << 31) && P.out_c * L.chunks < (int64_t(1) << 31);
 }
+
+// nc_wgrad_s2d_ranges' grid for `resident` blocks running at once (session 14, mb). nc_wgrad_s2d
+// gives each (channel, chunk of samples) its own block: MobileNetV2 56x56 C 144 made 576 blocks of
+// 16 steps for 264 resident (113 registers: 2 per SM), a third wave 18% full. Here the (channel,
+// step) units are dealt in equal contiguous ranges to at most `resident` blocks (91 / 94 registers:
+// 3 per SM), each staging on across channel boundaries (its ring filled once) and writing one
+// partial per channel it meets (summed by nc_s2d_sum). Where some divisor of C blocks is as fast
+// (whole channels a block), the blocks write the weight-grad themselves: no partials, no sum
+// launch (a sum launch counted as one step).
+inline void deal_nc_s2d(NcS2dTile& L, int64_t C, int64_t resident) {
+  const int64_t U = L.units, B1 = std::clamp<int64_t>(resident, 1, U);
+  const int64_t cost1 = ceil_div(U, B1) + 1;
+  int64_t B2 = 1;
+  for (int64_t d = std::min(C, std::max<int64_t>(resident, 1)); d >= 1; --d) {
+    if (C % d == 0) {
+      B2 = d;
+      break;
+    }
+  }
+  const int64_t B = (C / B2) * L.steps <= cost1 ? B2 : B1;
+  L.blocks = static_cast<int>(B);
+  L.cmax = 1;
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t c0 = nc_s2d_lo(b, U, B) / L.steps, c1 = (nc_s2d_lo(b + 1, U, B) - 1) / L.steps;
+    L.cmax = std::max<int>(L.cmax, static_cast<int>(c1 - c0 + 1));
+  }
+}
+
+// True when every channel lies in one block's range (the blocks write the weight-grad).
+inline bool nc_s2d_whole_channels(const NcS2dTile& L, int64_t C) { return C % L.blocks == 0; }
 
 // The VW 16-bit values at p (shared memory, 2 * VW-byte aligned: one vector read) as floats.
 template <typename T, int VW>
@@ -117,31 +160,15 @@ __device__ __forceinline__ void nc_s2d_cvt(const T* p, float (&out)[VW]) {
 #endif
 }
 
-// Dynamic shared memory: kNcS2dRing slots of L.slot values.
-template <typename T, int K, typename O = float>
-__global__ void __launch_bounds__(kNcS2dThreads, 2)
-nc_wgrad_s2d(const T* __restrict__ x, const T* __restrict__ gy, O* __restrict__ part, const Plan P,
-             const NcS2dTile L) {
-  using S = NcS2dShape<K>;
-  constexpr int TH = S::TH, R = S::R, NV = K * K, NX = R + K - 1, PW = (K - 1) / 2;
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  T* const ring = reinterpret_cast<T*>(smem_raw);
-  __shared__ float red[(kNcS2dThreads / 32) * NV];
-  const int t = threadIdx.x, nth = blockDim.x;
-  const int IH = static_cast<int>(P.in[1]), IW = static_cast<int>(P.in[2]);
-  const int OH = static_cast<int>(P.q[1]), OW = static_cast<int>(P.q[2]);
-  const int ph = P.pad[1][0], C = static_cast<int>(P.out_c);
-  const int64_t xpl = int64_t(IH) * IW, gpl = int64_t(OH) * OW;
+// The thread's copies of a step (i = t + k * nth): piece i of the SP x planes' rows, then of the
+// grad_output planes'; src: offset from the sample's plane (smp: sample of the step, x planes
+// first, -1: none), dst: in the slot.
+__device__ __forceinline__ void nc_s2d_pieces(const NcS2dTile& L, int IH, int IW, int OH, int OW, int ph, int t,
+                                              int nth, int (&src)[kNcS2dPieces], int (&dst)[kNcS2dPieces],
+                                              int (&smp)[kNcS2dPieces]) {
   const int XPL = L.XR * L.XS, GPL = L.GR * L.GS, XTOT = L.SP * XPL;
-  const int N = static_cast<int>(P.N);
-  // The ring's padding stays zero: the copies write the planes' interiors only.
-  for (int i = t; i < kNcS2dRing * L.slot / 8; i += nth) reinterpret_cast<uint4*>(ring)[i] = uint4{0, 0, 0, 0};
-  __syncthreads();
-  // The thread's copies of a step (i = t + k * nth): piece i of the SP x planes' rows, then of the
-  // grad_output planes'; src: offset from the sample's plane (sample ss of the step), dst: in the slot.
   const int xrow = IW * 2 / L.PB, grow_ = OW * 2 / L.PB, xp = IH * xrow, gp = OH * grow_;
   const int npieces = L.SP * (xp + gp), pe = L.PB / 2;  // values per piece
-  int src[kNcS2dPieces], dst[kNcS2dPieces], smp[kNcS2dPieces];
 #pragma unroll
   for (int k = 0; k < kNcS2dPieces; ++k) {
     const int i = t + k * nth;
@@ -158,6 +185,62 @@ nc_wgrad_s2d(const T* __restrict__ x, const T* __restrict__ gy, O* __restrict__ 
       }
     }
   }
+}
+
+// One step's products of a thread's micro-tile (slot s; xo / go: its first x / grad_output value,
+// XS / GS: the slot's row pitches) added into the tap sums v.
+template <typename T, int K>
+__device__ __forceinline__ void nc_s2d_products(const T* s, int xo, int go, int XS, int GS, float (&v)[K * K]) {
+  using S = NcS2dShape<K>;
+  constexpr int TH = S::TH, R = S::R, NX = R + K - 1, PW = (K - 1) / 2;
+  float g[TH][R];
+#pragma unroll
+  for (int h = 0; h < TH; ++h) nc_s2d_cvt<T, R>(s + go + h * GS, g[h]);
+#pragma unroll
+  for (int j = 0; j < TH + K - 1; ++j) {
+    // columns strip * R - PW + c of input row band * TH - ph + j: c = PW .. PW + R - 1 one
+    // aligned read, the PW on either side single values
+    const T* const xr = s + xo + j * XS;
+    float xv[NX], mid[R];
+    nc_s2d_cvt<T, R>(xr + PW, mid);
+#pragma unroll
+    for (int c = 0; c < NX; ++c) xv[c] = c >= PW && c < PW + R ? mid[c - PW] : static_cast<float>(xr[c]);
+#pragma unroll
+    for (int h = 0; h < TH; ++h) {
+      const int kh = j - h;
+      if (kh >= 0 && kh < K) {
+#pragma unroll
+        for (int kw = 0; kw < K; ++kw) {
+#pragma unroll
+          for (int r = 0; r < R; ++r) v[kh * K + kw] += g[h][r] * xv[r + kw];
+        }
+      }
+    }
+  }
+}
+
+// Dynamic shared memory: kNcS2dRing slots of L.slot values.
+template <typename T, int K, typename O = float>
+__global__ void __launch_bounds__(kNcS2dThreads, 2)
+nc_wgrad_s2d(const T* __restrict__ x, const T* __restrict__ gy, O* __restrict__ part, const Plan P,
+             const NcS2dTile L) {
+  using S = NcS2dShape<K>;
+  constexpr int TH = S::TH, R = S::R, NV = K * K, PW = (K - 1) / 2;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* const ring = reinterpret_cast<T*>(smem_raw);
+  __shared__ float red[(kNcS2dThreads / 32) * NV];
+  const int t = threadIdx.x, nth = blockDim.x;
+  const int IH = static_cast<int>(P.in[1]), IW = static_cast<int>(P.in[2]);
+  const int OH = static_cast<int>(P.q[1]), OW = static_cast<int>(P.q[2]);
+  const int ph = P.pad[1][0], C = static_cast<int>(P.out_c);
+  const int64_t xpl = int64_t(IH) * IW, gpl = int64_t(OH) * OW;
+  const int XPL = L.XR * L.XS, GPL = L.GR * L.GS, XTOT = L.SP * XPL;
+  const int N = static_cast<int>(P.N);
+  // The ring's padding stays zero: the copies write the planes' interiors only.
+  for (int i = t; i < kNcS2dRing * L.slot / 8; i += nth) reinterpret_cast<uint4*>(ring)[i] = uint4{0, 0, 0, 0};
+  __syncthreads();
+  int src[kNcS2dPieces], dst[kNcS2dPieces], smp[kNcS2dPieces];
+  nc_s2d_pieces(L, IH, IW, OH, OW, ph, t, nth, src, dst, smp);
   // The thread's micro-tile: sample ss of the step, band / strip; its reads in the slot.
   const int ss = t / L.tiles, tile = t - ss * L.tiles;
   const bool active = t < L.tiles * L.SP;
@@ -209,35 +292,114 @@ nc_wgrad_s2d(const T* __restrict__ x, const T* __restrict__ gy, O* __restrict__ 
       const T* const s = ring + rd * L.slot;
       rd = rd == kNcS2dRing - 1 ? 0 : rd + 1;
       if (!active || n0 + st * L.SP + ss >= n1) continue;
-      float g[TH][R];
-#pragma unroll
-      for (int h = 0; h < TH; ++h) nc_s2d_cvt<T, R>(s + go + h * L.GS, g[h]);
-#pragma unroll
-      for (int j = 0; j < TH + K - 1; ++j) {
-        // columns strip * R - PW + c of input row band * TH - ph + j: c = PW .. PW + R - 1 one
-        // aligned read, the PW on either side single values
-        const T* const xr = s + xo + j * L.XS;
-        float xv[NX], mid[R];
-        nc_s2d_cvt<T, R>(xr + PW, mid);
-#pragma unroll
-        for (int c = 0; c < NX; ++c) xv[c] = c >= PW && c < PW + R ? mid[c - PW] : static_cast<float>(xr[c]);
-#pragma unroll
-        for (int h = 0; h < TH; ++h) {
-          const int kh = j - h;
-          if (kh >= 0 && kh < K) {
-#pragma unroll
-            for (int kw = 0; kw < K; ++kw) {
-#pragma unroll
-              for (int r = 0; r < R; ++r) v[kh * K + kw] += g[h][r] * xv[r + kw];
-            }
-          }
-        }
-      }
+      nc_s2d_products<T, K>(s, xo, go, L.XS, L.GS, v);
     }
     cp_async_wait<0>();
     __syncthreads();  // the ring is reused by the block's next (channel, chunk)
     wgrad_block_sum<NV>(v, red, part + (int64_t(co) * L.chunks + ck) * NV);
   }
+}
+
+// nc_wgrad_s2d with the (channel, step) units dealt in ranges (deal_nc_s2d; session 14, mb): the
+// staging cursor runs ahead over the block's range across channel boundaries; at a channel's last
+// unit in the range the block's sums (fixed order) go to the weight-grad (whole channels a block)
+// or to its partial slot co - (its first channel), summed by nc_s2d_sum. Dynamic shared memory as
+// nc_wgrad_s2d's.
+template <typename T, int K, typename O = float>
+__global__ void __launch_bounds__(kNcS2dThreads, 2)
+nc_wgrad_s2d_ranges(const T* __restrict__ x, const T* __restrict__ gy, O* __restrict__ part, const Plan P,
+                    const NcS2dTile L) {
+  using S = NcS2dShape<K>;
+  constexpr int TH = S::TH, R = S::R, NV = K * K, PW = (K - 1) / 2;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* const ring = reinterpret_cast<T*>(smem_raw);
+  __shared__ float red[(kNcS2dThreads / 32) * NV];
+  const int t = threadIdx.x, nth = blockDim.x;
+  const int IH = static_cast<int>(P.in[1]), IW = static_cast<int>(P.in[2]);
+  const int OH = static_cast<int>(P.q[1]), OW = static_cast<int>(P.q[2]);
+  const int ph = P.pad[1][0], C = static_cast<int>(P.out_c);
+  const int64_t xpl = int64_t(IH) * IW, gpl = int64_t(OH) * OW;
+  const int XPL = L.XR * L.XS, GPL = L.GR * L.GS, XTOT = L.SP * XPL;
+  const int N = static_cast<int>(P.N);
+  // The ring's padding stays zero: the copies write the planes' interiors only.
+  for (int i = t; i < kNcS2dRing * L.slot / 8; i += nth) reinterpret_cast<uint4*>(ring)[i] = uint4{0, 0, 0, 0};
+  __syncthreads();
+  int src[kNcS2dPieces], dst[kNcS2dPieces], smp[kNcS2dPieces];
+  nc_s2d_pieces(L, IH, IW, OH, OW, ph, t, nth, src, dst, smp);
+  const int ss = t / L.tiles, tile = t - ss * L.tiles;
+  const bool active = t < L.tiles * L.SP;
+  const int band = tile / L.strips, strip = tile - band * L.strips;
+  const int xo = ss * XPL + band * TH * L.XS + kNcS2dXOff - PW + strip * R;
+  const int go = XTOT + ss * GPL + band * TH * L.GS + strip * R;
+
+  // The block's units [lo, hi) (unit u: channel u / steps, samples (u % steps) * SP + ss).
+  const int lo = static_cast<int>(nc_s2d_lo(blockIdx.x, L.units, L.blocks));
+  const int hi = static_cast<int>(nc_s2d_lo(blockIdx.x + 1, L.units, L.blocks));
+  const int cfirst = lo / L.steps;
+  int su = lo, sbuf = 0;
+  // Copies unit su's planes into slot sbuf; commits a group (maybe empty).
+  const auto stage_next = [&]() {
+    if (su < hi) {
+      const int co = su / L.steps, nb = (su - co * L.steps) * L.SP;
+      T* const s = ring + sbuf * L.slot;
+#pragma unroll
+      for (int k = 0; k < kNcS2dPieces; ++k) {
+        if (smp[k] >= 0) {
+          const bool isx = smp[k] < L.SP;
+          const int n = nb + (isx ? smp[k] : smp[k] - L.SP);
+          if (n < N) {
+            const T* g = isx ? x + (int64_t(n) * C + co) * xpl + src[k] : gy + (int64_t(n) * C + co) * gpl + src[k];
+            if (L.PB == 16) {
+              cp_async16(s + dst[k], g, 16);
+            } else {
+              cp_async_n(s + dst[k], g, L.PB);
+            }
+          }
+        }
+      }
+    }
+    ++su;
+    cp_async_commit();
+    sbuf = sbuf == kNcS2dRing - 1 ? 0 : sbuf + 1;
+  };
+  float v[NV];
+#pragma unroll
+  for (int i = 0; i < NV; ++i) v[i] = 0.f;
+  stage_next();
+  stage_next();
+  int rd = 0;
+  for (int u = lo; u < hi; ++u) {
+    cp_async_wait<kNcS2dRing - 2>();
+    __syncthreads();
+    stage_next();
+    const T* const s = ring + rd * L.slot;
+    rd = rd == kNcS2dRing - 1 ? 0 : rd + 1;
+    const int co = u / L.steps, st = u - co * L.steps;
+    if (active && st * L.SP + ss < N) nc_s2d_products<T, K>(s, xo, go, L.XS, L.GS, v);
+    if (st == L.steps - 1 || u == hi - 1) {  // block-uniform
+      O* const out = std::is_same_v<O, float> ? part + (int64_t(blockIdx.x) * L.cmax + (co - cfirst)) * NV
+                                              : part + int64_t(co) * NV;
+      wgrad_block_sum<NV>(v, red, out);
+#pragma unroll
+      for (int i = 0; i < NV; ++i) v[i] = 0.f;
+    }
+  }
+  cp_async_wait<0>();
+}
+
+// gw[co][tap] = the partials of channel co's blocks (part [blocks][cmax][NV]), in block order.
+template <typename T>
+__global__ void nc_s2d_sum(const float* __restrict__ part, T* __restrict__ gw, int64_t C, const NcS2dTile L, int NV) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= C * NV) return;
+  const int64_t co = i / NV, tap = i % NV, U = L.units, B = L.blocks;
+  const int b0 = nc_s2d_block_of(co * L.steps, U, B), b1 = nc_s2d_block_of(co * L.steps + L.steps - 1, U, B);
+  float s = 0.f;
+  for (int b = b0; b <= b1; ++b) {
+    const int64_t cf = nc_s2d_lo(b, U, B) / L.steps;
+    s += part[(int64_t(b) * L.cmax + (co - cf)) * NV + tap];
+  }
+  gw[i] = static_cast<T>(s);
 }
 
 }  // namespace convx::cuda
