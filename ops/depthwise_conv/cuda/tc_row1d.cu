@@ -6,6 +6,7 @@
 // taps), 1.24x / 1.66x (NCL k15 / k31, req2) and 1.05x / 1.4x ((N, L, C) k15 / k31, req1) over
 // the specialised ones; shorter filters stay on row_warp / cl_row1d (7 taps: no kernel here).
 #include "ops/depthwise_conv/cuda/launch.h"
+#include "ops/depthwise_conv/cuda/pdl.cuh"
 #include "ops/depthwise_conv/cuda/tc_row1d.cuh"
 
 #include <c10/cuda/CUDAException.h>
@@ -15,13 +16,15 @@
 #include <c10/util/Half.h>
 
 #include <array>
+#include <cstdlib>
 #include <atomic>
 #include <type_traits>
 
 namespace convx::cuda {
 
 // Declared in launch.h; asked of the driver once per device (0: not asked yet).
-bool mma16_supported() {
+namespace {
+int cc_major() {
   static std::array<std::atomic<int>, C10_COMPILE_TIME_MAX_GPUS> major{};
   const c10::DeviceIndex dev = c10::cuda::current_device();
   int m = major[dev].load(std::memory_order_relaxed);
@@ -29,8 +32,14 @@ bool mma16_supported() {
     C10_CUDA_CHECK(cudaDeviceGetAttribute(&m, cudaDevAttrComputeCapabilityMajor, dev));
     major[dev].store(m, std::memory_order_relaxed);
   }
-  return m >= 8;
+  return m;
 }
+}  // namespace
+
+bool mma16_supported() { return cc_major() >= 8; }
+
+// TEMPORARY A/B knob (session 14 c1d): programmatic launches only under CONVX_C1D_PDL.
+bool pdl_supported() { return cc_major() >= 9 && std::getenv("CONVX_C1D_PDL") != nullptr; }
 
 namespace {
 
