@@ -1187,7 +1187,8 @@ bool choose_s2d_tile(ClwTile& L, const Plan& P, int64_t& ctiles, int64_t& chunks
 // The two launches of a channels-last weight-grad: `partial` (a cl_wgrad_partial /
 // cl_wgrad_depth3d specialisation) writes every chunk's tap sums into part [chunks][out_c * taps],
 // then sum_chunks adds the chunks in order into gw.
-// pdl: both launched programmatically (pdl.cuh; the 1-D rows of run_short16).
+// pdl: both launched programmatically (pdl.cuh; the 1-D rows of run_short16: short_k3 (N, L, C)
+// backward 47.5 -> 44.6 us, H100, session 14).
 template <typename T, typename Partial>
 void partials_then_sum(Partial partial, const T* x, const T* gy, T* gw, const Plan& P, const ClwTile& L,
                        int64_t ctiles, int64_t chunks, int64_t taps, const at::TensorBase& like, cudaStream_t stream,

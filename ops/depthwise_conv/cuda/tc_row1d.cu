@@ -16,14 +16,13 @@
 #include <c10/util/Half.h>
 
 #include <array>
-#include <cstdlib>
 #include <atomic>
 #include <type_traits>
 
 namespace convx::cuda {
 
-// Declared in launch.h; asked of the driver once per device (0: not asked yet).
 namespace {
+// The current GPU's compute capability major, asked of the driver once per device (0: not asked yet).
 int cc_major() {
   static std::array<std::atomic<int>, C10_COMPILE_TIME_MAX_GPUS> major{};
   const c10::DeviceIndex dev = c10::cuda::current_device();
@@ -36,10 +35,11 @@ int cc_major() {
 }
 }  // namespace
 
+// Declared in launch.h.
 bool mma16_supported() { return cc_major() >= 8; }
 
-// TEMPORARY A/B knob (session 14 c1d): programmatic launches only under CONVX_C1D_PDL.
-bool pdl_supported() { return cc_major() >= 9 && std::getenv("CONVX_C1D_PDL") != nullptr; }
+// Declared in pdl.cuh.
+bool pdl_supported() { return cc_major() >= 9; }
 
 namespace {
 

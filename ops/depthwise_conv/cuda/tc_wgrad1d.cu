@@ -3,7 +3,6 @@
 // before cl_wgrad_partial), on sm_80 and newer.
 #include "ops/depthwise_conv/cuda/launch.h"
 #include "ops/depthwise_conv/cuda/tc_wgrad1d.cuh"
-#include "ops/depthwise_conv/cuda/tc_wgrad1d_old_ab.cuh"
 
 #include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAException.h>
@@ -15,8 +14,6 @@
 
 #include <array>
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
 #include <type_traits>
 
 namespace convx::cuda {
@@ -40,44 +37,13 @@ TcwWork tcw_work(int64_t C, int64_t chunks, int K, int64_t counters, const at::T
   return w;
 }
 
-// TEMPORARY A/B knob (session 14 c1d; removed after the measurement): CONVX_C1D_WR = old (main's
-// tcw_rows), nb3 (three staged items per warp); else two.
-inline int c1d_wr() {
-  const char* e = std::getenv("CONVX_C1D_WR");
-  if (e == nullptr) return 2;
-  if (std::strcmp(e, "old") == 0) return 0;
-  return std::strcmp(e, "nb3") == 0 ? 3 : 2;
-}
-
-template <typename T, int K, int NB>
-void launch_rows(const T* x, const T* gy, T* gw, const Plan& P, const TcwRows& L, const TcwWork& w, cudaStream_t stream) {
-  constexpr int smem = tcw_smem_bytes<K, NB>();
-  if constexpr (smem > 48 * 1024) {
-    static std::array<std::atomic<bool>, C10_COMPILE_TIME_MAX_GPUS> allowed{};
-    const c10::DeviceIndex dev = c10::cuda::current_device();
-    if (!allowed[dev].load(std::memory_order_relaxed)) {
-      C10_CUDA_CHECK(cudaFuncSetAttribute(tcw_rows<T, K, NB>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-      allowed[dev].store(true, std::memory_order_relaxed);
-    }
-  }
-  launch_pdl(pdl_supported() && L.chunks == 1, tcw_rows<T, K, NB>, dim3(static_cast<unsigned>(P.out_c * L.chunks)),
-             dim3(kTcwThreads), smem, stream, x, gy, w.part, w.counters, gw, P, L);
-}
-
 template <typename T, int K>
 bool run_rows(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
   TcwRows L{};
   if (!tcw_rows_items(L, P, kTcwRowsWave)) return false;
   const TcwWork w = tcw_work(P.out_c, L.chunks, K, P.out_c, like, stream);
-  const int v = c1d_wr();
-  if (v == 0) {
-    tcw_rows_old<T, K><<<static_cast<unsigned>(P.out_c * L.chunks), kTcwThreads, tcw_smem_bytes_old<K>(), stream>>>(
-        x, gy, w.part, w.counters, gw, P, L);
-  } else if (v == 3) {
-    launch_rows<T, K, 3>(x, gy, gw, P, L, w, stream);
-  } else {
-    launch_rows<T, K, 2>(x, gy, gw, P, L, w, stream);
-  }
+  tcw_rows<T, K><<<static_cast<unsigned>(P.out_c * L.chunks), kTcwThreads, tcw_smem_bytes<K>(), stream>>>(
+      x, gy, w.part, w.counters, gw, P, L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return true;
 }
@@ -115,8 +81,6 @@ bool launch_tc_wgrad1d(const T* x, const T* gy, T* gw, const Plan& P, bool chann
       // against 0.157 here).
       if (k == 31) return run_cl<T, 31>(x, gy, gw, P, like, stream);
     } else {
-      // TEMPORARY A/B (CONVX_C1D_K3=1): short_k3's NCL weight-grad on this kernel.
-      if (k == 3 && std::getenv("CONVX_C1D_K3") != nullptr) return run_rows<T, 3>(x, gy, gw, P, like, stream);
       if (k == 15) return run_rows<T, 15>(x, gy, gw, P, like, stream);
       if (k == 31) return run_rows<T, 31>(x, gy, gw, P, like, stream);
     }

@@ -25,7 +25,6 @@
 
 #include "ops/depthwise_conv/cuda/cp_async.cuh"
 #include "ops/depthwise_conv/cuda/mma16.cuh"
-#include "ops/depthwise_conv/cuda/pdl.cuh"
 #include "ops/depthwise_conv/cuda/plan.cuh"
 
 #include <algorithm>
@@ -158,42 +157,24 @@ __device__ __forceinline__ void tcw_sum_chunks(const float* part, T* gw, int64_t
 // ------------------------------------------------------------------------------------------ NCL
 // Work item: a segment of kTcwSeg outputs of one row (sample n, channel c), two 256-output steps.
 // Block: one channel x a fixed chunk of its (sample, segment) items; warp w takes the chunk's
-// items w, w + 8, ... (a block-uniform round count: a warp without an item multiplies zeros). Each
-// warp stages its items (dy, then the x window) by cp.async into a ring of NB areas of its own,
-// NB - 1 items ahead of the one it multiplies: nothing in flight holds registers. Windows are staged
-// from the 16-byte boundary at or before their first value (m values earlier; the steps read from m
-// on).
+// items w, w + 8, ... (a block-uniform round count: a warp without an item stages zeros), staging
+// each through its own shared area (dy, then the x window) with the next item's vectors prefetched
+// into registers during the MMAs. Windows are staged from the 16-byte boundary at or before their
+// first value (mis values earlier; the steps read from mis on).
 constexpr int kTcwSeg = 512;
 constexpr int kTcwDyVecs = kTcwSeg / 8 + 1;  // the segment's dy from up to 7 values early
 template <int K>
 __host__ __device__ constexpr int tcw_x_vecs() {  // the x window (255 + 240 + 8 NT + 1 values) from up to 7 early
   return (kTcwSeg + 8 * tcw_tiles<K>() - 16 + 7 + 7) / 8;
 }
-template <int K, int NB>
-__host__ __device__ constexpr int tcw_warp_bytes() {  // NB staged items, or (after the items) the diagonal's M
-  const int stage = NB * 16 * (kTcwDyVecs + tcw_x_vecs<K>()), red = 16 * (8 * tcw_tiles<K>() + 1) * 4;
+template <int K>
+__host__ __device__ constexpr int tcw_warp_bytes() {  // staging, or (after the items) the diagonal's M
+  const int stage = 16 * (kTcwDyVecs + tcw_x_vecs<K>()), red = 16 * (8 * tcw_tiles<K>() + 1) * 4;
   return stage > red ? stage : red;
 }
-template <int K, int NB>
+template <int K>
 __host__ __device__ constexpr int tcw_smem_bytes() {  // + the warps' tap sums
-  return kTcwWarps * tcw_warp_bytes<K, NB>() + kTcwWarps * 32 * 4;
-}
-
-// Stages the 8 values row[s .. s + 7] (row-relative, row + s 16-byte aligned, zero outside [0, n))
-// into dst: by cp.async where the vector starts inside the row (the values inside, zeros after
-// them), zeros where it lies outside; where it crosses the row's start, by cp.async too when
-// `lead` (the caller never reads the values before the row and they lie inside the tensor), else by
-// element loads (tcw_load: rows whose start is not 16-byte aligned).
-template <typename T>
-__device__ __forceinline__ void tcw_stage(TcwVec* dst, const T* row, int s, int n, bool lead) {
-  if (s >= n || s + 8 <= 0) {
-    cp_async16(dst, row, 0);
-  } else if (s >= 0 || (lead && s + 8 <= n)) {
-    const int e = n - s;
-    cp_async16(dst, row + s, e >= 8 ? 16 : e * static_cast<int>(sizeof(T)));
-  } else {
-    *dst = tcw_load(row, s, n);
-  }
+  return kTcwWarps * tcw_warp_bytes<K>() + kTcwWarps * 32 * 4;
 }
 
 struct TcwRows {
@@ -231,84 +212,77 @@ inline bool tcw_rows_items(TcwRows& L, const Plan& P, int64_t wave) {
 
 // x: [N, C, in_w], gy: [N, C, out_w]. Writes gw [C][K]: directly when L.chunks == 1, else
 // through part [C][chunks][K] (fp32), summed by the channel's last block (counters: C, zeroed).
-// Grid: C * chunks blocks of kTcwThreads; dynamic shared memory tcw_smem_bytes<K, NB>().
-// 4 resident blocks (one wave with tcw_rows_items' split: Conformer k31's 512 channels in 528
-// slots).
-template <typename T, int K, int NB>
+// Grid: C * chunks blocks of kTcwThreads; dynamic shared memory tcw_smem_bytes<K>().
+// 4 resident blocks (31 taps: 64 registers, 20 bytes spilled; at 3 blocks 77 registers and no
+// spills): with the one-wave split the H100 ran Conformer k31 at 32.0 us against 32.8 at 3 blocks,
+// its backward 0.065 ms against 0.069 (session 10, conf1d_call2.log; at session 9's 2.6 waves 4
+// blocks had measured slower).
+template <typename T, int K>
 __global__ void __launch_bounds__(kTcwThreads, 4)
 tcw_rows(const T* __restrict__ x, const T* __restrict__ gy, float* __restrict__ part, unsigned* __restrict__ counters,
          T* __restrict__ gw, const Plan P, const TcwRows L) {
-  constexpr int NT = tcw_tiles<K>(), NX = tcw_x_vecs<K>(), SV = kTcwDyVecs + NX;  // vectors per staged item
+  constexpr int NT = tcw_tiles<K>(), NX = tcw_x_vecs<K>();
+  constexpr int DL = (kTcwDyVecs + 31) / 32, XL = (NX + 31) / 32;  // vectors per lane
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  pdl_wait();  // when launched programmatically (tc_wgrad1d.cu): the previous kernel's writes are visible
   const int lane = static_cast<int>(threadIdx.x % 32), warp = static_cast<int>(threadIdx.x / 32);
-  unsigned char* const area = smem_raw + warp * tcw_warp_bytes<K, NB>();
-  TcwVec* const ring = reinterpret_cast<TcwVec*>(area);  // NB items of SV vectors: dy, then x
-  float* const sums = reinterpret_cast<float*>(smem_raw + kTcwWarps * tcw_warp_bytes<K, NB>());
+  unsigned char* const area = smem_raw + warp * tcw_warp_bytes<K>();
+  TcwVec* const dys = reinterpret_cast<TcwVec*>(area);
+  TcwVec* const xs = dys + kTcwDyVecs;
+  float* const sums = reinterpret_cast<float*>(smem_raw + kTcwWarps * tcw_warp_bytes<K>());
   const uint32_t co = blockIdx.x / L.chunks, chunk = blockIdx.x % L.chunks;
   const uint32_t t0 = chunk * L.chunk, t1 = t0 + L.chunk < L.items_c ? t0 + L.chunk : L.items_c;
 
-  // Item t's rows, first output o0 and how far before their windows (o0, o0 - pad) the staged
-  // dy / x start (md / mx values: the windows' misalignment).
-  struct Win {
-    const T* gr;
-    const T* xr;
-    int o0, md, mx;
-  };
-  auto window = [&](uint32_t t) {
+  // The prefetched item: its vectors and how far before its windows they start.
+  TcwVec pd[DL], px[XL];
+  int pmd = 0, pmx = 0;
+  auto fetch = [&](uint32_t t, bool live) {
+#pragma unroll
+    for (int i = 0; i < DL; ++i) pd[i] = TcwVec{};
+#pragma unroll
+    for (int i = 0; i < XL; ++i) px[i] = TcwVec{};
+    pmd = pmx = 0;
+    if (!live) return;
     const uint32_t seg = t % L.segs, n = t / L.segs;
-    Win W;
-    W.xr = x + (int64_t(n) * P.in_c + co) * L.in_w;
-    W.gr = gy + (int64_t(n) * P.out_c + co) * L.out_w;
-    W.o0 = static_cast<int>(seg) * kTcwSeg;
-    W.md = static_cast<int>((reinterpret_cast<uintptr_t>(W.gr + W.o0) % 16) / sizeof(T));
-    W.mx = static_cast<int>((reinterpret_cast<uintptr_t>(W.xr + (W.o0 - L.pad)) % 16) / sizeof(T));
-    return W;
-  };
-  // Item t into ring area b (zeros for t past the chunk: the warp's last rounds); one commit
-  // either way. The dy values before o0 are never read: a vector crossing the row's start comes
-  // whole when it starts inside the tensor.
-  auto issue = [&](uint32_t t, int b) {
-    TcwVec* const dys = ring + b * SV;
-    TcwVec* const xs = dys + kTcwDyVecs;
-    if (t < t1) {
-      const Win W = window(t);
-      const bool lead = reinterpret_cast<uintptr_t>(W.gr + W.o0) - W.md * sizeof(T) >= reinterpret_cast<uintptr_t>(gy);
-      for (int v = lane; v < kTcwDyVecs; v += 32) tcw_stage(dys + v, W.gr, W.o0 - W.md + 8 * v, L.out_w, lead);
-      const int x0 = W.o0 - L.pad - W.mx;
-      for (int v = lane; v < NX; v += 32) tcw_stage(xs + v, W.xr, x0 + 8 * v, L.in_w, false);
-    } else {
-      for (int v = lane; v < SV; v += 32) dys[v] = TcwVec{};
+    const T* xr = x + (int64_t(n) * P.in_c + co) * L.in_w;
+    const T* gr = gy + (int64_t(n) * P.out_c + co) * L.out_w;
+    const int o0 = static_cast<int>(seg) * kTcwSeg, x0 = o0 - L.pad;
+    pmd = static_cast<int>((reinterpret_cast<uintptr_t>(gr + o0) % 16) / sizeof(T));
+    pmx = static_cast<int>((reinterpret_cast<uintptr_t>(xr + x0) % 16) / sizeof(T));
+#pragma unroll
+    for (int i = 0; i < DL; ++i) {
+      const int v = lane + 32 * i;
+      if (v < kTcwDyVecs) pd[i] = tcw_load(gr, o0 - pmd + 8 * v, L.out_w);
     }
-    cp_async_commit();
+#pragma unroll
+    for (int i = 0; i < XL; ++i) {
+      const int v = lane + 32 * i;
+      if (v < NX) px[i] = tcw_load(xr, x0 - pmx + 8 * v, L.in_w);
+    }
   };
 
   float acc[NT][4];
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.f;
   uint32_t t = t0 + warp;
-#pragma unroll
-  for (int b = 0; b + 1 < NB; ++b) issue(t + b * kTcwWarps, b);
-  int b = 0;  // the ring area of item t
+  fetch(t, t < t1);
   for (uint32_t first = t0; first < t1; first += kTcwWarps, t += kTcwWarps) {
-    // Into the area the warp read last round (its reads ended with that round's __syncwarp).
-    issue(t + (NB - 1) * kTcwWarps, b == 0 ? NB - 1 : b - 1);
-    cp_async_wait<NB - 1>();  // this lane's copies of item t are done
-    __syncwarp();             // ... and every lane's
-    int md = 0, mx = 0;
-    if (t < t1) {
-      const Win W = window(t);
-      md = W.md;
-      mx = W.mx;
+    const int md = pmd, mx = pmx;
+    __syncwarp();  // the warp's reads of the previous item are done
+#pragma unroll
+    for (int i = 0; i < DL; ++i) {
+      if (lane + 32 * i < kTcwDyVecs) dys[lane + 32 * i] = pd[i];
     }
-    const T* dv = reinterpret_cast<const T*>(ring + b * SV) + md;
-    const T* xv = reinterpret_cast<const T*>(ring + b * SV + kTcwDyVecs) + mx;
+#pragma unroll
+    for (int i = 0; i < XL; ++i) {
+      if (lane + 32 * i < NX) xs[lane + 32 * i] = px[i];
+    }
+    __syncwarp();
+    fetch(t + kTcwWarps, t + kTcwWarps < t1);
+    const T* dv = reinterpret_cast<const T*>(dys) + md;
+    const T* xv = reinterpret_cast<const T*>(xs) + mx;
 #pragma unroll
     for (int s = 0; s < kTcwSeg / 256; ++s) tcw_step<T, NT>(dv + 256 * s, xv + 256 * s, acc, lane);
-    __syncwarp();  // the warp's reads of area b are done
-    b = b + 1 == NB ? 0 : b + 1;
   }
-  cp_async_wait<0>();  // the zero-byte copies past the chunk
 
   // Diagonal sums per warp, then the warps in order.
   const float s = tcw_diagonal<K, NT>(acc, reinterpret_cast<float*>(area), lane);
