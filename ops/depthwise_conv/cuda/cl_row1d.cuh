@@ -29,6 +29,7 @@
 #pragma once
 
 #include "ops/depthwise_conv/cuda/cl_tiled.cuh"  // Pack
+#include "ops/depthwise_conv/cuda/pdl.cuh"
 #include "ops/depthwise_conv/cuda/plan.cuh"
 
 #include <ATen/OpMathType.h>
@@ -141,6 +142,7 @@ cl_row1d(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict_
   constexpr int NX = R + K - 1;                     // input vectors of a strip
   constexpr int XW = static_cast<int>(sizeof(T)) * V / 4;  // 32-bit words per vector
   static_assert(XW >= 1 && sizeof(T) * V % 4 == 0, "vectors are whole 32-bit words");
+  pdl_trigger();  // a programmatically launched next kernel may start (it waits for this one's writes)
   uint32_t row;
   int cv, o0;
   if constexpr (FLAT) {

@@ -3,6 +3,7 @@
 // the weight-grad of 2-, 3- and 4-tap rows (else nc_wgrad_stream).
 #include "ops/depthwise_conv/cuda/launch.h"
 #include "ops/depthwise_conv/cuda/row1d.cuh"
+#include "ops/depthwise_conv/cuda/pdl.cuh"
 #include "ops/depthwise_conv/cuda/row_warp.cuh"
 #include "ops/depthwise_conv/cuda/wgrad_sum.cuh"
 
@@ -48,9 +49,10 @@ bool run_wgrad(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBa
   const at::Tensor part = direct ? at::Tensor() : at::empty({P.out_c, int64_t(L.chunks), K}, like.options().dtype(at::kFloat));
   // Blocks no wider than the chunk's items (short rows: fewer idle warps).
   const int threads = static_cast<int>(std::min<int64_t>(kRowWarpThreads, 32 * int64_t(L.chunk)));
-  row_warp_wgrad<T, K, U><<<static_cast<unsigned>(P.out_c * L.chunks), threads, 0, stream>>>(
-      x, gy, direct ? nullptr : part.mutable_data_ptr<float>(), gw, L);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  // Programmatic launch (pdl.cuh): short_k3 backward 45.5 -> 43.2 us (H100, session 14).
+  launch_pdl(pdl_supported(), row_warp_wgrad<T, K, U>, dim3(static_cast<unsigned>(P.out_c * L.chunks)),
+             dim3(static_cast<unsigned>(threads)), 0, stream, x, gy, direct ? nullptr : part.mutable_data_ptr<float>(),
+             gw, L);
   if (!direct) launch_sum_slots<T>(part.const_data_ptr<float>(), gw, P.out_c, L.chunks, K, stream);
   return true;
 }

@@ -39,6 +39,7 @@
 #pragma once
 
 #include "ops/depthwise_conv/cuda/nc_stream.cuh"
+#include "ops/depthwise_conv/cuda/pdl.cuh"
 #include "ops/depthwise_conv/cuda/plan.cuh"
 
 #include <c10/util/BFloat16.h>
@@ -243,6 +244,7 @@ __global__ void __launch_bounds__(kRowWarpThreads, MINB)
 row_warp(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ out,
          const RowWarp L) {
   constexpr int V = 16 / int(sizeof(T)), SEG = 32 * U * V;
+  pdl_trigger();  // a programmatically launched next kernel may start (it waits for this one's writes)
   const int lane = static_cast<int>(threadIdx.x % 32);
   const uint32_t wpb = blockDim.x / 32, step = gridDim.x * wpb;
   for (uint32_t item = blockIdx.x * wpb + threadIdx.x / 32; item < L.items; item += step) {
@@ -360,6 +362,7 @@ row_warp_wgrad(const T* __restrict__ x, const T* __restrict__ gy, float* __restr
                const RowWarpW L) {
   constexpr int V = 16 / int(sizeof(T)), SEG = 32 * U * V;
   __shared__ float red[kRowWarpThreads / 32][K];
+  pdl_wait();  // launched programmatically (row_warp.cu): the previous kernel's writes are visible
   const int lane = static_cast<int>(threadIdx.x % 32), warp = static_cast<int>(threadIdx.x / 32);
   const uint32_t wpb = blockDim.x / 32;
   const uint32_t co = blockIdx.x / L.chunks, chunk = blockIdx.x % L.chunks;

@@ -6,6 +6,7 @@
 // taps), 1.24x / 1.66x (NCL k15 / k31, req2) and 1.05x / 1.4x ((N, L, C) k15 / k31, req1) over
 // the specialised ones; shorter filters stay on row_warp / cl_row1d (7 taps: no kernel here).
 #include "ops/depthwise_conv/cuda/launch.h"
+#include "ops/depthwise_conv/cuda/pdl.cuh"
 #include "ops/depthwise_conv/cuda/tc_row1d.cuh"
 
 #include <c10/cuda/CUDAException.h>
@@ -20,8 +21,9 @@
 
 namespace convx::cuda {
 
-// Declared in launch.h; asked of the driver once per device (0: not asked yet).
-bool mma16_supported() {
+namespace {
+// The current GPU's compute capability major, asked of the driver once per device (0: not asked yet).
+int cc_major() {
   static std::array<std::atomic<int>, C10_COMPILE_TIME_MAX_GPUS> major{};
   const c10::DeviceIndex dev = c10::cuda::current_device();
   int m = major[dev].load(std::memory_order_relaxed);
@@ -29,8 +31,15 @@ bool mma16_supported() {
     C10_CUDA_CHECK(cudaDeviceGetAttribute(&m, cudaDevAttrComputeCapabilityMajor, dev));
     major[dev].store(m, std::memory_order_relaxed);
   }
-  return m >= 8;
+  return m;
 }
+}  // namespace
+
+// Declared in launch.h.
+bool mma16_supported() { return cc_major() >= 8; }
+
+// Declared in pdl.cuh.
+bool pdl_supported() { return cc_major() >= 9; }
 
 namespace {
 
