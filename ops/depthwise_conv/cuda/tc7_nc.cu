@@ -17,18 +17,19 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <type_traits>
 
 namespace convx::cuda {
 
 namespace {
 
-template <typename T, int NB, int WPP, int U>
+template <typename T, int K, int NB, int WPP, int U, int UO>
 bool run(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, cudaStream_t stream) {
   Tc7Nc L{};
-  if (!tc7_nc_plan<T>(L, P, flip, in, out, NB, WPP, U)) return false;
-  auto kernel = tc7_nc<T, NB, WPP, U>;
-  const int64_t bytes = tc7_smem_bytes<T>(NB, WPP, L.W);
+  if (!tc7_nc_plan<T>(L, P, flip, in, out, K, NB, WPP, U, UO)) return false;
+  auto kernel = tc7_nc<T, K, NB, WPP, U, UO>;
+  const int64_t bytes = tc7_smem_bytes<T>(K, NB, WPP, L.W);
   if (bytes > 48 * 1024) {  // above the default limit: opt in once per size reached
     static std::atomic<int64_t> opted{0};
     if (opted.load(std::memory_order_relaxed) < bytes) {
@@ -51,15 +52,28 @@ bool run(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& 
 template <typename T>
 bool launch_tc7_nc(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, cudaStream_t stream) {
   if (!mma16_supported()) return false;
+  // TEMPORARY A/B knob (session 14, tcnc; removed before the final commit): CONVX_TC_AB=0 main's
+  // routing, 1 the 5 x 5 kernels, 2 also fp32 14 x 14.
+  const char* e = std::getenv("CONVX_TC_AB");
+  const int ab = e ? std::atoi(e) : 1;
+  if (ab >= 1) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (run<T, 5, 4, 2, 16, 16>(in, w, flip, bias, out, P, stream)) return true;
+      if (ab >= 2 && run<T, 7, 2, 1, 8, 8>(in, w, flip, bias, out, P, stream)) return true;
+    } else {
+      if (run<T, 5, 4, 2, 8, 16>(in, w, flip, bias, out, P, stream)) return true;
+    }
+  }
   // 16-byte copies where the tensors' alignment allows them, else 4-byte ones (14 x 14 rows, 28
   // bytes in 16-bit, take 4-byte copies only).
   if constexpr (std::is_same_v<T, float>) {
     // 56 x 56 only: on 14 x 14 planes the TF32 kernel lost to nc_small_planes (0.046 against
     // 0.035 ms, tc7n_call2_ab.log).
-    return run<T, 7, 4, 16>(in, w, flip, bias, out, P, stream) || run<T, 7, 4, 4>(in, w, flip, bias, out, P, stream);
+    return run<T, 7, 7, 4, 16, 16>(in, w, flip, bias, out, P, stream) ||
+           run<T, 7, 7, 4, 4, 4>(in, w, flip, bias, out, P, stream);
   } else {
-    return run<T, 8, 4, 16>(in, w, flip, bias, out, P, stream) || run<T, 8, 4, 4>(in, w, flip, bias, out, P, stream) ||
-           run<T, 3, 1, 4>(in, w, flip, bias, out, P, stream);
+    return run<T, 7, 8, 4, 16, 16>(in, w, flip, bias, out, P, stream) ||
+           run<T, 7, 8, 4, 4, 4>(in, w, flip, bias, out, P, stream) || run<T, 7, 3, 1, 4, 4>(in, w, flip, bias, out, P, stream);
   }
 }
 
