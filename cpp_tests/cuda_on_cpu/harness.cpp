@@ -2572,6 +2572,7 @@ void tc7_run(const char* what, const Plan& P, bool flip, const T* ip, const Tens
   const unsigned steps = static_cast<unsigned>(ceil_div(L.planes, kTc7Warps / WPP));
   for (unsigned blocks : {1u, 4u, steps}) {
     o.fill_(NAN);
+    L.bulk = blocks != 1;  // TEMPORARY A/B (tcnc): the tile's copy loop on 1 block, bulk copies else
     g_smem_bytes = static_cast<size_t>(tc7_smem_bytes<T>(K, NB, WPP, L.W));
     launch(dim3{blocks}, dim3{unsigned(32 * kTc7Warps)},
            [&] { tc7_nc<T, K, NB, WPP, U, UO>(ip, w.data_ptr<T>(), bp, o.data_ptr<T>(), L); });

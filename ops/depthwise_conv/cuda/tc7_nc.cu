@@ -28,6 +28,10 @@ template <typename T, int K, int NB, int WPP, int U, int UO>
 bool run(const T* in, const T* w, bool flip, const T* bias, T* out, const Plan& P, cudaStream_t stream) {
   Tc7Nc L{};
   if (!tc7_nc_plan<T>(L, P, flip, in, out, K, NB, WPP, U, UO)) return false;
+  {  // TEMPORARY A/B (session 14, tcnc): CONVX_TC_BULK=0 the tile's copy loop
+    const char* e = std::getenv("CONVX_TC_BULK");
+    L.bulk = e ? std::atoi(e) : 1;
+  }
   auto kernel = tc7_nc<T, K, NB, WPP, U, UO>;
   const int64_t bytes = tc7_smem_bytes<T>(K, NB, WPP, L.W);
   if (bytes > 48 * 1024) {  // above the default limit: opt in once per size reached

@@ -100,6 +100,7 @@ struct Tc7Nc {
   int C, H, W;       // channels, plane height and width (read and written)
   int pitch;         // staged row pitch (elements)
   int flip;          // data-grad: the filter rotated 180 degrees
+  int bulk;          // TEMPORARY A/B (session 14, tcnc): the tile leaves by one bulk copy per warp
   FastDiv n_div;     // samples: plane q of the channel-major order is channel q / N, sample q % N
   FastDiv upr_div;   // copy units per row
 };
@@ -128,6 +129,30 @@ __device__ __forceinline__ void tc7_copy(void* dst, const void* src) {
   else *reinterpret_cast<uint32_t*>(dst) = *reinterpret_cast<const uint32_t*>(src);
 }
 
+// One lane's bulk copy (TMA, sm_90) of `bytes` (a multiple of 16, both addresses 16-byte aligned)
+// from shared to global memory, in its own bulk group; tc7_bulk_read_wait: this lane's groups have
+// read their shared source. Host (CPU harness): a plain copy.
+__device__ __forceinline__ void tc7_bulk_store(void* gdst, const void* ssrc, int bytes) {
+#if defined(__CUDA_ARCH__)
+  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(ssrc));
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(gdst), "r"(s), "r"(bytes) : "memory");
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+#else
+  std::memcpy(gdst, ssrc, static_cast<size_t>(bytes));
+#endif
+}
+__device__ __forceinline__ void tc7_bulk_read_wait() {
+#if defined(__CUDA_ARCH__)
+  asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+#endif
+}
+// This thread's shared-memory writes made visible to the bulk copies (the async proxy).
+__device__ __forceinline__ void tc7_fence_async() {
+#if defined(__CUDA_ARCH__)
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
 // in, out: [N][C][H][W], in aligned to U bytes, rows a multiple of it, out (with the tile) to UO
 // bytes, the planes and the warps' 16-row spans a multiple of it; w: the layer's filter [C][K][K]
 // in T; bias per channel or null. Block b takes planes [b P / grid, (b + 1) P / grid) of
@@ -145,6 +170,12 @@ tc7_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ 
   constexpr int LEAD = tc7_lead<T>(), ST = tc7_stages<T>(WPP), THREADS = 32 * kTc7Warps;
   constexpr int PPS = kTc7Warps / WPP, SR = tc7_rows(WPP, K), V = 16 / sizeof(T), PAD = K / 2;
   constexpr bool k16 = sizeof(T) == 2, TILE = tc7_tile(WPP);
+  // The output tile leaves by bulk copies (sm_90) where its copies are 16 bytes.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+  constexpr bool BULK = false;
+#else
+  constexpr bool BULK = TILE && UO == 16;
+#endif
   static_assert(K == 5 || K == 7, "the Toeplitz slices hold 8 outputs of up to 8 taps in 16 inputs");
   extern __shared__ __align__(16) unsigned char smem_raw[];
   Bits* const ring = reinterpret_cast<Bits*>(smem_raw);  // [ST][PPS][SR][pitch]
@@ -320,6 +351,12 @@ tc7_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ 
     // (4-byte aligned: U >= 4, W even). Only the first and last N-blocks reach outside the row
     // (8 NB <= W + LEAD + 3); W is even, so o + 1 < W with o.
     const bool st0 = g < (valid ? rows : 0), st1 = g + 8 < (valid ? rows : 0);
+    if constexpr (BULK) {  // the previous step's bulk copy has read the tile
+      if (L.bulk) {
+        if (lane == 0) tc7_bulk_read_wait();
+        __syncwarp();
+      }
+    }
     T* const orow = TILE ? ostage + g * W : out + (valid ? plane_of(q) : 0) * hw + int64_t(r0 + g) * W;
 #pragma unroll
     for (int b = 0; b < NB; ++b) {
@@ -335,6 +372,15 @@ tc7_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ 
       }
     }
     if constexpr (!TILE) continue;
+    if constexpr (BULK) {
+      if (L.bulk) {
+        tc7_fence_async();
+        __syncwarp();
+        if (lane == 0 && valid && rows > 0)
+          tc7_bulk_store(out + plane_of(q) * hw + int64_t(r0) * W, ostage, rows * W * int(sizeof(T)));
+        continue;
+      }
+    }
     __syncwarp();
     if (valid) {
       T* const dst = out + plane_of(q) * hw + int64_t(r0) * W;
@@ -344,6 +390,9 @@ tc7_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ 
     // The tile is rewritten only after the next step's block barrier.
   }
   cp_async_wait<0>();  // no copy outlives the block (the last groups are empty)
+  if constexpr (BULK) {
+    if (L.bulk && lane == 0) tc7_bulk_read_wait();  // nor a bulk copy's read of the tile
+  }
 }
 
 // Fills L for plan P (the forward or, flip, the stride-1 data-grad: both a one-phase correlation
