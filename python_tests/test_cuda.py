@@ -2133,13 +2133,12 @@ def test_depthwise_nc_plane_cp_k5(cfg, dtype, offset):
         torch.testing.assert_close(out.double() / scale, want / scale, rtol=tol, atol=tol,
                                    msg=lambda msg: f"{cfg} {what}\n{msg}")
 
-    # fp32 exact: allow_tf32 off (28 x 28 would take tc7_nc's TF32 5 x 5: test_cuda_tc7.py)
     poison()
-    with deterministic(), torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
+    with deterministic():
         y = ops.depthwise_conv2d(x, w, b, [1, 1], [2, 2], [1, 1])
     close(y, ref, "forward")
     poison()
-    with deterministic(), torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
+    with deterministic():
         gx = ops.conv2d_input_grad(list(x.shape), w, gy, [1, 1], [2, 2], [1, 1], C)
     close(gx, gx_ref, "input-grad")
     poison()

@@ -103,10 +103,10 @@ def test_depthwise_tc7_nc(dtype, tf32, placement):
     _check_cases(TC7_CASES, 7, 1300, dtype, tf32, placement, _tf32_taken)
 
 
-# tcnc (session 14): 5 x 5 padding 2 (N, C, size, bias): EfficientNet's 28 x 28 (two warps per
-# plane), heights 18 (the second warp two rows) and 32, width 24, batch 0; 25 x 28 and the
-# off1 placements the 16-bit kernel declines (output planes / input rows not whole copies) run on
-# nc_plane_cp and must be as correct.
+# tcnc (session 14): 5 x 5 padding 2 (N, C, size, bias): EfficientNet's 28 x 28 (16-bit: two
+# warps per plane), heights 18 (the second warp two rows) and 32, width 24, batch 0; 25 x 28 and
+# the off1 placements the 16-bit kernel declines (output planes / input rows not whole copies)
+# run on nc_plane_cp and must be as correct.
 TC5_CASES = [
     (2, 8, (28, 28), True),
     (3, 5, (18, 28), False),
@@ -120,12 +120,6 @@ TC5_CASES = [
 @pytest.mark.parametrize("placement", ["nchw", "nchw_off1", "strided"])
 @DTYPE_CASES
 def test_depthwise_tc5_nc(dtype, tf32, placement):
-    """5 x 5 padding 2 (tc7_nc<T, 5, ...>), as test_depthwise_tc7_nc; fp32 as TF32 on heights
-    17-32 of widths 28 / 32 with 16-byte aligned tensors (the nchw and strided placements: the
-    operator makes strided inputs contiguous)."""
-
-    def taken(N, size):
-        H, W = size
-        return N > 0 and 17 <= H <= 32 and W in (28, 32) and placement != "nchw_off1"
-
-    _check_cases(TC5_CASES, 5, 1400, dtype, tf32, placement, taken)
+    """5 x 5 padding 2 (16-bit: tc7_nc<T, 5, ...>), as test_depthwise_tc7_nc; fp32 stays exact
+    under either allow_tf32 (the TF32 5 x 5 was slower than nc_plane_cp: not routed)."""
+    _check_cases(TC5_CASES, 5, 1400, dtype, tf32, placement, lambda N, size: False)

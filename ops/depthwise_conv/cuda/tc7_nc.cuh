@@ -1,8 +1,8 @@
 // Tensor-core K x K (K = 7 or 5) depthwise forward and stride-1 data-grad (the forward with the
 // filter rotated) for NCHW planes of ConvNeXt's 56 x 56 and 14 x 14 stages (7 x 7, padding 3) and
-// EfficientNet's 28 x 28 (5 x 5, padding 2; session 14), output as large as the input, multiplier
-// 1: fp16 / bf16 on m16n8k16 (products exact, fp32 sums) and fp32 as TF32 on m16n8k8 (only where
-// torch.backends.cudnn.allow_tf32 allows it; the caller checks).
+// EfficientNet's 28 x 28 (5 x 5, padding 2, 16-bit; session 14), output as large as the input,
+// multiplier 1: fp16 / bf16 on m16n8k16 (products exact, fp32 sums) and fp32 as TF32 on m16n8k8
+// (only where torch.backends.cudnn.allow_tf32 allows it; the caller checks).
 //
 // Why not tc_rows_nc.cuh: its 7 x 7 measured 0.099 ms on ConvNeXt 56 x 56 against nc_plane's 0.083
 // (session 11), far from the copy bandwidth's 0.026, though its MMAs are few: per 16-row step a
@@ -20,9 +20,11 @@
 //   - along a row a warp walks its N-blocks of 8 outputs: the K window of block b (16 inputs) is
 //     the 8-column halves b and b + 1, so each half is loaded once per filter row (ldmatrix.x4 =
 //     two halves for 16-bit, one half for fp32) and feeds two MMAs;
-//   - four warps per plane: the accumulators (started at the bias) go through a per-warp shared
-//     tile to 16-byte stores of the warp's output rows, which are one contiguous span of the plane;
-//     a warp per plane (14-wide rows, 4-byte copies) stores its fragments directly (tc7_tile).
+//   - two or four warps per plane: the accumulators (started at the bias) go through a per-warp
+//     shared tile to the warp's output rows, which are one contiguous span of the plane: one bulk
+//     copy (TMA, sm_90) per warp and step where the span is whole 16-byte units, else 4-byte
+//     stores by every lane; a warp per plane (14-wide rows, 4-byte copies) stores its fragments
+//     directly (tc7_tile).
 //
 // Toeplitz form (as tc_rows_nc.cuh): for filter row kh and N-block b, D[m][n] += sum_j
 // X[h0 + m + kh - P][wb + j] * w[kh][j - n - 4 + P], j < 16 (P = K / 2, the padding: the output
@@ -35,7 +37,9 @@
 // Measured (H100, session 13, docs/performance.md "Session 13: tc7n" and "Session 13: tc7f"):
 // ConvNeXt 56 x 56 16-bit 0.038 ms (67% of the copy bandwidth), TF32 0.067 (77%); per warp and
 // plane ~650 instructions of which ~180 are the MMAs and their ldmatrix: staging and the output
-// copies are most of the rest.
+// copies are most of the rest. Session 14 (tcnc_call1_ab.log, docs/performance.md "Session 14:
+// tcnc"): the bulk copy of the tile, 16-bit 56 x 56 0.0386 -> 0.0364 ms, TF32 0.0678 -> 0.0653;
+// 16-bit 5 x 5 on EfficientNet's 28 x 28 0.029 against nc_plane_cp's 0.045 (TF32 0.048: lost).
 #pragma once
 
 #include "ops/depthwise_conv/cuda/cp_async.cuh"
@@ -66,11 +70,11 @@ __host__ __device__ constexpr int tc7_lead() { return sizeof(T) == 2 ? 8 : 4; }
 // 0.039; H100, bench/results/h100/session13/tc7n_call2_ab.log).
 template <typename T>
 __host__ __device__ constexpr int tc7_stages(int wpp) { return wpp == 1 || sizeof(T) == 4 ? 2 : 3; }
-// 5 x 5 on two warps per plane (EfficientNet's 28 x 28): 16-bit 3 stages at 8 blocks (64
-// registers, no spill), fp32 2 at 6 (80 registers).
+// 5 x 5 on two warps per plane (EfficientNet's 28 x 28, 16-bit): 3 stages at 8 blocks (64
+// registers, no spill; 8 blocks give 7-8 steps of 2 planes per block there).
 template <typename T, int K, int WPP>
 __host__ __device__ constexpr int tc7_min_blocks() {
-  return K == 5 ? (sizeof(T) == 2 ? 8 : 6) : WPP == 1 ? 8 : sizeof(T) == 2 ? 6 : 4;
+  return K == 5 || WPP == 1 ? 8 : sizeof(T) == 2 ? 6 : 4;
 }
 // N-blocks of 8 outputs for a row of w outputs.
 template <typename T>
@@ -100,7 +104,6 @@ struct Tc7Nc {
   int C, H, W;       // channels, plane height and width (read and written)
   int pitch;         // staged row pitch (elements)
   int flip;          // data-grad: the filter rotated 180 degrees
-  int bulk;          // TEMPORARY A/B (session 14, tcnc): the tile leaves by one bulk copy per warp
   FastDiv n_div;     // samples: plane q of the channel-major order is channel q / N, sample q % N
   FastDiv upr_div;   // copy units per row
 };
@@ -121,34 +124,37 @@ __device__ __forceinline__ uint32_t tc7_pack(float lo, float hi) {
 #endif
 }
 
-// U (16, 8 or 4) bytes from src to dst, both aligned to it.
+// U (16 or 4) bytes from src to dst, both aligned to it.
 template <int U>
 __device__ __forceinline__ void tc7_copy(void* dst, const void* src) {
   if constexpr (U == 16) *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
-  else if constexpr (U == 8) *reinterpret_cast<uint64_t*>(dst) = *reinterpret_cast<const uint64_t*>(src);
   else *reinterpret_cast<uint32_t*>(dst) = *reinterpret_cast<const uint32_t*>(src);
 }
 
 // One lane's bulk copy (TMA, sm_90) of `bytes` (a multiple of 16, both addresses 16-byte aligned)
 // from shared to global memory, in its own bulk group; tc7_bulk_read_wait: this lane's groups have
-// read their shared source. Host (CPU harness): a plain copy.
+// read their shared source. Host (CPU harness): a plain copy. The kernel calls them on sm_90 and
+// newer only (BULK).
 __device__ __forceinline__ void tc7_bulk_store(void* gdst, const void* ssrc, int bytes) {
-#if defined(__CUDA_ARCH__)
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(ssrc));
-  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(gdst), "r"(s), "r"(bytes) : "memory");
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(gdst), "r"(s), "r"(bytes)
+               : "memory");
   asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+#elif defined(__CUDA_ARCH__)
+  __trap();
 #else
   std::memcpy(gdst, ssrc, static_cast<size_t>(bytes));
 #endif
 }
 __device__ __forceinline__ void tc7_bulk_read_wait() {
-#if defined(__CUDA_ARCH__)
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
 #endif
 }
 // This thread's shared-memory writes made visible to the bulk copies (the async proxy).
 __device__ __forceinline__ void tc7_fence_async() {
-#if defined(__CUDA_ARCH__)
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 #endif
 }
@@ -157,10 +163,12 @@ __device__ __forceinline__ void tc7_fence_async() {
 // bytes, the planes and the warps' 16-row spans a multiple of it; w: the layer's filter [C][K][K]
 // in T; bias per channel or null. Block b takes planes [b P / grid, (b + 1) P / grid) of
 // the channel-major order, kTc7Warps / WPP planes per step: warp w computes M-tile w % WPP of the
-// step's plane w / WPP (WPP = 4: heights 49-64, one plane per step; WPP = 1: heights up to 16,
-// four planes per step, a warp each). U: bytes per input copy, 16 where the rows and the input's
-// alignment allow it, else 8 or 4 (UO the same for the output tile's copies); a compile-time width because a run-time one (and the fp32
-// rounding a 4-byte word at a time, 4-way bank conflicts) cost the TF32 56 x 56 forward 15%
+// step's plane w / WPP (WPP = 4: heights 49-64, one plane per step; WPP = 2: heights 17-32, two
+// planes per step; WPP = 1: heights up to 16, four planes per step, a warp each). U: bytes per
+// input copy, 16 where the rows and the input's alignment allow it, else 8 (16-bit 28-wide rows)
+// or 4; UO: the output tile's copies (16: one bulk copy per warp and step on sm_90); compile-time
+// widths because a run-time one (and the fp32 rounding a 4-byte word at a time, 4-way bank
+// conflicts) cost the TF32 56 x 56 forward 15%
 // (0.078 against 0.067 ms, bench/results/h100/session13/tc7f_call1_ab.log).
 template <typename T, int K, int NB, int WPP, int U, int UO>
 __global__ void __launch_bounds__(32 * kTc7Warps, tc7_min_blocks<T, K, WPP>())
@@ -181,7 +189,8 @@ tc7_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ 
   Bits* const ring = reinterpret_cast<Bits*>(smem_raw);  // [ST][PPS][SR][pitch]
   const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32, g = lane / 4, t = lane % 4;
   const int H = L.H, W = L.W, pitch = L.pitch, plane_elems = SR * pitch, slot_elems = PPS * plane_elems;
-  constexpr int UE = U / static_cast<int>(sizeof(T)), UOE = UO / static_cast<int>(sizeof(T));  // elements per copy
+  // elements per input / output copy
+  constexpr int UE = U / static_cast<int>(sizeof(T)), UOE = UO / static_cast<int>(sizeof(T));
   T* const ostage = reinterpret_cast<T*>(smem_raw + sizeof(T) * ST * slot_elems) + warp * 16 * W;
 
   const uint32_t q0 = static_cast<uint32_t>(uint64_t(blockIdx.x) * L.planes / gridDim.x);
@@ -233,10 +242,6 @@ tc7_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ 
         uint4* const p = reinterpret_cast<uint4*>(d);
         const uint4 x = *p;
         *p = make_uint4(tf32_round(x.x), tf32_round(x.y), tf32_round(x.z), tf32_round(x.w));
-      } else if constexpr (U == 8) {
-        uint64_t* const p = reinterpret_cast<uint64_t*>(d);
-        const uint64_t x = *p;
-        *p = tf32_round(static_cast<uint32_t>(x)) | uint64_t(tf32_round(static_cast<uint32_t>(x >> 32))) << 32;
       } else {
         *d = tf32_round(*d);
       }
@@ -352,10 +357,8 @@ tc7_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ 
     // (8 NB <= W + LEAD + 3); W is even, so o + 1 < W with o.
     const bool st0 = g < (valid ? rows : 0), st1 = g + 8 < (valid ? rows : 0);
     if constexpr (BULK) {  // the previous step's bulk copy has read the tile
-      if (L.bulk) {
-        if (lane == 0) tc7_bulk_read_wait();
-        __syncwarp();
-      }
+      if (lane == 0) tc7_bulk_read_wait();
+      __syncwarp();
     }
     T* const orow = TILE ? ostage + g * W : out + (valid ? plane_of(q) : 0) * hw + int64_t(r0 + g) * W;
 #pragma unroll
@@ -373,13 +376,11 @@ tc7_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ 
     }
     if constexpr (!TILE) continue;
     if constexpr (BULK) {
-      if (L.bulk) {
-        tc7_fence_async();
-        __syncwarp();
-        if (lane == 0 && valid && rows > 0)
-          tc7_bulk_store(out + plane_of(q) * hw + int64_t(r0) * W, ostage, rows * W * int(sizeof(T)));
-        continue;
-      }
+      tc7_fence_async();
+      __syncwarp();
+      if (lane == 0 && valid && rows > 0)
+        tc7_bulk_store(out + plane_of(q) * hw + int64_t(r0) * W, ostage, rows * W * int(sizeof(T)));
+      continue;
     }
     __syncwarp();
     if (valid) {
@@ -391,7 +392,7 @@ tc7_nc(const T* __restrict__ in, const T* __restrict__ w, const T* __restrict__ 
   }
   cp_async_wait<0>();  // no copy outlives the block (the last groups are empty)
   if constexpr (BULK) {
-    if (L.bulk && lane == 0) tc7_bulk_read_wait();  // nor a bulk copy's read of the tile
+    if (lane == 0) tc7_bulk_read_wait();  // nor a bulk copy's read of the tile
   }
 }
 
@@ -415,9 +416,8 @@ bool tc7_nc_plan(Tc7Nc& L, const Plan& P, bool flip, const void* in, const void*
   if (planes <= 0 || planes >= (int64_t(1) << 31) || P.N <= 0 || P.N >= (int64_t(1) << 31)) return false;
   const int64_t row = W * int64_t(sizeof(T));
   if (row % unit != 0 || reinterpret_cast<uintptr_t>(in) % unit != 0) return false;
-  if (reinterpret_cast<uintptr_t>(out) % ounit != 0 || (tc7_tile(wpp) ? (16 * row) % ounit != 0 || (H * row) % ounit != 0
-                                                                        : ounit != 2 * int(sizeof(T))))
-    return false;
+  const bool out_ok = tc7_tile(wpp) ? (16 * row) % ounit == 0 && (H * row) % ounit == 0 : ounit == 2 * int(sizeof(T));
+  if (!out_ok || reinterpret_cast<uintptr_t>(out) % ounit != 0) return false;
   L.planes = static_cast<uint32_t>(planes);
   L.C = static_cast<int>(P.out_c);
   L.H = static_cast<int>(H), L.W = static_cast<int>(W);
