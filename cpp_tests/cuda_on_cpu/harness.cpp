@@ -2637,12 +2637,35 @@ void plane_cases() {
 // decline them moved by 4 bytes) and with 4-byte copies both ways; the warp-per-plane cases
 // (14 x 14, 16 x 14, 9 x 20) run the direct fragment stores, the others the output tile.
 static int tc7_taken = 0;
+// One configuration (K, NB, WPP, input / output copy widths) on 1 block, 4 blocks and one per step.
+template <typename T, int K, int NB, int WPP, int U, int UO>
+void tc7_run(const char* what, const Plan& P, bool flip, const T* ip, const Tensor& w, const T* bp, const Tensor& ref,
+             const std::string& name, double tol) {
+  Tensor o = at::full(ref.sizes(), NAN, w.options());
+  Tc7Nc L{};
+  if (!tc7_nc_plan<T>(L, P, flip, ip, o.data_ptr<T>(), K, NB, WPP, U, UO)) {
+    std::printf("%-44s %-34s declined FAIL\n", name.c_str(), what);
+    ++failures;
+    return;
+  }
+  const unsigned steps = static_cast<unsigned>(ceil_div(L.planes, kTc7Warps / WPP));
+  for (unsigned blocks : {1u, 4u, steps}) {
+    o.fill_(NAN);
+    g_smem_bytes = static_cast<size_t>(tc7_smem_bytes<T>(K, NB, WPP, L.W));
+    launch(dim3{blocks}, dim3{unsigned(32 * kTc7Warps)},
+           [&] { tc7_nc<T, K, NB, WPP, U, UO>(ip, w.data_ptr<T>(), bp, o.data_ptr<T>(), L); });
+    ++tc7_taken;
+    check((std::string(what) + " tc7 unit" + std::to_string(U) + "/" + std::to_string(UO) + " blocks" +
+           std::to_string(blocks)).c_str(),
+          o, ref, name, tol);
+  }
+}
 template <typename T, int NB, int WPP>
 void tc7_check(const char* what, const Plan& P, bool flip, const Tensor& src, const Tensor& w, const Tensor& bias,
                const Tensor& ref, const std::string& name, double tol) {
   const T* bp = bias.defined() ? bias.data_ptr<T>() : nullptr;
   Tensor src1 = at::full({src.numel() + 4}, NAN, src.options());
-  constexpr int off = 4 / sizeof(T);
+  constexpr int off = 4 / sizeof(T), DO = WPP > 1 ? 4 : 2 * sizeof(T);  // direct stores: pairs
   src1.narrow(0, off, src.numel()).copy_(src.flatten());
   for (int moved = 0; moved < 2; ++moved) {
     const T* ip = moved ? src1.data_ptr<T>() + off : src.data_ptr<T>();
@@ -2650,32 +2673,13 @@ void tc7_check(const char* what, const Plan& P, bool flip, const Tensor& src, co
     const bool wide = P.in[2] * int64_t(sizeof(T)) % 16 == 0;  // rows of whole 16-byte copies
     {
       Tc7Nc L{};
-      if (tc7_nc_plan<T>(L, P, flip, ip, o.data_ptr<T>(), NB, WPP, 16) != (wide && !moved)) {
+      if (tc7_nc_plan<T>(L, P, flip, ip, o.data_ptr<T>(), 7, NB, WPP, 16, WPP > 1 ? 16 : DO) != (wide && !moved)) {
         std::printf("%-44s %-34s unit16 plan FAIL\n", name.c_str(), what);
         ++failures;
       }
     }
-    auto run_unit = [&](auto u) {
-      constexpr int U = decltype(u)::value;
-      Tc7Nc L{};
-      if (!tc7_nc_plan<T>(L, P, flip, ip, o.data_ptr<T>(), NB, WPP, U)) {
-        std::printf("%-44s %-34s declined FAIL\n", name.c_str(), what);
-        ++failures;
-        return;
-      }
-      const unsigned steps = static_cast<unsigned>(ceil_div(L.planes, kTc7Warps / WPP));
-      for (unsigned blocks : {1u, 4u, steps}) {
-        o.fill_(NAN);
-        g_smem_bytes = static_cast<size_t>(tc7_smem_bytes<T>(NB, WPP, L.W));
-        launch(dim3{blocks}, dim3{unsigned(32 * kTc7Warps)},
-               [&] { tc7_nc<T, NB, WPP, U>(ip, w.data_ptr<T>(), bp, o.data_ptr<T>(), L); });
-        ++tc7_taken;
-        check((std::string(what) + " tc7 unit" + std::to_string(U) + " blocks" + std::to_string(blocks)).c_str(), o,
-              ref, name, tol);
-      }
-    };
-    if (wide && !moved) run_unit(std::integral_constant<int, 16>{});
-    run_unit(std::integral_constant<int, 4>{});
+    if (wide && !moved) tc7_run<T, 7, NB, WPP, 16, (WPP > 1 ? 16 : DO)>(what, P, flip, ip, w, bp, ref, name, tol);
+    tc7_run<T, 7, NB, WPP, 4, DO>(what, P, flip, ip, w, bp, ref, name, tol);
   }
 }
 template <typename T, int NB, int WPP>
@@ -2717,7 +2721,7 @@ bool tc7_declines(int64_t H, int64_t W, int64_t pad, int off, int nb, int wpp) {
   forward_plan(g, P, Q);
   alignas(16) static T buf[16];
   Tc7Nc L{};
-  return !tc7_nc_plan<T>(L, P, false, buf + off, buf, nb, wpp, 4);
+  return !tc7_nc_plan<T>(L, P, false, buf + off, buf, 7, nb, wpp, 4, wpp > 1 ? 4 : 2 * int(sizeof(T)));
 }
 void tc7_cases() {
   // Four warps per plane: ConvNeXt's 56 x 56 (N2 C3: 6 planes, channels changing inside a
@@ -2746,6 +2750,78 @@ void tc7_cases() {
   if (tc7_taken == 0) ++failures;
 }
 // ---- end tc7n ----
+// ---- tcnc (session 14): tc7_nc.cuh at 5 x 5, 16-bit (two warps per plane, EfficientNet's
+// 28 x 28; 8-byte input copies, the output tile by bulk copies: here a plain copy, as for every
+// 16-byte tile above) ----
+// The configuration the launcher runs, forward (with bias) and data-grad against float64 on
+// poisoned outputs, 1 / 4 / one block per step; the input moved by 4 bytes must be declined (the
+// launcher then falls back to nc_plane_cp), as must heights whose planes are not whole output
+// copies.
+template <typename T, int K, int NB, int WPP, int U, int UO>
+void tcnc_case(int64_t N, int64_t C, int64_t H, int64_t W, double tol) {
+  at::manual_seed(14);
+  const auto dt = c10::CppTypeToScalarType<T>::value;
+  const int64_t p = K / 2;
+  Tensor x = at::randn({N, C, H, W}).to(dt), w = at::randn({C, 1, K, K}).to(dt), b = at::randn({C}).to(dt);
+  Tensor y = at::conv2d(x.to(at::kDouble), w.to(at::kDouble), b.to(at::kDouble), 1, {p, p}, 1, C);
+  Tensor gy = at::randn(y.sizes()).to(dt);
+  Tensor gx = std::get<0>(at::convolution_backward(gy.to(at::kDouble), x.to(at::kDouble), w.to(at::kDouble), std::nullopt,
+                                                   {1, 1}, {p, p}, {1, 1}, false, {0, 0}, C, {true, false, false}));
+  Geometry g;
+  g.batch = N, g.in_channels = C, g.out_channels = C, g.groups = C;
+  g.input[0] = g.output[0] = g.kernel[0] = g.stride[0] = 1, g.padding[0] = 0;
+  g.input[1] = H, g.input[2] = W, g.output[1] = H, g.output[2] = W;
+  g.kernel[1] = g.kernel[2] = K, g.padding[1] = g.padding[2] = p, g.stride[1] = g.stride[2] = 1;
+  char name[96];
+  std::snprintf(name, sizeof name, "tcnc k%d %s N%ld C%ld %ldx%ld", K,
+                dt == at::kHalf ? "fp16" : dt == at::kBFloat16 ? "bf16" : "tf32", long(N), long(C), long(H), long(W));
+  Plan Pf{}, Pd{};
+  Prep Q{};
+  forward_plan(g, Pf, Q);
+  if (!data_grad_plan(g, Pd, Q)) { ++failures; return; }
+  tc7_run<T, K, NB, WPP, U, UO>("fwd", Pf, false, x.data_ptr<T>(), w, b.data_ptr<T>(), y, name, tol);
+  tc7_run<T, K, NB, WPP, U, UO>("dgrad", Pd, true, gy.data_ptr<T>(), w, nullptr, gx, name, tol);
+  Tensor moved = at::empty({x.numel() + 4}, x.options());
+  Tc7Nc L{};
+  if (tc7_nc_plan<T>(L, Pf, false, moved.data_ptr<T>() + 4 / sizeof(T), y.data_ptr(), K, NB, WPP, U, UO)) {
+    std::printf("%-44s %-34s FAIL\n", name, "moved input not declined");
+    ++failures;
+  }
+}
+// 5 x 5 plans the 28 x 28 kernel must decline: padding 3 / 1, height 33, width 34 (5 N-blocks), a
+// 25-high plane (1400 bytes, not whole 16-byte output copies), 7 x 7, width 26 (52-byte rows, not
+// whole 8-byte copies); 28 x 28 and 25 x 24 taken.
+template <typename T>
+bool tcnc_declines(int64_t H, int64_t W, int64_t k, int64_t pad, int nb, int u, int uo) {
+  Geometry g;
+  g.batch = 2, g.in_channels = g.out_channels = g.groups = 3;
+  g.input[0] = g.output[0] = g.kernel[0] = g.stride[0] = 1, g.padding[0] = 0;
+  g.input[1] = H, g.input[2] = W, g.output[1] = H + 2 * pad - k + 1, g.output[2] = W + 2 * pad - k + 1;
+  g.kernel[1] = g.kernel[2] = k, g.padding[1] = g.padding[2] = pad, g.stride[1] = g.stride[2] = 1;
+  Plan P{}; Prep Q{};
+  forward_plan(g, P, Q);
+  alignas(16) static T buf[16];
+  Tc7Nc L{};
+  return !tc7_nc_plan<T>(L, P, false, buf, buf, 5, nb, 2, u, uo);
+}
+void tcnc_cases() {
+  // EfficientNet's 28 x 28 (N2 C3: 6 planes, 3 steps of 2, channels changing inside a block's
+  // range), heights 18 (the second warp two rows) and 32 (both full), width 24 (3 N-blocks' worth
+  // of outputs in 4), a partial last step (N1 C3).
+  tcnc_case<at::Half, 5, 4, 2, 8, 16>(2, 3, 28, 28, 2e-3);
+  tcnc_case<at::BFloat16, 5, 4, 2, 8, 16>(2, 3, 28, 28, 1e-2);
+  tcnc_case<at::Half, 5, 4, 2, 8, 16>(1, 3, 18, 28, 2e-3);
+  tcnc_case<at::BFloat16, 5, 4, 2, 8, 16>(3, 1, 32, 28, 1e-2);
+  tcnc_case<at::Half, 5, 4, 2, 8, 16>(1, 2, 20, 24, 2e-3);
+  const bool dec = tcnc_declines<at::Half>(28, 28, 5, 3, 4, 8, 16) && tcnc_declines<at::Half>(28, 28, 5, 1, 4, 8, 16) &&
+                   tcnc_declines<at::Half>(33, 28, 5, 2, 4, 8, 16) && tcnc_declines<at::Half>(28, 34, 5, 2, 4, 8, 16) &&
+                   tcnc_declines<at::Half>(25, 28, 5, 2, 4, 8, 16) && tcnc_declines<at::Half>(28, 28, 7, 3, 4, 8, 16) &&
+                   tcnc_declines<at::Half>(28, 26, 5, 2, 4, 8, 16) && !tcnc_declines<at::Half>(28, 28, 5, 2, 4, 8, 16) &&
+                   !tcnc_declines<at::Half>(25, 24, 5, 2, 4, 8, 16);
+  std::printf("%-44s %-34s %s\n", "tcnc limits", "pad/height/width/k", dec ? "ok" : "FAIL");
+  if (!dec) ++failures;
+}
+// ---- end tcnc ----
 // ---- eff5 (session 13): the column-walking kernels of walk2d.cuh at 5 x 5 in fp32, both layouts
 // (walk_wgrad2d.cu / walk_conv2d.cu's 5 x 5 cases), against float64 on the same data: the
 // weight-grad on NaN-poisoned partials, the forward (bias) and stride-1 data-grad (rotated filter)
@@ -3063,7 +3139,7 @@ void clt_cases() {
 // HARNESS_ONLY=d3r runs d3r_cases alone (depth3d_regs.cuh, cl_wgrad_d3r / cl_wgrad_d3s).
 // HARNESS_ONLY=planes runs plane_cases alone (the whole-plane NCHW kernels).
 // HARNESS_ONLY=walk runs the walk2d cases alone (walk_conv2d, walk_wgrad2d).
-// HARNESS_ONLY=tc7 runs tc7_cases alone (tc7_nc.cuh, session 13).
+// HARNESS_ONLY=tc7 runs tc7_cases alone (tc7_nc.cuh, session 13), and tcnc_cases (session 14).
 // HARNESS_ONLY=eff5 runs eff5_cases and eff5_wgrad_cases alone (walk2d at 5 x 5 in fp32,
 // nc_plane_cp at 5 x 5, nc_wgrad_cp); HARNESS_ONLY=eff5wg nc_wgrad_cp alone.
 // HARNESS_ONLY=s2d runs s2d_cases alone (mb16, session 13: cl_wgrad_s2d).
@@ -3086,6 +3162,7 @@ int main() {
   }
   if (const char* only = std::getenv("HARNESS_ONLY"); only && std::string(only) == "tc7") {  // tc7n
     tc7_cases();
+    tcnc_cases();  // tcnc (session 14)
     std::printf("failures: %d\n", failures);
     return failures != 0;
   }
@@ -3164,6 +3241,7 @@ int main() {
     walkc_cases();
     walk_cases();
     tc7_cases();  // tc7n
+    tcnc_cases();  // tcnc (session 14)
     eff5_cases();
     eff5_wgrad_cases();
     clbw_cases();  // w7 (session 13)
