@@ -219,6 +219,31 @@ __device__ __forceinline__ void nc_s2d_products(const T* s, int xo, int go, int 
   }
 }
 
+// Issues a thread's copies (its pieces src / dst / smp from nc_s2d_pieces) of one step into slot s:
+// channel co's x and grad_output planes (xpl / gpl values each, C channels) of samples
+// nb + (0 .. SP - 1), those below n_end. The caller commits the group.
+template <typename T>
+__device__ __forceinline__ void nc_s2d_stage(T* s, const T* x, const T* gy, const NcS2dTile& L, int C, int64_t xpl,
+                                             int64_t gpl, const int (&src)[kNcS2dPieces],
+                                             const int (&dst)[kNcS2dPieces], const int (&smp)[kNcS2dPieces], int co,
+                                             int nb, int n_end) {
+#pragma unroll
+  for (int k = 0; k < kNcS2dPieces; ++k) {
+    if (smp[k] >= 0) {
+      const bool isx = smp[k] < L.SP;
+      const int n = nb + (isx ? smp[k] : smp[k] - L.SP);
+      if (n < n_end) {
+        const T* g = isx ? x + (int64_t(n) * C + co) * xpl + src[k] : gy + (int64_t(n) * C + co) * gpl + src[k];
+        if (L.PB == 16) {
+          cp_async16(s + dst[k], g, 16);
+        } else {
+          cp_async_n(s + dst[k], g, L.PB);
+        }
+      }
+    }
+  }
+}
+
 // Dynamic shared memory: kNcS2dRing slots of L.slot values.
 template <typename T, int K, typename O = float>
 __global__ void __launch_bounds__(kNcS2dThreads, 2)
@@ -256,25 +281,8 @@ nc_wgrad_s2d(const T* __restrict__ x, const T* __restrict__ gy, O* __restrict__ 
     int sstep = 0, sbuf = 0;
     // Copies step sstep's planes (samples n0 + sstep * SP + ss) into slot sbuf; commits a group.
     const auto stage_next = [&]() {
-      if (sstep < steps) {
-        const int nb = n0 + sstep * L.SP;
-        T* const s = ring + sbuf * L.slot;
-#pragma unroll
-        for (int k = 0; k < kNcS2dPieces; ++k) {
-          if (smp[k] >= 0) {
-            const bool isx = smp[k] < L.SP;
-            const int n = nb + (isx ? smp[k] : smp[k] - L.SP);
-            if (n < n1) {
-              const T* g = isx ? x + (int64_t(n) * C + co) * xpl + src[k] : gy + (int64_t(n) * C + co) * gpl + src[k];
-              if (L.PB == 16) {
-                cp_async16(s + dst[k], g, 16);
-              } else {
-                cp_async_n(s + dst[k], g, L.PB);
-              }
-            }
-          }
-        }
-      }
+      if (sstep < steps)
+        nc_s2d_stage(ring + sbuf * L.slot, x, gy, L, C, xpl, gpl, src, dst, smp, co, n0 + sstep * L.SP, n1);
       ++sstep;
       cp_async_commit();
       sbuf = sbuf == kNcS2dRing - 1 ? 0 : sbuf + 1;
@@ -340,23 +348,8 @@ nc_wgrad_s2d_ranges(const T* __restrict__ x, const T* __restrict__ gy, O* __rest
   // Copies unit su's planes into slot sbuf; commits a group (maybe empty).
   const auto stage_next = [&]() {
     if (su < hi) {
-      const int co = su / L.steps, nb = (su - co * L.steps) * L.SP;
-      T* const s = ring + sbuf * L.slot;
-#pragma unroll
-      for (int k = 0; k < kNcS2dPieces; ++k) {
-        if (smp[k] >= 0) {
-          const bool isx = smp[k] < L.SP;
-          const int n = nb + (isx ? smp[k] : smp[k] - L.SP);
-          if (n < N) {
-            const T* g = isx ? x + (int64_t(n) * C + co) * xpl + src[k] : gy + (int64_t(n) * C + co) * gpl + src[k];
-            if (L.PB == 16) {
-              cp_async16(s + dst[k], g, 16);
-            } else {
-              cp_async_n(s + dst[k], g, L.PB);
-            }
-          }
-        }
-      }
+      const int co = su / L.steps;
+      nc_s2d_stage(ring + sbuf * L.slot, x, gy, L, C, xpl, gpl, src, dst, smp, co, (su - co * L.steps) * L.SP, N);
     }
     ++su;
     cp_async_commit();
