@@ -29,7 +29,7 @@ template <typename T, int K>
 bool run_s2d(const T* x, const T* gy, T* gw, const Plan& P, const at::TensorBase& like, cudaStream_t stream) {
   NcS2dTile L{};
   if (!mma16_supported() ||  // cp.async: sm_80 and newer
-      !choose_nc_s2d<K>(L, P, reinterpret_cast<uintptr_t>(x), reinterpret_cast<uintptr_t>(gy), 132))
+      !choose_nc_s2d<K>(L, P, reinterpret_cast<uintptr_t>(x), reinterpret_cast<uintptr_t>(gy), sm_count()))
     return false;
   const size_t smem = size_t(kNcS2dRing) * L.slot * sizeof(T);
   const auto prepare = [&](auto kernel) {
