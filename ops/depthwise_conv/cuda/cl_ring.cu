@@ -4,7 +4,6 @@
 #include "ops/depthwise_conv/cuda/launch.h"
 
 #include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAFunctions.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
@@ -20,10 +19,7 @@ bool run(const T* in, const T* w, const T* bias, T* out, ClRing L, cudaStream_t 
   auto kernel = cl_ring<T, K, K, S>;
   const int64_t smem = ring_smem_bytes(L, K, K, sizeof(T));
   // The tile is sized for the H100's shared memory; a GPU with less per block declines it.
-  int optin = 0;
-  C10_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, c10::cuda::current_device()));
-  if (smem > optin) return false;
-  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+  if (!allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem)) return false;
   int per_sm = 0;
   C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, L.threads, smem));
   if (per_sm < 1 || !ring_bands(L, int64_t(per_sm) * sm_count())) return false;

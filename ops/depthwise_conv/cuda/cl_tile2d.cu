@@ -16,7 +16,6 @@
 #include "ops/depthwise_conv/cuda/launch.h"
 
 #include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAFunctions.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
@@ -39,10 +38,7 @@ bool launch_cl_tile2d(const T* in, const T* w, bool flip, const T* bias, T* out,
     const int64_t smem = cl_tile2d_smem_bytes<T, 7>(L);
     // About 58 KB (fp32) for the 14 x 14 tile of 8 vectors: above the default 48 KB, within the
     // opt-in limit of the sm_80+ GPUs.
-    int optin = 0;
-    C10_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, c10::cuda::current_device()));
-    if (smem > optin) return false;
-    C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+    if (!allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem)) return false;
     kernel<<<static_cast<unsigned>(L.blocks), L.threads, smem, stream>>>(in, w, bias, out, L);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return true;

@@ -15,6 +15,10 @@ namespace convx::cuda {
 // SMs of the current GPU, asked of the driver once per device (nc_stream.cu); the launchers size
 // their grids and tiles by it.
 int64_t sm_count();
+// Lets `kernel` launch with `bytes` of dynamic shared memory (the attribute set above the default
+// 48 KB); false, setting nothing, when that exceeds the current GPU's opt-in limit per block
+// (asked of the driver once per device, nc_stream.cu): the launcher then declines.
+bool allow_dynamic_smem(const void* kernel, int64_t bytes);
 // Whether the current GPU runs mma16.cuh's tensor-core step (sm_80 and newer; tc_row1d.cu): the
 // tensor-core launchers decline otherwise.
 bool mma16_supported();

@@ -29,6 +29,19 @@ int64_t sm_count() {
   return n;
 }
 
+bool allow_dynamic_smem(const void* kernel, int64_t bytes) {
+  static std::array<std::atomic<int>, C10_COMPILE_TIME_MAX_GPUS> limits{};
+  const c10::DeviceIndex dev = c10::cuda::current_device();
+  int optin = limits[dev].load(std::memory_order_relaxed);
+  if (optin == 0) {
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    limits[dev].store(optin, std::memory_order_relaxed);
+  }
+  if (bytes > optin) return false;
+  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  return true;
+}
+
 namespace {
 
 template <typename T, int KH, int KW, int S, int R, int TH, bool VEC = stream_vec<T, KH>()>

@@ -15,7 +15,6 @@
 #include "ops/depthwise_conv/cuda/tc_cl2d.cuh"
 
 #include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAFunctions.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
@@ -32,11 +31,8 @@ bool launch_tc_cl2d(const T* in, const T* w, bool flip, const T* bias, T* out, c
   TcCl2d L{};
   if (!tc_cl2d_plan<7>(L, P, flip, wide ? 1 : 2, (wide ? 2 : 4) * sm_count())) return false;
   const int64_t smem = tc_cl2d_smem_bytes<7>(L);
-  int optin = 0;
-  C10_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, c10::cuda::current_device()));
-  if (smem > optin) return false;
   auto kernel = tc_cl2d<T, 7>;
-  C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+  if (!allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem)) return false;
   kernel<<<L.blocks, 32 * L.nw, smem, stream>>>(in, w, bias, out, L);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return true;
